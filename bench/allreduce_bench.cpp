@@ -1,0 +1,161 @@
+// rr-allreduce-bench: allreduce throughput of ringreduce across message sizes,
+// in nccl-tests' terms (algbw = bytes / time, busbw = algbw x 2(N-1)/N), beside
+// this machine's single-thread memcpy bandwidth measured in the same run.
+// Run it under rr-run or any launcher that sets the env:// variables:
+//   rr-run -n 4 rr-allreduce-bench -b 1K -e 256M -f 4
+
+#include <ringreduce/ringreduce.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  size_t min_bytes = 1024;
+  size_t max_bytes = size_t{256} << 20;
+  size_t factor = 4;
+  int iters = 20;
+  int warmup = 3;
+  bool check = true;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "rr-allreduce-bench: %s\n"
+               "usage: rr-allreduce-bench [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
+               "  sizes take K, M, G suffixes; float32 sum; run under rr-run -n N\n",
+               why);
+  std::exit(2);
+}
+
+size_t parse_size(const char* text) {
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  size_t scale = 1;
+  if (*end == 'K' || *end == 'k') scale = 1 << 10, ++end;
+  else if (*end == 'M' || *end == 'm') scale = 1 << 20, ++end;
+  else if (*end == 'G' || *end == 'g') scale = size_t{1} << 30, ++end;
+  if (end == text || *end != '\0' || v < 0) usage((std::string("bad size '") + text + "'").c_str());
+  return static_cast<size_t>(v * static_cast<double>(scale));
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc) usage(("missing value after " + flag).c_str());
+    const char* value = argv[++i];
+    if (flag == "-b") o.min_bytes = parse_size(value);
+    else if (flag == "-e") o.max_bytes = parse_size(value);
+    else if (flag == "-f") o.factor = std::strtoul(value, nullptr, 10);
+    else if (flag == "-n") o.iters = std::atoi(value);
+    else if (flag == "-w") o.warmup = std::atoi(value);
+    else if (flag == "-c") o.check = std::atoi(value) != 0;
+    else usage(("unknown flag " + flag).c_str());
+  }
+  if (o.factor < 2 || o.iters < 1 || o.warmup < 0 || o.min_bytes > o.max_bytes) usage("bad option values");
+  return o;
+}
+
+void check_rr(rrResult_t r, rrComm_t comm, const char* what) {
+  if (r != rrSuccess) {
+    std::fprintf(stderr, "%s failed: %s: %s\n", what, rrGetErrorString(r), rrGetLastError(comm));
+    std::exit(1);
+  }
+}
+
+// Single-thread memcpy bandwidth (bytes copied / s) over a buffer far larger than cache.
+double memcpy_bandwidth() {
+  const size_t bytes = size_t{256} << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, bytes / s);
+    std::swap(a, b);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  rrComm_t comm = nullptr;
+  check_rr(rrCommInitFromEnv(&comm), nullptr, "rrCommInitFromEnv");
+  int rank = 0, nranks = 0;
+  check_rr(rrCommUserRank(comm, &rank), comm, "rrCommUserRank");
+  check_rr(rrCommCount(comm, &nranks), comm, "rrCommCount");
+
+  // Measured by rank 0 before the sweep while the others wait in the first
+  // allreduce: the physical reference for shared-memory busbw.
+  double memcpy_bw = 0;
+  if (rank == 0) memcpy_bw = memcpy_bandwidth();
+  float token = 0;
+  check_rr(rrAllReduce(&token, &token, 1, rrFloat32, rrSum, comm, nullptr), comm, "rrAllReduce");
+
+  const size_t max_count = o.max_bytes / sizeof(float);
+  std::vector<float> send(std::max<size_t>(max_count, 1)), recv(std::max<size_t>(max_count, 1));
+  const double factor = 2.0 * (nranks - 1) / nranks;
+  if (rank == 0) {
+    std::printf("# ringreduce allreduce, float32 sum, %d ranks, %d iterations (+%d warm-up)\n", nranks, o.iters, o.warmup);
+    std::printf("# single-thread memcpy bandwidth: %.2f GB/s\n", memcpy_bw / 1e9);
+    std::printf("# %12s %12s %12s %10s %10s %8s %8s\n", "size(B)", "count", "time(us)", "algbw", "busbw", "bus/cpy", "#wrong");
+  }
+  double bus_sum = 0;
+  int rows = 0;
+  for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+    const size_t count = bytes / sizeof(float);
+    // Small integers: the sum is exact in float32, so the check is exact.
+    for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i + static_cast<size_t>(rank)) % 7);
+    for (int i = 0; i < o.warmup; ++i) {
+      check_rr(rrAllReduce(send.data(), recv.data(), count, rrFloat32, rrSum, comm, nullptr), comm, "rrAllReduce");
+    }
+    check_rr(rrAllReduce(&token, &token, 1, rrFloat32, rrSum, comm, nullptr), comm, "rrAllReduce");
+    auto t0 = Clock::now();
+    for (int i = 0; i < o.iters; ++i) {
+      check_rr(rrAllReduce(send.data(), recv.data(), count, rrFloat32, rrSum, comm, nullptr), comm, "rrAllReduce");
+    }
+    double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / o.iters;
+    // Report the slowest rank's time, as nccl-tests does.
+    double slowest = seconds;
+    check_rr(rrAllReduce(&seconds, &slowest, 1, rrFloat64, rrMax, comm, nullptr), comm, "rrAllReduce");
+    double wrong = 0;
+    if (o.check) {
+      for (size_t i = 0; i < count; ++i) {
+        double expect = 0;
+        for (int r = 0; r < nranks; ++r) expect += static_cast<double>((i + static_cast<size_t>(r)) % 7);
+        if (recv[i] != expect) ++wrong;
+      }
+      check_rr(rrAllReduce(&wrong, &wrong, 1, rrFloat64, rrSum, comm, nullptr), comm, "rrAllReduce");
+    }
+    const double algbw = bytes / slowest / 1e9;
+    const double busbw = algbw * factor;
+    if (rank == 0) {
+      std::printf("  %12zu %12zu %12.1f %10.3f %10.3f %8.3f %8.0f\n", bytes, count, slowest * 1e6, algbw, busbw,
+                  busbw * 1e9 / memcpy_bw, wrong);
+      std::fflush(stdout);
+    }
+    bus_sum += busbw;
+    ++rows;
+    if (wrong != 0) {
+      if (rank == 0) std::fprintf(stderr, "rr-allreduce-bench: %.0f wrong elements at %zu bytes\n", wrong, bytes);
+      rrCommDestroy(comm);
+      return 1;
+    }
+  }
+  if (rank == 0) std::printf("# Avg bus bandwidth    : %.3f GB/s\n", rows ? bus_sum / rows : 0.0);
+  check_rr(rrCommDestroy(comm), nullptr, "rrCommDestroy");
+  return 0;
+}

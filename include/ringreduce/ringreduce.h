@@ -1,0 +1,133 @@
+/* ringreduce: a chunked, pipelined ring-allreduce engine over UCX.
+ *
+ * The C API mirrors NCCL's (rr prefix instead of nccl) so a framework that
+ * calls NCCL can switch by renaming. It compiles as C and as C++, and without
+ * CUDA installed: streams are opaque pointers.
+ *
+ * Every call returns an rrResult_t. On failure rrGetLastError() says what was
+ * wrong: the argument, the peer, the step and chunk. Out-parameters are
+ * written only on success. */
+#ifndef RINGREDUCE_RINGREDUCE_H
+#define RINGREDUCE_RINGREDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RR_MAJOR 0
+#define RR_MINOR 1
+#define RR_PATCH 0
+#define RR_VERSION_CODE (RR_MAJOR * 10000 + RR_MINOR * 100 + RR_PATCH)
+
+typedef enum {
+  rrSuccess = 0,
+  rrUnhandledCudaError = 1,
+  rrSystemError = 2,     /* a system call or UCX failed */
+  rrInternalError = 3,   /* a bug in ringreduce */
+  rrInvalidArgument = 4, /* a bad argument to this call */
+  rrInvalidUsage = 5,    /* a call that is wrong in this state */
+  rrRemoteError = 6,     /* a peer failed or disappeared */
+  rrInProgress = 7,
+  rrTimeout = 8,         /* a peer did not answer within the timeout */
+  rrNumResults = 9
+} rrResult_t;
+
+/* Same numbering as ncclDataType_t. */
+typedef enum {
+  rrInt8 = 0, rrChar = 0,
+  rrUint8 = 1,
+  rrInt32 = 2, rrInt = 2,
+  rrUint32 = 3,
+  rrInt64 = 4,
+  rrUint64 = 5,
+  rrFloat16 = 6, rrHalf = 6,
+  rrFloat32 = 7, rrFloat = 7,
+  rrFloat64 = 8, rrDouble = 8,
+  rrBfloat16 = 9,
+  rrNumTypes = 10
+} rrDataType_t;
+
+/* Same numbering as ncclRedOp_t. rrAvg: floating types divide the sum by the
+ * rank count once, at the end; integer types divide the integer sum
+ * (truncating toward zero), as NCCL defines it. */
+typedef enum {
+  rrSum = 0,
+  rrProd = 1,
+  rrMax = 2,
+  rrMin = 3,
+  rrAvg = 4,
+  rrNumOps = 5
+} rrRedOp_t;
+
+#define RR_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[RR_UNIQUE_ID_BYTES];
+} rrUniqueId;
+
+typedef struct rrComm* rrComm_t;
+
+/* Per-communicator settings. Start from RR_CONFIG_INITIALIZER: a field left
+ * at its initializer value takes the RR_* environment variable, or else the
+ * built-in default (README.md, "Settings"). */
+typedef struct {
+  size_t size;            /* sizeof(rrConfig_t): lets the struct grow */
+  unsigned int magic;     /* RR_CONFIG_MAGIC */
+  size_t chunk_bytes;     /* RR_CHUNK_BYTES: largest piece of a segment moved at once */
+  int pipeline_depth;     /* RR_PIPELINE_DEPTH: chunk columns in flight at once */
+  int timeout_ms;         /* RR_TIMEOUT_MS: deadline of init and of each operation */
+  int debug_level;        /* RR_DEBUG: 0 WARN, 1 INFO, 2 TRACE */
+} rrConfig_t;
+
+#define RR_CONFIG_MAGIC 0x72726366u
+#define RR_CONFIG_UNDEF_INT (-1)
+#define RR_CONFIG_INITIALIZER \
+  { sizeof(rrConfig_t), RR_CONFIG_MAGIC, 0, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT }
+
+rrResult_t rrGetVersion(int* version);
+const char* rrGetErrorString(rrResult_t result);
+/* The text of the last error on this communicator; with comm == NULL, the last
+ * error raised on the calling thread (e.g. by a failed init). Never NULL. */
+const char* rrGetLastError(rrComm_t comm);
+
+/* Unique-id bootstrap, as NCCL: one process calls rrGetUniqueId (which starts
+ * the rendezvous service in that process), sends the id to every rank out of
+ * band, and each rank calls rrCommInitRank. */
+rrResult_t rrGetUniqueId(rrUniqueId* unique_id);
+rrResult_t rrCommInitRank(rrComm_t* comm, int nranks, rrUniqueId comm_id, int rank);
+rrResult_t rrCommInitRankConfig(rrComm_t* comm, int nranks, rrUniqueId comm_id, int rank,
+                                const rrConfig_t* config);
+
+/* Init-method URLs as torch.distributed spells them:
+ *   "env://"            MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE from the environment
+ *   "tcp://host:port"   rank 0 serves the rendezvous at host:port
+ *   "file:///path"      a file every rank can reach, locked with fcntl
+ * rank < 0 or nranks < 0 take RANK / WORLD_SIZE from the environment. */
+rrResult_t rrCommInitUrl(rrComm_t* comm, const char* url, int nranks, int rank,
+                         const rrConfig_t* config);
+/* rrCommInitUrl(comm, "env://", -1, -1, NULL). */
+rrResult_t rrCommInitFromEnv(rrComm_t* comm);
+
+rrResult_t rrCommDestroy(rrComm_t comm);
+rrResult_t rrCommCount(const rrComm_t comm, int* count);
+rrResult_t rrCommUserRank(const rrComm_t comm, int* rank);
+
+/* recvbuff[i] = op over ranks of sendbuff[i], on every rank. sendbuff ==
+ * recvbuff is in place. stream: NULL for host buffers, blocking. */
+rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                       rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream);
+
+/* Observability. Payload bytes this rank has sent to / received from `peer`
+ * since the communicator was made (headers not counted). */
+rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,
+                              uint64_t* bytes_received);
+/* The staging pool: bytes it holds and how many times it has allocated. */
+rrResult_t rrCommGetPoolStats(const rrComm_t comm, size_t* pool_bytes, uint64_t* allocations);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGREDUCE_RINGREDUCE_H */

@@ -1,0 +1,130 @@
+// C++ RAII wrapper over the C API (ringreduce.h). Header-only: it adds no
+// symbols, so the stable ABI stays the C one. Failures throw rr::Error, which
+// carries the result code and the library's message.
+#pragma once
+
+#include <ringreduce/ringreduce.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rr {
+
+class Error : public std::runtime_error {
+ public:
+  Error(rrResult_t result, const std::string& message)
+      : std::runtime_error(message), result_(result) {}
+  rrResult_t result() const { return result_; }
+
+ private:
+  rrResult_t result_;
+};
+
+inline void check(rrResult_t result, rrComm_t comm = nullptr) {
+  if (result != rrSuccess) {
+    throw Error(result, std::string(rrGetErrorString(result)) + ": " + rrGetLastError(comm));
+  }
+}
+
+// The rrDataType_t of a C++ element type.
+template <typename T>
+constexpr rrDataType_t datatype_of() {
+  if constexpr (std::is_same_v<T, int8_t>) return rrInt8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return rrUint8;
+  else if constexpr (std::is_same_v<T, int32_t>) return rrInt32;
+  else if constexpr (std::is_same_v<T, uint32_t>) return rrUint32;
+  else if constexpr (std::is_same_v<T, int64_t>) return rrInt64;
+  else if constexpr (std::is_same_v<T, uint64_t>) return rrUint64;
+  else if constexpr (std::is_same_v<T, float>) return rrFloat32;
+  else if constexpr (std::is_same_v<T, double>) return rrFloat64;
+  else static_assert(sizeof(T) == 0, "no rrDataType_t for this type; pass one explicitly");
+}
+
+class UniqueId {
+ public:
+  static UniqueId create() {
+    UniqueId id;
+    check(rrGetUniqueId(&id.id_));
+    return id;
+  }
+  const rrUniqueId& get() const { return id_; }
+  rrUniqueId& get() { return id_; }
+
+ private:
+  rrUniqueId id_{};
+};
+
+class Comm {
+ public:
+  // env:// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE).
+  static Comm from_env() {
+    rrComm_t c = nullptr;
+    check(rrCommInitFromEnv(&c));
+    return Comm(c);
+  }
+  static Comm from_url(const std::string& url, int nranks = -1, int rank = -1,
+                       const rrConfig_t* config = nullptr) {
+    rrComm_t c = nullptr;
+    check(rrCommInitUrl(&c, url.c_str(), nranks, rank, config));
+    return Comm(c);
+  }
+  static Comm from_unique_id(const UniqueId& id, int nranks, int rank,
+                             const rrConfig_t* config = nullptr) {
+    rrComm_t c = nullptr;
+    check(rrCommInitRankConfig(&c, nranks, id.get(), rank, config));
+    return Comm(c);
+  }
+
+  Comm() = default;
+  explicit Comm(rrComm_t comm) : comm_(comm) {}
+  Comm(Comm&& other) noexcept : comm_(std::exchange(other.comm_, nullptr)) {}
+  Comm& operator=(Comm&& other) noexcept {
+    if (this != &other) {
+      reset();
+      comm_ = std::exchange(other.comm_, nullptr);
+    }
+    return *this;
+  }
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm() { reset(); }
+
+  void reset() {
+    if (comm_) rrCommDestroy(comm_);
+    comm_ = nullptr;
+  }
+  rrComm_t get() const { return comm_; }
+
+  int size() const {
+    int n = 0;
+    check(rrCommCount(comm_, &n), comm_);
+    return n;
+  }
+  int rank() const {
+    int r = 0;
+    check(rrCommUserRank(comm_, &r), comm_);
+    return r;
+  }
+
+  void all_reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {
+    check(rrAllReduce(send, recv, count, dtype, op, comm_, nullptr), comm_);
+  }
+  template <typename T>
+  void all_reduce(const T* send, T* recv, size_t count, rrRedOp_t op = rrSum) {
+    all_reduce(send, recv, count, datatype_of<T>(), op);
+  }
+  // In place over a vector.
+  template <typename T>
+  void all_reduce(std::vector<T>& data, rrRedOp_t op = rrSum) {
+    all_reduce(data.data(), data.data(), data.size(), op);
+  }
+
+ private:
+  rrComm_t comm_ = nullptr;
+};
+
+}  // namespace rr

@@ -1,0 +1,13 @@
+#include "algo/ring.hpp"
+
+namespace rr::algo {
+
+RingSchedule::RingSchedule(int nranks, int rank, size_t count, size_t chunk_elems)
+    : nranks_(nranks), rank_(rank), count_(count) {
+  // The largest segment decides the column count, so no chunk of any
+  // segment exceeds chunk_elems; smaller segments get chunks one shorter.
+  const size_t largest_segment = (count + static_cast<size_t>(nranks) - 1) / static_cast<size_t>(nranks);
+  columns_ = largest_segment == 0 ? 0 : (largest_segment + chunk_elems - 1) / chunk_elems;
+}
+
+}  // namespace rr::algo

@@ -1,0 +1,73 @@
+#pragma once
+// The ring allreduce as pure arithmetic: which segment and chunk each rank
+// sends and receives at each step. No transport, no memory type.
+//
+// Allreduce of `count` elements on N ranks = reduce-scatter + all-gather,
+// fused per chunk column:
+//   the buffer is split into N segments, each segment into `columns()` chunks;
+//   at step s (0 <= s < 2(N-1)) rank r sends segment (r - s) mod N to r + 1 and
+//   receives segment (r - s - 1) mod N from r - 1;
+//   steps 0..N-2 reduce what they receive (reduce-scatter); after them rank r
+//   owns the fully reduced segment (r + 1) mod N; steps N-1..2N-3 overwrite
+//   with what they receive (all-gather).
+// Chunk c of every step forms column c; columns are independent, which is
+// what lets several be in flight at once.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rr::algo {
+
+struct Range {
+  size_t offset = 0;  // elements
+  size_t count = 0;   // elements
+};
+
+// Part `index` of `count` elements cut into `parts` contiguous pieces whose
+// sizes differ by at most one, the longer ones first.
+constexpr Range split(size_t count, size_t parts, size_t index) {
+  const size_t base = count / parts;
+  const size_t extra = count % parts;
+  return Range{index * base + (index < extra ? index : extra), base + (index < extra ? 1 : 0)};
+}
+
+class RingSchedule {
+ public:
+  // chunk_elems >= 1: the most elements one message carries.
+  RingSchedule(int nranks, int rank, size_t count, size_t chunk_elems);
+
+  int nranks() const { return nranks_; }
+  int rank() const { return rank_; }
+  int left() const { return (rank_ + nranks_ - 1) % nranks_; }
+  int right() const { return (rank_ + 1) % nranks_; }
+
+  int steps() const { return 2 * (nranks_ - 1); }
+  bool is_reduce_step(int step) const { return step < nranks_ - 1; }
+  bool is_last_reduce_step(int step) const { return step == nranks_ - 2; }
+
+  // Chunk columns: every segment is cut into this many chunks.
+  size_t columns() const { return columns_; }
+
+  int send_segment(int step) const { return mod(rank_ - step); }
+  int recv_segment(int step) const { return mod(rank_ - step - 1); }
+  // The segment this rank holds fully reduced after the reduce-scatter.
+  int owned_segment() const { return mod(rank_ + 1); }
+
+  Range segment(int index) const { return split(count_, static_cast<size_t>(nranks_), index); }
+  // Elements of chunk `column` of segment `index`, as offsets into the whole buffer.
+  Range chunk(int index, size_t column) const {
+    const Range seg = segment(index);
+    const Range part = split(seg.count, columns_, column);
+    return Range{seg.offset + part.offset, part.count};
+  }
+
+ private:
+  int mod(int x) const { return ((x % nranks_) + nranks_) % nranks_; }
+
+  int nranks_;
+  int rank_;
+  size_t count_;
+  size_t columns_;
+};
+
+}  // namespace rr::algo

@@ -1,0 +1,200 @@
+// The C entry points: argument checks, result codes, error text. Nothing
+// below this file throws across it, and nothing here knows UCX.
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "api/setup.hpp"
+#include "comm/communicator.hpp"
+#include "reduce/reduce.hpp"
+#include "ringreduce/ringreduce.h"
+
+#define RR_API extern "C" __attribute__((visibility("default")))
+
+struct rrComm {
+  std::unique_ptr<rr::Communicator> impl;
+};
+
+namespace {
+
+thread_local std::string thread_last_error;
+
+rrResult_t to_result(rr::Code code) {
+  switch (code) {
+    case rr::Code::kOk: return rrSuccess;
+    case rr::Code::kInvalidArgument: return rrInvalidArgument;
+    case rr::Code::kInvalidUsage: return rrInvalidUsage;
+    case rr::Code::kSystemError: return rrSystemError;
+    case rr::Code::kInternalError: return rrInternalError;
+    case rr::Code::kRemoteError: return rrRemoteError;
+    case rr::Code::kTimeout: return rrTimeout;
+  }
+  return rrInternalError;
+}
+
+// Records the error where rrGetLastError finds it: on the communicator when
+// there is one, and on the calling thread always.
+rrResult_t fail(rrComm_t comm, const rr::Status& status) {
+  if (status.ok()) return rrSuccess;
+  thread_last_error = status.message();
+  if (comm && comm->impl) comm->impl->last_error() = status.message();
+  return to_result(status.code());
+}
+
+rrResult_t fail(rrComm_t comm, rr::Code code, const std::string& message) {
+  return fail(comm, rr::Status(code, message));
+}
+
+// Runs `body`, turning an escaping exception into a result code.
+template <typename Body>
+rrResult_t guarded(rrComm_t comm, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(comm, rr::Code::kSystemError, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(comm, rr::Code::kInternalError, std::string("internal error: ") + e.what());
+  }
+}
+
+rr::Status check_buffers(const char* call, const void* sendbuff, const void* recvbuff, size_t count,
+                         rrDataType_t datatype) {
+  const size_t elem = rr::reduce::dtype_size(datatype);
+  if (count == 0) return rr::Status::Ok();
+  if (!sendbuff) return rr::InvalidArgument(std::string(call) + ": sendbuff is NULL with count=" + std::to_string(count));
+  if (!recvbuff) return rr::InvalidArgument(std::string(call) + ": recvbuff is NULL with count=" + std::to_string(count));
+  if (count > SIZE_MAX / elem) return rr::InvalidArgument(std::string(call) + ": count=" + std::to_string(count) + " overflows");
+  const auto s = reinterpret_cast<uintptr_t>(sendbuff);
+  const auto r = reinterpret_cast<uintptr_t>(recvbuff);
+  const size_t bytes = count * elem;
+  if (s != r && s < r + bytes && r < s + bytes) {
+    return rr::InvalidArgument(std::string(call) +
+                               ": sendbuff and recvbuff overlap without being equal (in place means sendbuff == recvbuff)");
+  }
+  return rr::Status::Ok();
+}
+
+rrResult_t make_comm(rr::Status (*setup)(const void*, int, int, const rrConfig_t*, std::unique_ptr<rr::Communicator>*),
+                     rrComm_t* comm, const void* how, int nranks, int rank, const rrConfig_t* config) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm (the out-pointer) is NULL");
+  return guarded(nullptr, [&] {
+    std::unique_ptr<rr::Communicator> impl;
+    rr::Status s = setup(how, nranks, rank, config, &impl);
+    if (!s.ok()) return fail(nullptr, s);
+    *comm = new rrComm{std::move(impl)};
+    return rrSuccess;
+  });
+}
+
+}  // namespace
+
+RR_API rrResult_t rrGetVersion(int* version) {
+  if (!version) return fail(nullptr, rr::Code::kInvalidArgument, "version is NULL");
+  *version = RR_VERSION_CODE;
+  return rrSuccess;
+}
+
+RR_API const char* rrGetErrorString(rrResult_t result) {
+  switch (result) {
+    case rrSuccess: return "no error";
+    case rrUnhandledCudaError: return "unhandled cuda error";
+    case rrSystemError: return "unhandled system error (network, memory or UCX)";
+    case rrInternalError: return "internal error - please report this issue";
+    case rrInvalidArgument: return "invalid argument";
+    case rrInvalidUsage: return "invalid usage";
+    case rrRemoteError: return "remote process exited or there was a network error";
+    case rrInProgress: return "operation in progress";
+    case rrTimeout: return "timed out waiting for a peer";
+    default: return "unknown result code";
+  }
+}
+
+RR_API const char* rrGetLastError(rrComm_t comm) {
+  if (comm && comm->impl) return comm->impl->last_error().c_str();
+  return thread_last_error.c_str();
+}
+
+RR_API rrResult_t rrGetUniqueId(rrUniqueId* unique_id) {
+  if (!unique_id) return fail(nullptr, rr::Code::kInvalidArgument, "unique_id is NULL");
+  return guarded(nullptr, [&] { return fail(nullptr, rr::setup::unique_id(unique_id)); });
+}
+
+RR_API rrResult_t rrCommInitRankConfig(rrComm_t* comm, int nranks, rrUniqueId comm_id, int rank,
+                                       const rrConfig_t* config) {
+  return make_comm(&rr::setup::from_unique_id, comm, &comm_id, nranks, rank, config);
+}
+
+RR_API rrResult_t rrCommInitRank(rrComm_t* comm, int nranks, rrUniqueId comm_id, int rank) {
+  return rrCommInitRankConfig(comm, nranks, comm_id, rank, nullptr);
+}
+
+RR_API rrResult_t rrCommInitUrl(rrComm_t* comm, const char* url, int nranks, int rank, const rrConfig_t* config) {
+  if (!url) return fail(nullptr, rr::Code::kInvalidArgument, "url is NULL");
+  return make_comm(&rr::setup::from_url, comm, url, nranks, rank, config);
+}
+
+RR_API rrResult_t rrCommInitFromEnv(rrComm_t* comm) { return rrCommInitUrl(comm, "env://", -1, -1, nullptr); }
+
+RR_API rrResult_t rrCommDestroy(rrComm_t comm) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  return guarded(nullptr, [&] {
+    delete comm;
+    return rrSuccess;
+  });
+}
+
+RR_API rrResult_t rrCommCount(const rrComm_t comm, int* count) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  if (!count) return fail(comm, rr::Code::kInvalidArgument, "count is NULL");
+  *count = comm->impl->size();
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrCommUserRank(const rrComm_t comm, int* rank) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  if (!rank) return fail(comm, rr::Code::kInvalidArgument, "rank is NULL");
+  *rank = comm->impl->rank();
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                              rrRedOp_t op, rrComm_t comm, void* stream) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrAllReduce: comm is NULL");
+  if (!rr::reduce::valid_dtype(datatype)) {
+    return fail(comm, rr::Code::kInvalidArgument,
+                "rrAllReduce: datatype=" + std::to_string(static_cast<int>(datatype)) + " is not an rrDataType_t");
+  }
+  if (!rr::reduce::valid_op(op)) {
+    return fail(comm, rr::Code::kInvalidArgument,
+                "rrAllReduce: op=" + std::to_string(static_cast<int>(op)) + " is not an rrRedOp_t");
+  }
+  if (stream) {
+    return fail(comm, rr::Code::kInvalidUsage,
+                "rrAllReduce: stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
+  }
+  rr::Status s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op)); });
+}
+
+RR_API rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent, uint64_t* bytes_received) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  if (peer < 0 || peer >= comm->impl->size()) {
+    return fail(comm, rr::Code::kInvalidArgument,
+                "peer=" + std::to_string(peer) + " out of range for " + std::to_string(comm->impl->size()) + " ranks");
+  }
+  if (!bytes_sent || !bytes_received) return fail(comm, rr::Code::kInvalidArgument, "bytes_sent or bytes_received is NULL");
+  *bytes_sent = comm->impl->transport().bytes_sent(peer);
+  *bytes_received = comm->impl->transport().bytes_received(peer);
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrCommGetPoolStats(const rrComm_t comm, size_t* pool_bytes, uint64_t* allocations) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  if (!pool_bytes || !allocations) return fail(comm, rr::Code::kInvalidArgument, "pool_bytes or allocations is NULL");
+  *pool_bytes = comm->impl->pool().bytes();
+  *allocations = comm->impl->pool().allocations();
+  return rrSuccess;
+}

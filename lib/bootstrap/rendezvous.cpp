@@ -1,0 +1,338 @@
+#include "bootstrap/rendezvous.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "bootstrap/file_store.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "common/env.hpp"
+#include "common/log.hpp"
+
+namespace rr::bootstrap {
+
+namespace {
+
+constexpr char kIdMagic[4] = {'R', 'R', 'I', 'D'};
+
+// The unique id's layout inside rrUniqueId (128 bytes).
+struct IdWire {
+  char magic[4];
+  uint16_t port;
+  char host[64];
+  uint8_t secret[16];
+};
+static_assert(sizeof(IdWire) <= RR_UNIQUE_ID_BYTES, "unique id layout must fit");
+
+// Servers this process started, kept so a second communicator made with the
+// same env:// address, or the rank-0 process of a unique id, finds them.
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, std::shared_ptr<TcpStoreServer>>& server_registry() {
+  static auto* servers = new std::map<std::string, std::shared_ptr<TcpStoreServer>>();
+  return *servers;
+}
+// How many communicators this process made with each init method: every rank
+// makes them in the same order, so the count names the communicator's keys.
+std::map<std::string, int>& generation_registry() {
+  static auto* generations = new std::map<std::string, int>();
+  return *generations;
+}
+
+std::string next_prefix(const std::string& method) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  return "c" + std::to_string(generation_registry()[method]++) + "/";
+}
+
+Status parse_rank_size(int nranks, int rank, Rendezvous* rv) {
+  int64_t value = 0;
+  bool found = false;
+  if (nranks < 0) {
+    RR_RETURN_IF_ERROR(env_int("WORLD_SIZE", 1, 1 << 24, &value, &found));
+    if (!found) return InvalidArgument("nranks not given and WORLD_SIZE is not set");
+    nranks = static_cast<int>(value);
+  }
+  if (rank < 0) {
+    RR_RETURN_IF_ERROR(env_int("RANK", 0, (1 << 24) - 1, &value, &found));
+    if (!found) return InvalidArgument("rank not given and RANK is not set");
+    rank = static_cast<int>(value);
+  }
+  if (nranks <= 0) return InvalidArgument("nranks=" + std::to_string(nranks) + ": must be >= 1");
+  if (rank >= nranks) {
+    return InvalidArgument("rank=" + std::to_string(rank) + " out of range for nranks=" + std::to_string(nranks));
+  }
+  rv->rank = rank;
+  rv->size = nranks;
+  return Status::Ok();
+}
+
+Status parse_host_port(const std::string& text, const std::string& what, std::string* host, uint16_t* port) {
+  std::string h;
+  std::string p;
+  if (!text.empty() && text[0] == '[') {  // [v6]:port
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return InvalidArgument(what + " '" + text + "': expected [address]:port");
+    }
+    h = text.substr(1, close - 1);
+    p = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos) return InvalidArgument(what + " '" + text + "': expected host:port");
+    h = text.substr(0, colon);
+    p = text.substr(colon + 1);
+  }
+  char* end = nullptr;
+  long v = std::strtol(p.c_str(), &end, 10);
+  if (h.empty() || p.empty() || *end != '\0' || v <= 0 || v > 65535) {
+    return InvalidArgument(what + " '" + text + "': expected host:port with port 1..65535");
+  }
+  *host = h;
+  *port = static_cast<uint16_t>(v);
+  return Status::Ok();
+}
+
+// Rank 0 serves the store at host:port (reusing a server this process
+// already runs there); every rank, rank 0 included, connects as a client.
+Status tcp_rendezvous(const std::string& method, const std::string& host, uint16_t port,
+                      Clock::time_point deadline, Rendezvous* rv) {
+  if (rv->rank == 0) {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    const std::string key = host + ":" + std::to_string(port);
+    auto& server = server_registry()[key];
+    if (!server) {
+      const char* bind = env_str("RR_BIND_ADDR");
+      std::unique_ptr<TcpStoreServer> started;
+      Status s = TcpStoreServer::Start(bind ? bind : host, port, &started);
+      if (!s.ok()) {
+        server_registry().erase(key);
+        return Status(s.code(), method + ": rank 0 cannot serve the rendezvous: " + s.message());
+      }
+      server = std::move(started);
+    }
+    rv->server = server;
+  }
+  std::unique_ptr<TcpStore> client;
+  Status s = TcpStore::Connect(host, port, deadline, &client);
+  if (!s.ok()) {
+    return Status(s.code(), method + ": rank " + std::to_string(rv->rank) + " cannot reach the rendezvous: " +
+                                s.message());
+  }
+  rv->store = std::move(client);
+  rv->method = method;
+  rv->prefix = next_prefix(method);
+  return Status::Ok();
+}
+
+// The address other hosts reach this one at: RR_BOOTSTRAP_HOST, else the
+// first IPv4 address of an interface that is up and not loopback (or
+// RR_SOCKET_IFNAME's), else loopback.
+std::string advertised_host() {
+  if (const char* h = env_str("RR_BOOTSTRAP_HOST")) return h;
+  const char* want_if = env_str("RR_SOCKET_IFNAME");
+  std::string found = "127.0.0.1";
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return found;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP)) continue;
+    if (want_if ? std::strcmp(a->ifa_name, want_if) != 0 : (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof(text));
+    found = text;
+    break;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += digits[p[i] >> 4], out += digits[p[i] & 15];
+  return out;
+}
+
+}  // namespace
+
+Status rendezvous_from_url(const std::string& url, int nranks, int rank, Clock::time_point deadline,
+                           Rendezvous* out) {
+  Rendezvous rv;
+  if (url == "env://" || url.rfind("env://", 0) == 0) {
+    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, &rv));
+    const char* addr = env_str("MASTER_ADDR");
+    const char* port = env_str("MASTER_PORT");
+    if (!addr) return InvalidArgument("env://: MASTER_ADDR is not set");
+    if (!port) return InvalidArgument("env://: MASTER_PORT is not set");
+    std::string host;
+    uint16_t p = 0;
+    RR_RETURN_IF_ERROR(parse_host_port(std::string(addr).find(':') != std::string::npos
+                                           ? "[" + std::string(addr) + "]:" + port
+                                           : std::string(addr) + ":" + port,
+                                       "env:// MASTER_ADDR:MASTER_PORT", &host, &p));
+    RR_RETURN_IF_ERROR(tcp_rendezvous("env://" + host + ":" + std::to_string(p), host, p, deadline, &rv));
+  } else if (url.rfind("tcp://", 0) == 0) {
+    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, &rv));
+    std::string host;
+    uint16_t p = 0;
+    RR_RETURN_IF_ERROR(parse_host_port(url.substr(6), "init url", &host, &p));
+    RR_RETURN_IF_ERROR(tcp_rendezvous(url, host, p, deadline, &rv));
+  } else if (url.rfind("file://", 0) == 0) {
+    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, &rv));
+    const std::string path = url.substr(7);
+    if (path.empty() || path[0] != '/') return InvalidArgument("init url '" + url + "': expected file:///absolute/path");
+    std::unique_ptr<FileStore> store;
+    RR_RETURN_IF_ERROR(FileStore::Open(path, &store));
+    rv.store = std::move(store);
+    rv.method = url;
+    rv.prefix = next_prefix(url);
+  } else {
+    return InvalidArgument("init url '" + url + "': expected env://, tcp://host:port or file:///path");
+  }
+  *out = std::move(rv);
+  return Status::Ok();
+}
+
+Status make_unique_id(rrUniqueId* id) {
+  IdWire wire{};
+  std::memcpy(wire.magic, kIdMagic, sizeof(kIdMagic));
+  std::random_device random;
+  for (auto& b : wire.secret) b = static_cast<uint8_t>(random());
+  const std::string host = advertised_host();
+  if (host.size() >= sizeof(wire.host)) return InvalidArgument("RR_BOOTSTRAP_HOST is too long: " + host);
+  std::memcpy(wire.host, host.c_str(), host.size());
+
+  std::unique_ptr<TcpStoreServer> server;
+  const char* bind = env_str("RR_BIND_ADDR");
+  RR_RETURN_IF_ERROR(TcpStoreServer::Start(bind ? bind : host, 0, &server));
+  wire.port = server->port();
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    server_registry()["id:" + hex(wire.secret, sizeof(wire.secret))] = std::move(server);
+  }
+  rrUniqueId result{};
+  std::memcpy(result.internal, &wire, sizeof(wire));
+  *id = result;
+  RR_LOG(LogLevel::kInfo, "unique id: rendezvous at %s:%u", host.c_str(), static_cast<unsigned>(wire.port));
+  return Status::Ok();
+}
+
+Status rendezvous_from_unique_id(const rrUniqueId& id, int nranks, int rank, Clock::time_point deadline,
+                                 Rendezvous* out) {
+  IdWire wire;
+  std::memcpy(&wire, id.internal, sizeof(wire));
+  if (std::memcmp(wire.magic, kIdMagic, sizeof(kIdMagic)) != 0 || wire.host[sizeof(wire.host) - 1] != '\0') {
+    return InvalidArgument("comm_id: not made by rrGetUniqueId");
+  }
+  if (nranks <= 0) return InvalidArgument("nranks=" + std::to_string(nranks) + ": must be >= 1");
+  if (rank < 0 || rank >= nranks) {
+    return InvalidArgument("rank=" + std::to_string(rank) + " out of range for nranks=" + std::to_string(nranks));
+  }
+  Rendezvous rv;
+  rv.rank = rank;
+  rv.size = nranks;
+  const std::string secret = hex(wire.secret, sizeof(wire.secret));
+  {
+    // The process that made the id holds its server; the first communicator
+    // made with the id in that process takes it over, and it lives as long.
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    auto it = server_registry().find("id:" + secret);
+    if (it != server_registry().end()) {
+      rv.server = std::move(it->second);
+      server_registry().erase(it);
+    }
+  }
+  std::unique_ptr<TcpStore> client;
+  const std::string where = std::string(wire.host) + ":" + std::to_string(wire.port);
+  Status s = TcpStore::Connect(wire.host, wire.port, deadline, &client);
+  if (!s.ok()) {
+    return Status(s.code(), "unique id: rank " + std::to_string(rank) + " cannot reach the rendezvous at " +
+                                where + ": " + s.message());
+  }
+  rv.store = std::move(client);
+  rv.method = "unique id at " + where;
+  rv.prefix = "id/" + secret + "/";
+  *out = std::move(rv);
+  return Status::Ok();
+}
+
+Status all_gather(Rendezvous& rv, const std::string& name, const Bytes& mine, Clock::time_point deadline,
+                  std::vector<Bytes>* all) {
+  // A rank number taken twice would silently cross two processes' traffic.
+  int64_t claims = 0;
+  RR_RETURN_IF_ERROR(rv.store->add(rv.key("rank/" + std::to_string(rv.rank)), 1, deadline, &claims));
+  if (claims != 1) {
+    return InvalidArgument(rv.method + ": rank " + std::to_string(rv.rank) +
+                           " was claimed by more than one process (check RANK)");
+  }
+  // Record: [u32 world size][payload]
+  Bytes record(4 + mine.size());
+  const uint32_t size = static_cast<uint32_t>(rv.size);
+  std::memcpy(record.data(), &size, 4);
+  std::memcpy(record.data() + 4, mine.data(), mine.size());
+  RR_RETURN_IF_ERROR(rv.store->set(rv.key(name + "/" + std::to_string(rv.rank)), record));
+
+  std::vector<Bytes> result(static_cast<size_t>(rv.size));
+  for (int peer = 0; peer < rv.size; ++peer) {
+    Bytes theirs;
+    if (peer == rv.rank) {
+      theirs = record;
+    } else {
+      Status s = rv.store->get(rv.key(name + "/" + std::to_string(peer)), deadline, &theirs);
+      if (s.code() == Code::kTimeout) {
+        return Timeout(rv.method + ": rank " + std::to_string(rv.rank) + " waited for rank " +
+                       std::to_string(peer) + " to join, which never arrived (" + s.message() + ")");
+      }
+      RR_RETURN_IF_ERROR(s);
+    }
+    if (theirs.size() < 4) return RemoteError(rv.method + ": malformed record from rank " + std::to_string(peer));
+    uint32_t their_size = 0;
+    std::memcpy(&their_size, theirs.data(), 4);
+    if (their_size != size) {
+      return InvalidArgument(rv.method + ": rank " + std::to_string(peer) + " says the world size is " +
+                             std::to_string(their_size) + ", rank " + std::to_string(rv.rank) + " says " +
+                             std::to_string(size));
+    }
+    result[static_cast<size_t>(peer)].assign(theirs.begin() + 4, theirs.end());
+  }
+  *all = std::move(result);
+  return Status::Ok();
+}
+
+Status barrier(Rendezvous& rv, const std::string& name, Clock::time_point deadline) {
+  int64_t arrived = 0;
+  RR_RETURN_IF_ERROR(rv.store->add(rv.key(name + "/arrived"), 1, deadline, &arrived));
+  if (arrived == rv.size) RR_RETURN_IF_ERROR(rv.store->set(rv.key(name + "/open"), Bytes{1}));
+  Bytes open;
+  Status s = rv.store->get(rv.key(name + "/open"), deadline, &open);
+  if (s.code() == Code::kTimeout) {
+    return Timeout(rv.method + ": rank " + std::to_string(rv.rank) + " waited at barrier '" + name +
+                   "' for ranks that never arrived");
+  }
+  RR_RETURN_IF_ERROR(s);
+  // Second phase: count the ranks that have left, so the serving rank knows
+  // when no one needs its store any more.
+  int64_t left = 0;
+  RR_RETURN_IF_ERROR(rv.store->add(rv.key(name + "/left"), 1, deadline, &left));
+  if (rv.server) {
+    while (left < rv.size) {
+      if (Clock::now() > deadline) {
+        return Timeout(rv.method + ": rank " + std::to_string(rv.rank) + " waited for every rank to leave barrier '" +
+                       name + "'");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      RR_RETURN_IF_ERROR(rv.store->add(rv.key(name + "/left"), 0, deadline, &left));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace rr::bootstrap

@@ -1,0 +1,123 @@
+#pragma once
+// The TCP rendezvous store: a server (normally on rank 0, `tcp://` and `env://`
+// init) that holds the key-value map, and a client that implements Store.
+//
+// Wire protocol, all integers little-endian:
+//
+//   request := u32 length | u8 opcode | u32 key_length | key | value
+//   reply   := u32 length | u8 status | payload
+//
+// `length` counts the bytes after the length field and is at most
+// kMaxMessageBytes; a request above that, shorter than its fixed header, or
+// with a key running past its end, gets the client dropped.
+//
+//   SET  value = the bytes to store          reply payload: empty
+//   GET  value = empty                       reply payload: the stored bytes
+//   ADD  value = i64 delta (8 bytes)         reply payload: i64 new value
+//
+// A GET for a missing key is parked: the server answers once some client sets
+// (or adds to) the key. It never times out on the server; the client enforces
+// its own deadline. A client has at most one request in service at a time, so
+// replies come in request order.
+//
+// Counters are stored as decimal text ("800"), so get() on a counter returns
+// that text, as in torch.distributed's stores.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bootstrap/socket.hpp"
+#include "bootstrap/store.hpp"
+#include "common/status.hpp"
+
+namespace rr::bootstrap {
+
+namespace tcp_store {
+
+enum class Opcode : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
+enum class ReplyStatus : uint8_t {
+  kOk = 0,
+  kInvalidArgument = 1,  // e.g. ADD on a key that does not hold an integer
+};
+
+// Bounds what one client can make the server buffer.
+constexpr uint32_t kMaxMessageBytes = 64u << 20;
+// opcode + key_length
+constexpr uint32_t kRequestHeaderBytes = 1 + 4;
+
+}  // namespace tcp_store
+
+class TcpStoreServer {
+ public:
+  // Listens on `bind_host`:`port` (port 0 = any free port; empty host = all
+  // interfaces) and starts the serving thread.
+  [[nodiscard]] static Status Start(const std::string& bind_host, uint16_t port,
+                                    std::unique_ptr<TcpStoreServer>* out);
+  // Stops the serving thread and closes the listener and every client
+  // connection; clients waiting on a reply see the connection close.
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  // The port actually bound (useful after Start with port 0).
+  uint16_t port() const { return port_; }
+
+ private:
+  class Loop;  // the poll loop and all state it owns; lives in tcp_store.cpp
+
+  TcpStoreServer(std::unique_ptr<Loop> loop, uint16_t port);
+
+  std::unique_ptr<Loop> loop_;
+  uint16_t port_;
+  std::thread thread_;
+};
+
+// The client: one connection shared by all threads of the process, one
+// request at a time. A call that fails mid-exchange (deadline, peer gone,
+// garbage reply) leaves the connection unusable, because a late reply would
+// otherwise be read as the answer to the next request; every later call then
+// fails with kRemoteError saying so.
+class TcpStore : public Store {
+ public:
+  // set() carries no deadline in the Store interface; it gets this one, the
+  // default of torch.distributed's TCPStore.
+  static constexpr std::chrono::milliseconds kDefaultSetTimeout{300'000};
+
+  // Connects to a TcpStoreServer, retrying until `deadline` while it is not
+  // up yet.
+  [[nodiscard]] static Status Connect(const std::string& host, uint16_t port,
+                                      Clock::time_point deadline, std::unique_ptr<TcpStore>* out);
+
+  Status set(const std::string& key, const Bytes& value) override;
+  Status get(const std::string& key, Clock::time_point deadline, Bytes* value) override;
+  Status add(const std::string& key, int64_t delta, Clock::time_point deadline,
+             int64_t* result) override;
+
+  void set_timeout(std::chrono::milliseconds timeout) { set_timeout_ms_ = timeout.count(); }
+  // True once a failed exchange has made the connection unusable.
+  bool broken() const;
+
+ private:
+  explicit TcpStore(Socket socket) : socket_(std::move(socket)) {}
+
+  // Sends one request and reads its reply. Ok means a kOk reply whose payload
+  // is in `*payload`; a kInvalidArgument reply becomes that status with the
+  // connection intact; anything else breaks the connection.
+  Status round_trip(tcp_store::Opcode opcode, const std::string& key, const uint8_t* value,
+                    size_t value_size, Clock::time_point deadline, Bytes* payload);
+  // Records why the connection is unusable and closes it, so the server drops
+  // whatever it had parked for us. Caller holds mutex_.
+  void mark_broken(const Status& cause);
+
+  mutable std::timed_mutex mutex_;  // one request/reply exchange at a time
+  Socket socket_;                   // guarded by mutex_
+  std::string broken_reason_;       // guarded by mutex_; empty while usable
+  std::atomic<int64_t> set_timeout_ms_{kDefaultSetTimeout.count()};
+};
+
+}  // namespace rr::bootstrap

@@ -1,0 +1,87 @@
+#include "comm/communicator.hpp"
+
+#include <cstring>
+
+#include "algo/ring.hpp"
+#include "common/log.hpp"
+#include "reduce/reduce.hpp"
+
+namespace rr {
+
+namespace {
+// The ring's tag has 24 bits of column number: no schedule may need more.
+constexpr size_t kMaxColumns = size_t{1} << 24;
+}  // namespace
+
+Communicator::Communicator(int rank, int size, Settings settings,
+                           std::unique_ptr<transport::Transport> transport, std::shared_ptr<void> keepalive)
+    : rank_(rank),
+      size_(size),
+      settings_(std::move(settings)),
+      transport_(std::move(transport)),
+      keepalive_(std::move(keepalive)) {}
+
+Communicator::~Communicator() {
+  // The transport goes before the pool it registered, then the rendezvous.
+  ring_.reset();
+  transport_.reset();
+}
+
+Status Communicator::init() {
+  if (size_ > 1) {
+    // Two staging slots per column in flight: one being reduced, one receiving.
+    RR_RETURN_IF_ERROR(pool_.reserve(settings_.chunk_bytes, 2 * static_cast<size_t>(settings_.pipeline_depth)));
+    RR_RETURN_IF_ERROR(transport_->register_memory(pool_.data(), pool_.bytes()));
+  }
+  ring_ = std::make_unique<exec::RingExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_);
+  if (rank_ == 0) {
+    RR_LOG(LogLevel::kInfo, "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s), staging %zu bytes",
+           size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
+           settings_.pipeline_depth_source.c_str(), settings_.timeout_ms, settings_.timeout_ms_source.c_str(),
+           pool_.bytes());
+  }
+  return Status::Ok();
+}
+
+Status Communicator::check_usable() const {
+  if (!broken_.ok()) {
+    return InvalidUsage("communicator is unusable after an earlier failure (" + broken_.message() +
+                        "); destroy it and make a new one");
+  }
+  return Status::Ok();
+}
+
+Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype,
+                               rrRedOp_t op) {
+  RR_RETURN_IF_ERROR(check_usable());
+  const uint64_t sequence = sequence_++;
+  const size_t elem_bytes = reduce::dtype_size(dtype);
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    // One rank: the result is the input (avg over one rank divides by one).
+    reduce::finish(recv, send, count, dtype, op, 1);
+    return Status::Ok();
+  }
+  size_t chunk_elems = settings_.chunk_bytes / elem_bytes;
+  if (chunk_elems == 0) chunk_elems = 1;
+  const size_t largest_segment = (count + static_cast<size_t>(size_) - 1) / static_cast<size_t>(size_);
+  if (largest_segment / chunk_elems >= kMaxColumns) {
+    return InvalidArgument("count " + std::to_string(count) + " needs more than 2^24 chunks of " +
+                           std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
+  }
+  algo::RingSchedule schedule(size_, rank_, count, chunk_elems);
+  exec::RingCall call;
+  call.name = "allreduce";
+  call.sequence = sequence;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.dtype = dtype;
+  call.op = op;
+  call.deadline = exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
+  Status status = ring_->run(schedule, call);
+  if (!status.ok()) broken_ = status;  // peers may be mid-operation: this ring is no longer in step
+  return status;
+}
+
+}  // namespace rr

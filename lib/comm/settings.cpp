@@ -1,0 +1,54 @@
+#include "comm/settings.hpp"
+
+#include "common/env.hpp"
+#include "common/log.hpp"
+
+namespace rr {
+
+Status resolve_settings(const rrConfig_t* config, Settings* out) {
+  Settings s;
+  bool found = false;
+  uint64_t size_value = 0;
+  int64_t int_value = 0;
+
+  RR_RETURN_IF_ERROR(env_size("RR_CHUNK_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes,
+                              &size_value, &found));
+  if (found) s.chunk_bytes = size_value, s.chunk_bytes_source = "env RR_CHUNK_BYTES";
+  RR_RETURN_IF_ERROR(env_int("RR_PIPELINE_DEPTH", 1, Settings::kMaxPipelineDepth, &int_value, &found));
+  if (found) s.pipeline_depth = static_cast<int>(int_value), s.pipeline_depth_source = "env RR_PIPELINE_DEPTH";
+  RR_RETURN_IF_ERROR(env_int("RR_TIMEOUT_MS", 1, 7 * 24 * 3600 * 1000LL, &int_value, &found));
+  if (found) s.timeout_ms = static_cast<int>(int_value), s.timeout_ms_source = "env RR_TIMEOUT_MS";
+  s.debug_level = static_cast<int>(log_level());
+
+  if (config) {
+    if (config->magic != RR_CONFIG_MAGIC || config->size < sizeof(size_t) + sizeof(unsigned)) {
+      return InvalidArgument("config: not initialised with RR_CONFIG_INITIALIZER (bad magic or size)");
+    }
+    if (config->chunk_bytes != 0) {
+      if (config->chunk_bytes < Settings::kMinChunkBytes || config->chunk_bytes > Settings::kMaxChunkBytes) {
+        return InvalidArgument("config.chunk_bytes=" + std::to_string(config->chunk_bytes) +
+                               ": expected " + std::to_string(Settings::kMinChunkBytes) + ".." +
+                               std::to_string(Settings::kMaxChunkBytes));
+      }
+      s.chunk_bytes = config->chunk_bytes, s.chunk_bytes_source = "config";
+    }
+    if (config->pipeline_depth != RR_CONFIG_UNDEF_INT) {
+      if (config->pipeline_depth < 1 || config->pipeline_depth > Settings::kMaxPipelineDepth) {
+        return InvalidArgument("config.pipeline_depth=" + std::to_string(config->pipeline_depth) +
+                               ": expected 1.." + std::to_string(Settings::kMaxPipelineDepth));
+      }
+      s.pipeline_depth = config->pipeline_depth, s.pipeline_depth_source = "config";
+    }
+    if (config->timeout_ms != RR_CONFIG_UNDEF_INT) {
+      if (config->timeout_ms < 1) {
+        return InvalidArgument("config.timeout_ms=" + std::to_string(config->timeout_ms) + ": must be >= 1");
+      }
+      s.timeout_ms = config->timeout_ms, s.timeout_ms_source = "config";
+    }
+    if (config->debug_level != RR_CONFIG_UNDEF_INT) s.debug_level = config->debug_level;
+  }
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+}  // namespace rr

@@ -1,0 +1,39 @@
+#pragma once
+// Per-communicator settings: the config struct's explicit fields win, then
+// RR_* environment variables, then the defaults below.
+
+#include <cstddef>
+#include <string>
+
+#include "common/status.hpp"
+#include "ringreduce/ringreduce.h"
+
+namespace rr {
+
+struct Settings {
+  // 512 KiB chunks: large enough that UCX moves them by its zero-copy
+  // rendezvous protocol at full bandwidth, small enough that a 64 MiB tensor
+  // on 8 ranks still has 16 chunks per segment to pipeline.
+  size_t chunk_bytes = size_t{512} << 10;
+  // Four columns in flight keep the link busy while a chunk is being reduced
+  // and the next is on the wire, for 4 x 2 x chunk_bytes of staging memory.
+  int pipeline_depth = 4;
+  // Five minutes: longer than any sane collective on a slow link, shorter
+  // than a job scheduler's patience.
+  int timeout_ms = 300000;
+  int debug_level = 0;
+
+  // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
+  std::string chunk_bytes_source = "default";
+  std::string pipeline_depth_source = "default";
+  std::string timeout_ms_source = "default";
+
+  static constexpr size_t kMinChunkBytes = 64;
+  static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
+  static constexpr int kMaxPipelineDepth = 64;
+};
+
+// Resolves the settings for a new communicator; `config` may be null.
+Status resolve_settings(const rrConfig_t* config, Settings* out);
+
+}  // namespace rr

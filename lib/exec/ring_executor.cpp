@@ -1,0 +1,248 @@
+#include "exec/ring_executor.hpp"
+
+#include <sched.h>
+
+#include <string>
+
+#include "exec/wait_policy.hpp"
+#include "reduce/reduce.hpp"
+
+namespace rr::exec {
+
+namespace {
+
+// Tag layout (48 bits): [op sequence : 8][step : 16][column : 24]. The
+// sequence keeps a late message of one call from matching the next.
+constexpr uint64_t kColumnBits = 24;
+constexpr uint64_t kStepBits = 16;
+
+uint64_t ring_tag(uint64_t sequence, int step, size_t column) {
+  return ((sequence & 0xff) << (kColumnBits + kStepBits)) |
+         (static_cast<uint64_t>(step) << kColumnBits) | (column & ((uint64_t{1} << kColumnBits) - 1));
+}
+
+const char* phase(const algo::RingSchedule& s, int step) {
+  return s.is_reduce_step(step) ? "reduce-scatter" : "all-gather";
+}
+
+int phase_step(const algo::RingSchedule& s, int step) {
+  return s.is_reduce_step(step) ? step : step - (s.nranks() - 1);
+}
+
+}  // namespace
+
+RingExecutor::RingExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth,
+                           int nranks)
+    : transport_(transport),
+      pool_(pool),
+      depth_(depth),
+      columns_(static_cast<size_t>(depth)),
+      sends_(static_cast<size_t>(depth) * static_cast<size_t>(nranks > 1 ? 2 * (nranks - 1) : 1)) {
+  const size_t steps = static_cast<size_t>(nranks > 1 ? 2 * (nranks - 1) : 1);
+  for (size_t slot = 0; slot < columns_.size(); ++slot) columns_[slot].sends = &sends_[slot * steps];
+}
+
+Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
+  const algo::RingSchedule& s = *schedule_;
+  transport::Completion& done = column.recv[step % 2];
+  const algo::Range chunk = s.chunk(s.recv_segment(step), column.index);
+  done.reset();
+  if (chunk.count == 0) {  // both sides skip empty chunks
+    done.done = true;
+    return Status::Ok();
+  }
+  // Reduce steps land in a staging slot and are reduced into recv; all-gather
+  // steps land directly in their final place.
+  void* dst = s.is_reduce_step(step)
+                  ? pool_->slot(2 * slot + static_cast<size_t>(step % 2))
+                  : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
+  return transport_->post_recv(s.left(), ring_tag(call_->sequence, step, column.index), dst,
+                               chunk.count * elem_bytes_, &done);
+}
+
+Status RingExecutor::post_send(Column& column, int step) {
+  const algo::RingSchedule& s = *schedule_;
+  transport::Completion& done = column.sends[step];
+  const algo::Range chunk = s.chunk(s.send_segment(step), column.index);
+  done.reset();
+  if (chunk.count == 0) {
+    done.done = true;
+    return Status::Ok();
+  }
+  // Step 0 sends this rank's own input; every later step forwards what the
+  // previous step reduced or received, which lives in recv.
+  const void* base = step == 0 ? call_->send : call_->recv;
+  const void* src = static_cast<const uint8_t*>(base) + chunk.offset * elem_bytes_;
+  return transport_->post_send(s.right(), ring_tag(call_->sequence, step, column.index), src,
+                               chunk.count * elem_bytes_, &done);
+}
+
+Status RingExecutor::start_column(Column& column, size_t slot, size_t index) {
+  column.index = index;
+  column.step = 0;
+  column.active = true;
+  const int steps = schedule_->steps();
+  // Pre-post the first two receives so the left neighbour's chunks land
+  // without an unexpected-message copy.
+  RR_RETURN_IF_ERROR(post_recv(column, slot, 0));
+  if (steps > 1) RR_RETURN_IF_ERROR(post_recv(column, slot, 1));
+  return post_send(column, 0);
+}
+
+bool RingExecutor::sends_done(const Column& column) const {
+  for (int step = 0; step < schedule_->steps(); ++step) {
+    if (!column.sends[step].done) return false;
+  }
+  return true;
+}
+
+Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
+  const algo::RingSchedule& s = *schedule_;
+  const int steps = s.steps();
+  *finished = false;
+  while (column.step < steps) {
+    const int step = column.step;
+    transport::Completion& done = column.recv[step % 2];
+    if (!done.done) break;
+    const algo::Range chunk = s.chunk(s.recv_segment(step), column.index);
+    if (done.failed) {
+      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
+                         std::to_string(s.rank()) + " failed to receive chunk " +
+                         std::to_string(column.index) + " of " + phase(s, step) + " step " +
+                         std::to_string(phase_step(s, step)) + " from rank " + std::to_string(s.left()) +
+                         ": " + transport_->describe_error(done));
+    }
+    if (chunk.count != 0 && done.bytes != chunk.count * elem_bytes_) {
+      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
+                         std::to_string(s.left()) + " sent " + std::to_string(done.bytes) +
+                         " bytes for chunk " + std::to_string(column.index) + " of " + phase(s, step) +
+                         " step " + std::to_string(phase_step(s, step)) + ", rank " +
+                         std::to_string(s.rank()) + " expected " + std::to_string(chunk.count * elem_bytes_) +
+                         " (do the ranks pass the same count and datatype?)");
+    }
+    if (s.is_reduce_step(step) && chunk.count != 0) {
+      // recv[chunk] = send[chunk] op arrived; the last reduce step also
+      // finishes avg, so the owned segment leaves here final.
+      const size_t offset = chunk.offset * elem_bytes_;
+      void* dst = static_cast<uint8_t*>(call_->recv) + offset;
+      const void* mine = static_cast<const uint8_t*>(call_->send) + offset;
+      const void* arrived = pool_->slot(2 * slot + static_cast<size_t>(step % 2));
+      if (s.is_last_reduce_step(step)) {
+        reduce::reduce_last(dst, mine, arrived, chunk.count, call_->dtype, call_->op, s.nranks());
+      } else {
+        reduce::reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op);
+      }
+    }
+    column.step = step + 1;
+    if (column.step < steps) RR_RETURN_IF_ERROR(post_send(column, column.step));
+    // The slot this step used is free again: pre-post the receive after next.
+    if (column.step + 1 < steps) RR_RETURN_IF_ERROR(post_recv(column, slot, column.step + 1));
+  }
+  if (column.step == steps && sends_done(column)) {
+    column.active = false;
+    *finished = true;
+  }
+  return Status::Ok();
+}
+
+Status RingExecutor::describe_stall(const char* what) const {
+  const algo::RingSchedule& s = *schedule_;
+  // Name the oldest column still waiting: that is the chunk the ring is stuck on.
+  for (const Column& column : columns_) {
+    if (!column.active) continue;
+    std::string prefix = std::string(call_->name) + " #" + std::to_string(call_->sequence) + " " + what +
+                         ": rank " + std::to_string(s.rank());
+    if (column.step < s.steps()) {
+      return Status(std::string(what) == "timed out" ? Code::kTimeout : Code::kRemoteError,
+                    prefix + " waited for chunk " + std::to_string(column.index) + " of " +
+                        phase(s, column.step) + " step " + std::to_string(phase_step(s, column.step)) +
+                        " from rank " + std::to_string(s.left()) + " (" + std::to_string(columns_done_) +
+                        " of " + std::to_string(s.columns()) + " chunk columns done)");
+    }
+    return Status(std::string(what) == "timed out" ? Code::kTimeout : Code::kRemoteError,
+                  prefix + " waited for rank " + std::to_string(s.right()) + " to take chunk " +
+                      std::to_string(column.index) + " (" + std::to_string(columns_done_) + " of " +
+                      std::to_string(s.columns()) + " chunk columns done)");
+  }
+  return Status(Code::kTimeout, std::string(call_->name) + " " + what);
+}
+
+void RingExecutor::drain() {
+  // Cancel what we still expect; give sends a bounded time to retire. A send
+  // that cannot retire leaves the transport holding a user buffer: the
+  // communicator must not be used again (stranded_).
+  for (Column& column : columns_) {
+    if (!column.active) continue;
+    for (auto& r : column.recv) transport_->cancel(&r);
+  }
+  const auto limit = Clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    bool pending = false;
+    for (Column& column : columns_) {
+      if (!column.active) continue;
+      for (auto& r : column.recv) pending |= !r.done;
+      for (int step = 0; step < schedule_->steps(); ++step) pending |= !column.sends[step].done;
+    }
+    if (!pending) break;
+    if (Clock::now() > limit) {
+      stranded_ = true;
+      break;
+    }
+    if (!transport_->progress()) sched_yield();
+  }
+  for (Column& column : columns_) column.active = false;
+}
+
+Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& call) {
+  schedule_ = &schedule;
+  call_ = &call;
+  elem_bytes_ = reduce::dtype_size(call.dtype);
+  columns_done_ = 0;
+  const size_t total = schedule.columns();
+
+  size_t next = 0;
+  Status status;
+  for (size_t slot = 0; slot < columns_.size() && next < total && status.ok(); ++slot) {
+    status = start_column(columns_[slot], slot, next++);
+  }
+
+  WaitPolicy wait(transport_, call.deadline);
+  while (status.ok() && columns_done_ < total) {
+    bool moved = transport_->progress();
+    for (size_t slot = 0; slot < columns_.size() && status.ok(); ++slot) {
+      Column& column = columns_[slot];
+      if (!column.active) continue;
+      const int step_before = column.step;
+      bool finished = false;
+      status = advance(column, slot, &finished);
+      moved |= column.step != step_before || finished;
+      if (finished) {
+        ++columns_done_;
+        if (next < total && status.ok()) status = start_column(column, slot, next++);
+      }
+    }
+    if (!status.ok() || moved) {
+      wait.reset();
+      continue;
+    }
+    // Nothing moved: is a neighbour gone, or the deadline past? Then idle.
+    status = transport_->peer_status(schedule.left());
+    if (status.ok()) status = transport_->peer_status(schedule.right());
+    if (!status.ok()) {
+      Status named = describe_stall("failed");
+      status = Status(Code::kRemoteError, named.message() + ": " + status.message());
+      break;
+    }
+    if (wait.expired()) {
+      status = describe_stall("timed out");
+      break;
+    }
+    wait.idle();
+  }
+  if (!status.ok()) drain();
+  schedule_ = nullptr;
+  call_ = nullptr;
+  return status;
+}
+
+}  // namespace rr::exec

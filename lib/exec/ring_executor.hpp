@@ -1,0 +1,76 @@
+#pragma once
+// Runs a ring schedule over a transport: several chunk columns in flight,
+// each moving through its steps as its chunks arrive, reductions done as soon
+// as a chunk lands, a deadline on the whole operation, and peer failures
+// reported by name. It does not know which transport is under it.
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "algo/ring.hpp"
+#include "common/status.hpp"
+#include "memory/staging_pool.hpp"
+#include "ringreduce/ringreduce.h"
+#include "transport/transport.hpp"
+
+namespace rr::exec {
+
+using Clock = std::chrono::steady_clock;
+
+struct RingCall {
+  const char* name = "allreduce";  // for error messages
+  uint64_t sequence = 0;           // the communicator's operation number
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  rrDataType_t dtype = rrFloat32;
+  rrRedOp_t op = rrSum;
+  Clock::time_point deadline;
+};
+
+class RingExecutor {
+ public:
+  // `pool` must hold at least 2 x depth slots; the executor keeps per-column
+  // state for `depth` columns and `max_steps` steps, made here, once.
+  RingExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth, int nranks);
+
+  // Runs the fused reduce-scatter + all-gather of `schedule` on `call`.
+  // On failure, every receive it posted is canceled before it returns;
+  // `stranded()` says whether a send could not be retired.
+  Status run(const algo::RingSchedule& schedule, const RingCall& call);
+
+  bool stranded() const { return stranded_; }
+
+ private:
+  struct Column {
+    size_t index = 0;
+    int step = 0;  // the step whose receive is awaited next
+    bool active = false;
+    transport::Completion recv[2];        // step s receives into recv[s % 2]
+    transport::Completion* sends = nullptr;  // [step]
+  };
+
+  Status start_column(Column& column, size_t slot, size_t index);
+  Status post_recv(Column& column, size_t slot, int step);
+  Status post_send(Column& column, int step);
+  Status advance(Column& column, size_t slot, bool* finished);
+  bool sends_done(const Column& column) const;
+  Status describe_stall(const char* what) const;
+  void drain();
+
+  transport::Transport* transport_;
+  memory::StagingPool* pool_;
+  int depth_;
+  std::vector<Column> columns_;                 // [slot]
+  std::vector<transport::Completion> sends_;    // [slot][step]
+  bool stranded_ = false;
+
+  // The call being run.
+  const algo::RingSchedule* schedule_ = nullptr;
+  const RingCall* call_ = nullptr;
+  size_t elem_bytes_ = 0;
+  size_t columns_done_ = 0;
+};
+
+}  // namespace rr::exec

@@ -1,0 +1,50 @@
+#pragma once
+// How a blocking call waits for a transport: spin while chunks are moving,
+// yield the core briefly, then sleep on the transport's event descriptor, so
+// an idle or oversubscribed rank (five ranks on two cores) gives its core to
+// the ranks that have work. Also owns the operation's deadline.
+
+#include <sched.h>
+
+#include <chrono>
+
+#include "transport/transport.hpp"
+
+namespace rr::exec {
+
+class WaitPolicy {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  WaitPolicy(transport::Transport* transport, Clock::time_point deadline)
+      : transport_(transport), deadline_(deadline) {}
+
+  // Something moved: go back to spinning.
+  void reset() { idle_rounds_ = 0; }
+
+  bool expired() const { return Clock::now() >= deadline_; }
+
+  void idle() {
+    ++idle_rounds_;
+    if (idle_rounds_ < kSpinRounds) return;
+    if (idle_rounds_ < kSpinRounds + kYieldRounds) {
+      sched_yield();
+      return;
+    }
+    // Sleep until the transport signals, bounded so the deadline is checked.
+    transport_->wait_for_events(kSleepMs);
+  }
+
+ private:
+  // Spinning catches a chunk that lands within a few microseconds; beyond
+  // that, the core is worth more to a peer rank than to us.
+  static constexpr int kSpinRounds = 64;
+  static constexpr int kYieldRounds = 64;
+  static constexpr int kSleepMs = 10;
+
+  transport::Transport* transport_;
+  Clock::time_point deadline_;
+  int idle_rounds_ = 0;
+};
+
+}  // namespace rr::exec

@@ -1,0 +1,72 @@
+#pragma once
+// The transport: post a send or a receive of a byte range to a peer with a
+// tag, progress, cancel, and count bytes. It knows nothing of collectives.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.hpp"
+
+namespace rr::transport {
+
+// Tags are 48 bits of the caller's choosing; the transport adds the source
+// rank above them so a receive matches exactly one sender.
+constexpr int kTagBits = 48;
+constexpr uint64_t kTagMask = (uint64_t{1} << kTagBits) - 1;
+
+// Filled in by the transport, on the thread that calls progress(), when the
+// operation ends. The caller owns it and keeps it alive until `done`.
+struct Completion {
+  bool done = false;
+  bool failed = false;
+  int error = 0;        // transport-specific code, for describe_error()
+  size_t bytes = 0;     // bytes received (receives only)
+  int peer = -1;
+  void* handle = nullptr;  // the transport's request, while in flight
+  uint64_t* received_counter = nullptr;  // the transport's per-peer byte counter
+
+  void reset() { *this = Completion(); }
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* name() const = 0;
+
+  // Starts sending [buf, buf + bytes) to `peer`; `done` is set once `buf` may be reused.
+  virtual Status post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
+                           Completion* done) = 0;
+  // Starts receiving at most `bytes` from `peer` into `buf`.
+  virtual Status post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) = 0;
+  // Makes a pending receive finish (failed, error = canceled) at a later progress().
+  virtual void cancel(Completion* pending) = 0;
+
+  // Drives outstanding operations; true when something happened.
+  virtual bool progress() = 0;
+  // Sleeps until the transport may have something to progress, at most timeout_ms.
+  virtual void wait_for_events(int timeout_ms) = 0;
+
+  // Registers host memory that will be sent from or received into often
+  // (the staging pool), for transports that profit from it.
+  virtual Status register_memory(void* ptr, size_t bytes) = 0;
+
+  // Not ok once `peer` has failed or disconnected; the message names it.
+  virtual Status peer_status(int peer) const = 0;
+  virtual std::string describe_error(const Completion& c) const = 0;
+
+  uint64_t bytes_sent(int peer) const { return counters(peer).sent; }
+  uint64_t bytes_received(int peer) const { return counters(peer).received; }
+
+ protected:
+  struct Counters {
+    uint64_t sent = 0;
+    uint64_t received = 0;
+  };
+  virtual const Counters& counters(int peer) const = 0;
+};
+
+}  // namespace rr::transport

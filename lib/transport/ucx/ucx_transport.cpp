@@ -1,0 +1,310 @@
+#include "transport/ucx/ucx_transport.hpp"
+
+#include <poll.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace rr::transport {
+
+namespace {
+
+// The source rank rides in the top 16 bits so a receive matches one sender.
+constexpr int kRankShift = kTagBits;
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+
+ucp_tag_t wire_tag(int src, uint64_t tag) {
+  return (static_cast<ucp_tag_t>(src) << kRankShift) | (tag & kTagMask);
+}
+
+std::string ucx_error(const char* what, ucs_status_t status) {
+  return std::string(what) + ": " + ucs_status_string(status);
+}
+
+}  // namespace
+
+UcxTransport::UcxTransport(int rank, int size)
+    : rank_(rank), size_(size), peers_(size), counters_(size) {
+  for (int r = 0; r < size; ++r) {
+    peers_[r].owner = this;
+    peers_[r].rank = r;
+  }
+}
+
+Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* out) {
+  if (size > (1 << (64 - kRankShift))) {
+    return InvalidArgument("ucx transport: at most 65536 ranks, got " + std::to_string(size));
+  }
+  std::unique_ptr<UcxTransport> t(new UcxTransport(rank, size));
+
+  ucp_config_t* config = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &config);
+  if (status != UCS_OK) return SystemError(ucx_error("ucp_config_read", status));
+
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+  // WAKEUP lets an idle rank sleep on the worker's event fd instead of spinning,
+  // which is what keeps five ranks on two cores moving.
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 0;
+  params.estimated_num_eps = static_cast<size_t>(size);
+  status = ucp_init(&params, config, &t->context_);
+  ucp_config_release(config);
+  if (status != UCS_OK) return SystemError(ucx_error("ucp_init", status));
+
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  status = ucp_worker_create(t->context_, &wparams, &t->worker_);
+  if (status != UCS_OK) return SystemError(ucx_error("ucp_worker_create", status));
+
+  status = ucp_worker_get_efd(t->worker_, &t->event_fd_);
+  if (status != UCS_OK) t->event_fd_ = -1;  // fall back to yielding in wait_for_events
+
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  status = ucp_worker_get_address(t->worker_, &address, &address_length);
+  if (status != UCS_OK) return SystemError(ucx_error("ucp_worker_get_address", status));
+  auto* bytes = reinterpret_cast<const uint8_t*>(address);
+  t->local_address_.assign(bytes, bytes + address_length);
+  ucp_worker_release_address(t->worker_, address);
+
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+UcxTransport::~UcxTransport() {
+  close_endpoints();
+  for (ucp_mem_h memh : registrations_) ucp_mem_unmap(context_, memh);
+  if (worker_) ucp_worker_destroy(worker_);
+  if (context_) ucp_cleanup(context_);
+}
+
+Status UcxTransport::connect(std::vector<std::vector<uint8_t>> addresses,
+                             const std::vector<int>& eager_peers) {
+  if (static_cast<int>(addresses.size()) != size_) {
+    return InternalError("ucx transport: expected " + std::to_string(size_) + " addresses");
+  }
+  peer_addresses_ = std::move(addresses);
+  for (int peer : eager_peers) {
+    ucp_ep_h ep = nullptr;
+    RR_RETURN_IF_ERROR(endpoint(peer, &ep));
+  }
+  return Status::Ok();
+}
+
+Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
+  Peer& p = peers_[peer];
+  if (p.failure != UCS_OK) {
+    return RemoteError("rank " + std::to_string(peer) + " failed: " + ucs_status_string(p.failure));
+  }
+  if (p.ep) {
+    *ep = p.ep;
+    return Status::Ok();
+  }
+  if (peer_addresses_.empty()) return InternalError("ucx transport: connect() was not called");
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(peer_addresses_[peer].data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = &UcxTransport::on_peer_error;
+  params.err_handler.arg = &p;
+  ucs_status_t status = ucp_ep_create(worker_, &params, &p.ep);
+  if (status != UCS_OK) {
+    p.ep = nullptr;
+    return SystemError("cannot connect to rank " + std::to_string(peer) + ": " +
+                       ucs_status_string(status));
+  }
+  *ep = p.ep;
+  return Status::Ok();
+}
+
+void UcxTransport::on_peer_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  auto* p = static_cast<Peer*>(arg);
+  p->failure = status;
+}
+
+void UcxTransport::close_endpoints() {
+  // Flush what is queued so the last messages reach live peers; a dead or
+  // stuck peer must not hold us here, so the flush has a deadline and what
+  // remains is forced closed.
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  std::vector<void*> pending;
+  for (Peer& p : peers_) {
+    if (!p.ep) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = p.failure != UCS_OK ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(p.ep, &param);
+    if (request && !UCS_PTR_IS_ERR(request)) pending.push_back(request);
+    p.ep = nullptr;
+  }
+  while (!pending.empty() && Clock::now() < deadline) {
+    ucp_worker_progress(worker_);
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (ucp_request_check_status(*it) != UCS_INPROGRESS) {
+        ucp_request_free(*it);
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (void* request : pending) {
+    ucp_request_cancel(worker_, request);
+    ucp_request_free(request);
+  }
+}
+
+Status UcxTransport::register_memory(void* ptr, size_t bytes) {
+  ucp_mem_map_params_t params{};
+  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  params.address = ptr;
+  params.length = bytes;
+  ucp_mem_h memh = nullptr;
+  ucs_status_t status = ucp_mem_map(context_, &params, &memh);
+  if (status != UCS_OK) return SystemError(ucx_error("ucp_mem_map of the staging pool", status));
+  registrations_.push_back(memh);
+  return Status::Ok();
+}
+
+std::string UcxTransport::describe_path(int peer) const {
+  const Peer& p = peers_[peer];
+  if (!p.ep) return "not connected";
+  // UCX 1.13 has no structured query of an endpoint's transports; its
+  // printout names each lane as "lane[i]: ... tl/dev ...".
+  char* text = nullptr;
+  size_t length = 0;
+  FILE* stream = open_memstream(&text, &length);
+  if (!stream) return "unknown";
+  ucp_ep_print_info(p.ep, stream);
+  std::fclose(stream);
+  std::string out;
+  std::string all(text, length);
+  std::free(text);
+  size_t pos = 0;
+  while ((pos = all.find("lane[", pos)) != std::string::npos) {
+    size_t eol = all.find('\n', pos);
+    std::string line = all.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+    if (!out.empty()) out += "; ";
+    out += line;
+    pos = eol == std::string::npos ? all.size() : eol;
+  }
+  return out.empty() ? "unknown" : out;
+}
+
+void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_data) {
+  auto* done = static_cast<Completion*>(user_data);
+  done->failed = status != UCS_OK;
+  done->error = status;
+  done->handle = nullptr;
+  done->done = true;
+  ucp_request_free(request);
+}
+
+void UcxTransport::on_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                                void* user_data) {
+  auto* done = static_cast<Completion*>(user_data);
+  done->failed = status != UCS_OK;
+  done->error = status;
+  done->bytes = status == UCS_OK ? info->length : 0;
+  done->handle = nullptr;
+  done->done = true;
+  *done->received_counter += done->bytes;
+  ucp_request_free(request);
+}
+
+Status UcxTransport::post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
+                               Completion* done) {
+  ucp_ep_h ep = nullptr;
+  RR_RETURN_IF_ERROR(endpoint(peer, &ep));
+  done->reset();
+  done->peer = peer;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  param.cb.send = &UcxTransport::on_send_done;
+  param.user_data = done;
+  param.memory_type = UCS_MEMORY_TYPE_HOST;
+  ucs_status_ptr_t request = ucp_tag_send_nbx(ep, buf, bytes, wire_tag(rank_, tag), &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    ucs_status_t status = UCS_PTR_STATUS(request);
+    return RemoteError("send of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer) +
+                       " failed: " + ucs_status_string(status));
+  }
+  counters_[peer].sent += bytes;
+  if (request == nullptr) {
+    done->done = true;
+  } else {
+    done->handle = request;
+  }
+  return Status::Ok();
+}
+
+Status UcxTransport::post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) {
+  done->reset();
+  done->peer = peer;
+  done->received_counter = &counters_[peer].received;
+  ucp_tag_recv_info_t info{};
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FIELD_RECV_INFO;
+  param.cb.recv = &UcxTransport::on_recv_done;
+  param.user_data = done;
+  param.memory_type = UCS_MEMORY_TYPE_HOST;
+  param.recv_info.tag_info = &info;
+  ucs_status_ptr_t request =
+      ucp_tag_recv_nbx(worker_, buf, bytes, wire_tag(peer, tag), kFullMask, &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    ucs_status_t status = UCS_PTR_STATUS(request);
+    return SystemError("receive of " + std::to_string(bytes) + " bytes from rank " +
+                       std::to_string(peer) + " failed: " + ucs_status_string(status));
+  }
+  if (request == nullptr) {
+    done->bytes = info.length;
+    done->done = true;
+    counters_[peer].received += info.length;
+  } else {
+    done->handle = request;
+  }
+  return Status::Ok();
+}
+
+void UcxTransport::cancel(Completion* pending) {
+  if (!pending->done && pending->handle) ucp_request_cancel(worker_, pending->handle);
+}
+
+bool UcxTransport::progress() { return ucp_worker_progress(worker_) != 0; }
+
+void UcxTransport::wait_for_events(int timeout_ms) {
+  if (event_fd_ < 0) {
+    sched_yield();
+    return;
+  }
+  ucs_status_t status = ucp_worker_arm(worker_);
+  if (status == UCS_ERR_BUSY) return;  // events are already waiting
+  if (status != UCS_OK) {
+    sched_yield();
+    return;
+  }
+  pollfd pfd{event_fd_, POLLIN, 0};
+  (void)poll(&pfd, 1, timeout_ms);
+}
+
+Status UcxTransport::peer_status(int peer) const {
+  const Peer& p = peers_[peer];
+  if (p.failure == UCS_OK) return Status::Ok();
+  return RemoteError("rank " + std::to_string(peer) + " failed or disconnected (" +
+                     ucs_status_string(p.failure) + ")");
+}
+
+std::string UcxTransport::describe_error(const Completion& c) const {
+  return ucs_status_string(static_cast<ucs_status_t>(c.error));
+}
+
+}  // namespace rr::transport

@@ -1,0 +1,80 @@
+#pragma once
+// The UCX transport: one UCP context and worker per communicator, tagged
+// non-blocking send/recv, endpoints made on first use (eagerly for the ring
+// neighbours), error handling mode PEER so that a dead peer fails its
+// operations instead of hanging them.
+
+#include <ucp/api/ucp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace rr::transport {
+
+class UcxTransport final : public Transport {
+ public:
+  // Makes the context and worker. Peers are reachable after connect().
+  static Status Create(int rank, int size, std::unique_ptr<UcxTransport>* out);
+  ~UcxTransport() override;
+
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  // This worker's address, to publish through the bootstrap store.
+  const std::vector<uint8_t>& local_address() const { return local_address_; }
+  // Takes every rank's worker address (indexed by rank) and connects to `eager_peers` now.
+  Status connect(std::vector<std::vector<uint8_t>> addresses, const std::vector<int>& eager_peers);
+
+  // Names of the transports UCX chose to reach `peer`, e.g. "sysv/memory cma/memory".
+  std::string describe_path(int peer) const;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return "ucx"; }
+
+  Status post_send(int peer, uint64_t tag, const void* buf, size_t bytes, Completion* done) override;
+  Status post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) override;
+  void cancel(Completion* pending) override;
+  bool progress() override;
+  void wait_for_events(int timeout_ms) override;
+  // Registers [ptr, ptr + bytes) with UCX for the lifetime of this transport.
+  Status register_memory(void* ptr, size_t bytes) override;
+  Status peer_status(int peer) const override;
+  std::string describe_error(const Completion& c) const override;
+
+ protected:
+  const Counters& counters(int peer) const override { return counters_[peer]; }
+
+ private:
+  struct Peer {
+    UcxTransport* owner = nullptr;
+    int rank = -1;
+    ucp_ep_h ep = nullptr;
+    ucs_status_t failure = UCS_OK;  // set by UCX's error handler
+  };
+
+  UcxTransport(int rank, int size);
+  Status endpoint(int peer, ucp_ep_h* ep);
+  void close_endpoints();
+
+  static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void on_send_done(void* request, ucs_status_t status, void* user_data);
+  static void on_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                           void* user_data);
+
+  int rank_;
+  int size_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;
+  std::vector<uint8_t> local_address_;
+  std::vector<std::vector<uint8_t>> peer_addresses_;
+  std::vector<Peer> peers_;
+  std::vector<ucp_mem_h> registrations_;
+  std::vector<Counters> counters_;
+};
+
+}  // namespace rr::transport

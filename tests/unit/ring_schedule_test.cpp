@@ -1,0 +1,134 @@
+// The ring's arithmetic on its own: every send has its receive, every element
+// is reduced exactly once per rank, and simulating the schedule symbolically
+// leaves every rank holding every rank's contribution to every element.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "algo/ring.hpp"
+
+namespace rr::algo {
+namespace {
+
+TEST(Split, CoversTheRangeWithoutGapsLongerPartsFirst) {
+  for (size_t count = 0; count < 40; ++count) {
+    for (size_t parts = 1; parts < 12; ++parts) {
+      size_t next = 0;
+      for (size_t i = 0; i < parts; ++i) {
+        Range r = split(count, parts, i);
+        EXPECT_EQ(r.offset, next);
+        EXPECT_TRUE(r.count == count / parts || r.count == count / parts + 1);
+        if (i > 0) EXPECT_LE(r.count, split(count, parts, i - 1).count);
+        next += r.count;
+      }
+      EXPECT_EQ(next, count);
+    }
+  }
+}
+
+struct Message {
+  int step;
+  size_t column;
+  Range range;
+};
+
+// Runs the schedule for (n, count, chunk) and checks it element by element.
+void check_schedule(int n, size_t count, size_t chunk_elems) {
+  SCOPED_TRACE("n=" + std::to_string(n) + " count=" + std::to_string(count) + " chunk=" + std::to_string(chunk_elems));
+  std::vector<RingSchedule> ranks;
+  for (int r = 0; r < n; ++r) ranks.emplace_back(n, r, count, chunk_elems);
+  const size_t columns = ranks[0].columns();
+  for (const auto& s : ranks) ASSERT_EQ(s.columns(), columns) << "ranks disagree on the column count";
+
+  // contributions[rank][element]: bit q set = rank q's input is in it.
+  std::vector<std::vector<uint32_t>> held(n, std::vector<uint32_t>(count));
+  for (int r = 0; r < n; ++r)
+    for (size_t e = 0; e < count; ++e) held[r][e] = 1u << r;
+  std::vector<std::vector<int>> reduced(n, std::vector<int>(count, 0));
+  std::vector<std::vector<int>> gathered(n, std::vector<int>(count, 0));
+
+  const int steps = ranks[0].steps();
+  EXPECT_EQ(steps, 2 * (n - 1));
+  for (int step = 0; step < steps; ++step) {
+    // Everyone sends first (the values as of the end of the previous step), then receives.
+    std::vector<std::vector<std::pair<Range, std::vector<uint32_t>>>> in_flight(n);
+    for (int r = 0; r < n; ++r) {
+      const RingSchedule& s = ranks[r];
+      for (size_t c = 0; c < columns; ++c) {
+        Range sent = s.chunk(s.send_segment(step), c);
+        Range expected = ranks[s.right()].chunk(ranks[s.right()].recv_segment(step), c);
+        // Every send is matched by a receive of the same length at the neighbour.
+        ASSERT_EQ(sent.offset, expected.offset);
+        ASSERT_EQ(sent.count, expected.count);
+        ASSERT_LE(sent.count, chunk_elems);
+        std::vector<uint32_t> payload(held[r].begin() + sent.offset, held[r].begin() + sent.offset + sent.count);
+        in_flight[s.right()].push_back({sent, payload});
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      for (auto& [range, payload] : in_flight[r]) {
+        for (size_t i = 0; i < range.count; ++i) {
+          const size_t e = range.offset + i;
+          if (ranks[r].is_reduce_step(step)) {
+            ASSERT_EQ(held[r][e] & payload[i], 0u) << "a contribution reduced twice at element " << e;
+            held[r][e] |= payload[i];
+            ++reduced[r][e];
+          } else {
+            held[r][e] = payload[i];
+            ++gathered[r][e];
+          }
+        }
+      }
+    }
+  }
+  const uint32_t everyone = n == 32 ? ~0u : (1u << n) - 1;
+  for (int r = 0; r < n; ++r) {
+    const Range own_input = ranks[r].segment(r);
+    const Range owned = ranks[r].segment(ranks[r].owned_segment());
+    for (size_t e = 0; e < count; ++e) {
+      ASSERT_EQ(held[r][e], everyone) << "rank " << r << " element " << e;
+      const bool in_own_input = e >= own_input.offset && e < own_input.offset + own_input.count;
+      const bool in_owned = e >= owned.offset && e < owned.offset + owned.count;
+      // Each rank reduces every element exactly once, except those of the segment it starts sending.
+      EXPECT_EQ(reduced[r][e], (n > 1 && !in_own_input) ? 1 : 0) << "rank " << r << " element " << e;
+      // ...and receives every element it does not own exactly once in the all-gather.
+      EXPECT_EQ(gathered[r][e], (n > 1 && !in_owned) ? 1 : 0) << "rank " << r << " element " << e;
+    }
+  }
+}
+
+TEST(RingSchedule, EveryElementReducedOnceAndEverySendMatched) {
+  for (int n = 1; n <= 16; ++n) {
+    for (size_t chunk : {size_t{1}, size_t{3}, size_t{5}, size_t{7}}) {
+      const size_t chunks = 4;
+      for (size_t count = 0; count <= n * chunks + 7; ++count) check_schedule(n, count, chunk);
+    }
+  }
+}
+
+TEST(RingSchedule, LargeOddSizes) {
+  for (int n : {2, 3, 5, 8}) {
+    check_schedule(n, 1001, 13);
+    check_schedule(n, 4099, 64);
+  }
+}
+
+TEST(RingSchedule, OwnedSegmentIsRightNeighbourOfRank) {
+  for (int n = 1; n <= 9; ++n)
+    for (int r = 0; r < n; ++r) EXPECT_EQ(RingSchedule(n, r, 100, 8).owned_segment(), (r + 1) % n);
+}
+
+TEST(RingSchedule, ColumnsFollowTheLargestSegment) {
+  EXPECT_EQ(RingSchedule(4, 0, 0, 8).columns(), 0u);
+  EXPECT_EQ(RingSchedule(4, 0, 3, 8).columns(), 1u);     // count < N: one column, some segments empty
+  EXPECT_EQ(RingSchedule(4, 0, 33, 8).columns(), 2u);    // largest segment 9 > 8
+  EXPECT_EQ(RingSchedule(4, 0, 32, 8).columns(), 1u);
+  EXPECT_EQ(RingSchedule(1, 0, 100, 7).columns(), 15u);
+}
+
+}  // namespace
+}  // namespace rr::algo

@@ -1,0 +1,756 @@
+// The rendezvous stores: TcpStore (+ TcpStoreServer) and FileStore.
+//
+// StoreContract runs the Store interface's promises against both stores; the
+// TcpStore and FileStore suites cover what only one of them has (a server
+// that must survive bad clients, a file that may be corrupt, several
+// processes on one file). Loopback and a private temp directory only.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bootstrap/encoding.hpp"
+#include "bootstrap/file_store.hpp"
+#include "bootstrap/socket.hpp"
+#include "bootstrap/store.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "common/status.hpp"
+
+namespace rr::bootstrap {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Generous: the test machine has two cores shared with compilers. Tests that
+// expect success never come near it; tests that expect a timeout use short
+// deadlines of their own.
+constexpr seconds kPatience{30};
+const std::string kLoopback = "127.0.0.1";
+
+Clock::time_point soon(milliseconds ms) { return Clock::now() + ms; }
+Clock::time_point patient() { return Clock::now() + kPatience; }
+
+Bytes bytes_of(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// A directory of our own under the system temp dir, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rr-store-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// ---------------------------------------------------------------------------
+// The Store contract, for both stores.
+
+enum class StoreKind { kTcp, kFile };
+
+class StoreContract : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == StoreKind::kTcp) {
+      Status status = TcpStoreServer::Start(kLoopback, 0, &server_);
+      ASSERT_TRUE(status.ok()) << status.message();
+    } else {
+      ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed";
+      file_path_ = dir_.path() + "/store";
+    }
+  }
+
+  // A fresh client of the store under test: its own connection or its own
+  // open file description.
+  std::unique_ptr<Store> client() {
+    if (GetParam() == StoreKind::kTcp) {
+      std::unique_ptr<TcpStore> store;
+      Status status = TcpStore::Connect(kLoopback, server_->port(), patient(), &store);
+      EXPECT_TRUE(status.ok()) << status.message();
+      return store;
+    }
+    std::unique_ptr<FileStore> store;
+    Status status = FileStore::Open(file_path_, &store);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return store;
+  }
+
+  TempDir dir_;
+  std::string file_path_;
+  std::unique_ptr<TcpStoreServer> server_;
+};
+
+TEST_P(StoreContract, SetThenGetRoundTripsEmptySmallAndOneMebibyteValues) {
+  auto writer = client();
+  auto reader = client();
+  ASSERT_TRUE(writer && reader);
+
+  Bytes big(1 << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 31 + 7);
+  const std::string binary_key("key\0with-nul", 12);
+
+  ASSERT_TRUE(writer->set("small", bytes_of("hello")).ok());
+  ASSERT_TRUE(writer->set("empty", Bytes{}).ok());
+  ASSERT_TRUE(writer->set("big", big).ok());
+  ASSERT_TRUE(writer->set(binary_key, bytes_of("nul")).ok());
+
+  Bytes value = bytes_of("stale");
+  Status status = reader->get("small", patient(), &value);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(value, bytes_of("hello"));
+
+  value = bytes_of("stale");
+  status = reader->get("empty", patient(), &value);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_TRUE(value.empty());
+
+  status = reader->get("big", patient(), &value);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(value, big);
+
+  status = reader->get(binary_key, patient(), &value);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(value, bytes_of("nul"));
+
+  // The writer reads its own writes too.
+  status = writer->get("small", patient(), &value);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(value, bytes_of("hello"));
+}
+
+TEST_P(StoreContract, LaterSetReplacesValue) {
+  auto first = client();
+  auto second = client();
+  auto reader = client();
+  ASSERT_TRUE(first && second && reader);
+  Bytes value;
+  ASSERT_TRUE(first->set("k", bytes_of("one")).ok());
+  ASSERT_TRUE(reader->get("k", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("one"));
+  ASSERT_TRUE(second->set("k", bytes_of("two")).ok());
+  ASSERT_TRUE(reader->get("k", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("two"));
+}
+
+TEST_P(StoreContract, GetWaitsUntilAnotherThreadSetsTheKey) {
+  auto reader = client();
+  auto writer = client();
+  ASSERT_TRUE(reader && writer);
+  std::atomic<bool> about_to_set{false};
+  std::thread setter([&] {
+    std::this_thread::sleep_for(milliseconds(150));
+    about_to_set = true;
+    EXPECT_TRUE(writer->set("late", bytes_of("arrived")).ok());
+  });
+  Bytes value;
+  Status status = reader->get("late", patient(), &value);
+  // The get can only have succeeded by waiting for the set.
+  EXPECT_TRUE(about_to_set.load());
+  setter.join();
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(value, bytes_of("arrived"));
+}
+
+TEST_P(StoreContract, GetWakesWhenAnotherClientAddsToTheKey) {
+  auto reader = client();
+  auto adder = client();
+  ASSERT_TRUE(reader && adder);
+  std::thread add_later([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    int64_t result = 0;
+    EXPECT_TRUE(adder->add("counter", 41, patient(), &result).ok());
+    EXPECT_EQ(result, 41);
+  });
+  Bytes value;
+  Status status = reader->get("counter", patient(), &value);
+  add_later.join();
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(value, bytes_of("41"));  // counters are decimal text
+}
+
+TEST_P(StoreContract, GetOfMissingKeyTimesOutAtTheDeadlineNamingTheKey) {
+  auto store = client();
+  ASSERT_TRUE(store);
+  const auto deadline = soon(milliseconds(200));
+  Bytes value = bytes_of("untouched");
+  Status status = store->get("missing/key-42", deadline, &value);
+  EXPECT_EQ(status.code(), Code::kTimeout) << status.message();
+  EXPECT_TRUE(contains(status.message(), "missing/key-42")) << status.message();
+  EXPECT_GE(Clock::now(), deadline);           // did not give up early
+  EXPECT_EQ(value, bytes_of("untouched"));     // out-parameter written only on success
+}
+
+// 8 threads x 100 increments, each thread with its own client: every result
+// 1..800 must come back exactly once, or two increments were not atomic.
+TEST_P(StoreContract, AddFromEightClientsOnEightThreadsCountsExactly) {
+  constexpr int kThreads = 8;
+  constexpr int kIncrements = 100;
+  std::vector<std::unique_ptr<Store>> clients;
+  for (int t = 0; t < kThreads; ++t) {
+    clients.push_back(client());
+    ASSERT_TRUE(clients.back());
+  }
+  std::vector<std::vector<int64_t>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIncrements; ++i) {
+        int64_t result = -1;
+        Status status = clients[t]->add("hits", 1, patient(), &result);
+        EXPECT_TRUE(status.ok()) << status.message();
+        results[t].push_back(result);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+
+  std::vector<int64_t> all;
+  for (const auto& r : results) all.insert(all.end(), r.begin(), r.end());
+  std::sort(all.begin(), all.end());
+  std::vector<int64_t> expected(kThreads * kIncrements);
+  std::iota(expected.begin(), expected.end(), 1);
+  EXPECT_EQ(all, expected);
+
+  int64_t total = -1;
+  ASSERT_TRUE(clients[0]->add("hits", 0, patient(), &total).ok());
+  EXPECT_EQ(total, kThreads * kIncrements);
+  Bytes text;
+  ASSERT_TRUE(clients[1]->get("hits", patient(), &text).ok());
+  EXPECT_EQ(text, bytes_of("800"));
+}
+
+// The same through one client shared by all threads: its lock must serialise.
+TEST_P(StoreContract, AddFromEightThreadsSharingOneClientCountsExactly) {
+  auto shared = client();
+  ASSERT_TRUE(shared);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) {
+        int64_t result = 0;
+        if (!shared->add("shared", 1, patient(), &result).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  int64_t total = -1;
+  ASSERT_TRUE(shared->add("shared", 0, patient(), &total).ok());
+  EXPECT_EQ(total, 800);
+}
+
+TEST_P(StoreContract, AddStartsAtZeroAndTakesNegativeDeltas) {
+  auto store = client();
+  ASSERT_TRUE(store);
+  int64_t result = 0;
+  ASSERT_TRUE(store->add("c", -5, patient(), &result).ok());
+  EXPECT_EQ(result, -5);
+  ASSERT_TRUE(store->add("c", 7, patient(), &result).ok());
+  EXPECT_EQ(result, 2);
+}
+
+TEST_P(StoreContract, AddToNonIntegerOrOverflowingValueIsInvalidArgumentAndHarmless) {
+  auto store = client();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->set("text", bytes_of("abc")).ok());
+  int64_t result = 12345;
+  Status status = store->add("text", 1, patient(), &result);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.message();
+  EXPECT_TRUE(contains(status.message(), "text")) << status.message();
+  EXPECT_EQ(result, 12345);
+
+  ASSERT_TRUE(store->set("big", bytes_of(std::to_string(INT64_MAX))).ok());
+  status = store->add("big", 1, patient(), &result);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.message();
+
+  // The store (and, for TCP, the connection) still works.
+  Bytes value;
+  ASSERT_TRUE(store->get("text", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("abc"));
+  ASSERT_TRUE(store->add("fine", 3, patient(), &result).ok());
+  EXPECT_EQ(result, 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothStores, StoreContract,
+                         ::testing::Values(StoreKind::kTcp, StoreKind::kFile),
+                         [](const ::testing::TestParamInfo<StoreKind>& info) {
+                           return info.param == StoreKind::kTcp ? "Tcp" : "File";
+                         });
+
+// ---------------------------------------------------------------------------
+// TcpStore and its server
+
+// A request frame with every field under the test's control.
+Bytes frame(uint32_t length, uint8_t opcode, uint32_t key_length, const std::string& key,
+            const Bytes& value = {}) {
+  Bytes out;
+  append_u32(&out, length);
+  out.push_back(opcode);
+  append_u32(&out, key_length);
+  out.insert(out.end(), key.begin(), key.end());
+  out.insert(out.end(), value.begin(), value.end());
+  return out;
+}
+
+Bytes well_formed(tcp_store::Opcode opcode, const std::string& key, const Bytes& value = {}) {
+  return frame(static_cast<uint32_t>(tcp_store::kRequestHeaderBytes + key.size() + value.size()),
+               static_cast<uint8_t>(opcode), static_cast<uint32_t>(key.size()), key, value);
+}
+
+class TcpStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status status = TcpStoreServer::Start(kLoopback, 0, &server_);
+    ASSERT_TRUE(status.ok()) << status.message();
+    ASSERT_NE(server_->port(), 0);
+  }
+
+  std::unique_ptr<TcpStore> connect() {
+    std::unique_ptr<TcpStore> store;
+    Status status = TcpStore::Connect(kLoopback, server_->port(), patient(), &store);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return store;
+  }
+
+  Socket raw_connect() {
+    Socket socket;
+    Status status = connect_tcp(kLoopback, server_->port(), patient(), &socket);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return socket;
+  }
+
+  // True when the server closes `socket` (EOF or reset) within kPatience.
+  static bool server_hung_up(const Socket& socket) {
+    uint8_t byte;
+    Status status = recv_all(socket, &byte, 1, patient());
+    return status.code() == Code::kRemoteError;
+  }
+
+  std::unique_ptr<TcpStoreServer> server_;
+};
+
+TEST_F(TcpStoreTest, ThirtyTwoClientsExchangeKeysThroughOneServer) {
+  constexpr int kClients = 32;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int rank = 0; rank < kClients; ++rank) {
+    threads.emplace_back([&, rank] {
+      std::unique_ptr<TcpStore> store;
+      if (!TcpStore::Connect(kLoopback, server_->port(), patient(), &store).ok()) {
+        ++failures;
+        return;
+      }
+      if (!store->set("addr/" + std::to_string(rank), bytes_of("rank" + std::to_string(rank)))
+               .ok()) {
+        ++failures;
+      }
+      int64_t arrived = 0;
+      if (!store->add("arrived", 1, patient(), &arrived).ok()) ++failures;
+      // Everyone reads everyone's key, most of them before they are set.
+      for (int peer = 0; peer < kClients; ++peer) {
+        Bytes value;
+        Status status = store->get("addr/" + std::to_string(peer), patient(), &value);
+        if (!status.ok() || value != bytes_of("rank" + std::to_string(peer))) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto check = connect();
+  ASSERT_TRUE(check);
+  int64_t arrived = 0;
+  ASSERT_TRUE(check->add("arrived", 0, patient(), &arrived).ok());
+  EXPECT_EQ(arrived, kClients);
+}
+
+TEST_F(TcpStoreTest, BadClientsAreDroppedWithoutDisturbingOthers) {
+  auto good = connect();
+  ASSERT_TRUE(good);
+  ASSERT_TRUE(good->set("before", bytes_of("1")).ok());
+
+  // A GET parked for a key, whose client then disappears.
+  Socket parked_then_gone = raw_connect();
+  const Bytes get_later = well_formed(tcp_store::Opcode::kGet, "later");
+  ASSERT_TRUE(send_all(parked_then_gone, get_later.data(), get_later.size(), patient()).ok());
+
+  // Each of these gets its sender dropped.
+  const std::vector<std::pair<std::string, Bytes>> garbage = {
+      {"unknown opcode", frame(9, 0x7f, 4, "oops")},
+      {"oversized length", frame(0xffffffffu, 1, 1, "k")},
+      {"just above the limit", frame(tcp_store::kMaxMessageBytes + 1, 1, 1, "k")},
+      {"shorter than its header", frame(2, 1, 0, "")},
+      {"key past the end", frame(9, 1, 1000, "abcd")},
+      {"GET with a value", well_formed(tcp_store::Opcode::kGet, "k", bytes_of("v"))},
+      {"ADD without a delta", well_formed(tcp_store::Opcode::kAdd, "k", bytes_of("1"))},
+      {"ASCII noise", bytes_of("GET / HTTP/1.1\r\nHost: x\r\n\r\n")},
+  };
+  for (const auto& [what, bytes] : garbage) {
+    SCOPED_TRACE(what);
+    Socket bad = raw_connect();
+    ASSERT_TRUE(send_all(bad, bytes.data(), bytes.size(), patient()).ok());
+    EXPECT_TRUE(server_hung_up(bad));
+  }
+
+  // Half a message, then gone; half a message, then silence (still connected).
+  Socket half_then_gone = raw_connect();
+  Bytes set_frame = well_formed(tcp_store::Opcode::kSet, "half", bytes_of("value"));
+  ASSERT_TRUE(send_all(half_then_gone, set_frame.data(), 7, patient()).ok());
+  half_then_gone.close();
+  Socket half_then_silent = raw_connect();
+  ASSERT_TRUE(send_all(half_then_silent, set_frame.data(), 7, patient()).ok());
+  parked_then_gone.close();
+
+  // The good client, connected all along, and a newcomer both still work,
+  // including setting the key the vanished client was parked on.
+  Bytes value;
+  ASSERT_TRUE(good->set("later", bytes_of("2")).ok());
+  auto newcomer = connect();
+  ASSERT_TRUE(newcomer);
+  Status status = newcomer->get("before", patient(), &value);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(value, bytes_of("1"));
+  ASSERT_TRUE(newcomer->get("later", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("2"));
+  ASSERT_TRUE(newcomer->set("after", bytes_of("3")).ok());
+  ASSERT_TRUE(good->get("after", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("3"));
+  // Neither half message was taken as a SET.
+  status = good->get("half", soon(milliseconds(100)), &value);
+  EXPECT_EQ(status.code(), Code::kTimeout);
+}
+
+TEST_F(TcpStoreTest, PipelinedRequestsAreAnsweredInOrder) {
+  Socket raw = raw_connect();
+  Bytes batch = well_formed(tcp_store::Opcode::kSet, "p", bytes_of("xyz"));
+  Bytes get = well_formed(tcp_store::Opcode::kGet, "p");
+  Bytes add(8);
+  put_i64(add.data(), 5);
+  Bytes add_frame = well_formed(tcp_store::Opcode::kAdd, "n", add);
+  batch.insert(batch.end(), get.begin(), get.end());
+  batch.insert(batch.end(), add_frame.begin(), add_frame.end());
+  ASSERT_TRUE(send_all(raw, batch.data(), batch.size(), patient()).ok());
+
+  // SET: empty ok reply; GET: ok + "xyz"; ADD: ok + i64 5.
+  const std::vector<Bytes> expected_payloads = {{}, bytes_of("xyz"), add};
+  for (const Bytes& expected : expected_payloads) {
+    uint8_t header[5];
+    ASSERT_TRUE(recv_all(raw, header, sizeof(header), patient()).ok());
+    EXPECT_EQ(get_u32(header), 1 + expected.size());
+    EXPECT_EQ(header[4], static_cast<uint8_t>(tcp_store::ReplyStatus::kOk));
+    Bytes payload(expected.size());
+    if (!payload.empty()) ASSERT_TRUE(recv_all(raw, payload.data(), payload.size(), patient()).ok());
+    EXPECT_EQ(payload, expected);
+  }
+}
+
+TEST_F(TcpStoreTest, TimedOutGetLeavesTheConnectionMarkedUnusable) {
+  auto store = connect();
+  ASSERT_TRUE(store);
+  Bytes value;
+  Status status = store->get("never", soon(milliseconds(100)), &value);
+  ASSERT_EQ(status.code(), Code::kTimeout) << status.message();
+  EXPECT_TRUE(contains(status.message(), "never")) << status.message();
+  EXPECT_TRUE(store->broken());
+
+  status = store->set("x", bytes_of("y"));
+  EXPECT_EQ(status.code(), Code::kRemoteError) << status.message();
+  EXPECT_TRUE(contains(status.message(), "unusable")) << status.message();
+
+  // The server forgot the abandoned GET; setting its key harms no one.
+  auto other = connect();
+  ASSERT_TRUE(other);
+  ASSERT_TRUE(other->set("never", bytes_of("now")).ok());
+  ASSERT_TRUE(other->get("never", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("now"));
+}
+
+TEST_F(TcpStoreTest, ValueAboveTheMessageLimitIsRejectedBeforeSending) {
+  auto store = connect();
+  ASSERT_TRUE(store);
+  Status status = store->set("huge", Bytes(tcp_store::kMaxMessageBytes));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.message();
+  EXPECT_FALSE(store->broken());
+  ASSERT_TRUE(store->set("small", bytes_of("ok")).ok());
+}
+
+TEST_F(TcpStoreTest, ConnectToPortNobodyListensOnTimesOutNamingHostAndPort) {
+  // Hold a bound but not listening socket: connects to its port are refused,
+  // and nobody else can start listening there during the test.
+  UniqueFd holder(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(holder.valid());
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(holder.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(getsockname(holder.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const uint16_t port = ntohs(address.sin_port);
+
+  const auto start = Clock::now();
+  const auto deadline = start + milliseconds(400);
+  std::unique_ptr<TcpStore> store;
+  Status status = TcpStore::Connect(kLoopback, port, deadline, &store);
+  const auto end = Clock::now();
+  EXPECT_EQ(status.code(), Code::kTimeout) << status.message();
+  EXPECT_TRUE(contains(status.message(), "127.0.0.1:" + std::to_string(port))) << status.message();
+  EXPECT_TRUE(contains(status.message(), "refused")) << status.message();
+  EXPECT_FALSE(store);
+  EXPECT_GE(end, deadline);               // it kept retrying until the deadline...
+  EXPECT_LT(end - deadline, seconds(10));  // ...and not for long after it
+}
+
+TEST_F(TcpStoreTest, ConnectRetriesUntilTheServerStarts) {
+  // Learn a free port, then leave it free for a late server.
+  Socket probe;
+  uint16_t port = 0;
+  ASSERT_TRUE(listen_tcp(kLoopback, 0, &probe, &port).ok());
+  probe.close();
+
+  std::unique_ptr<TcpStore> store;
+  Status connect_status;
+  std::thread client([&] {
+    connect_status = TcpStore::Connect(kLoopback, port, patient(), &store);
+  });
+  std::this_thread::sleep_for(milliseconds(300));
+  std::unique_ptr<TcpStoreServer> late_server;
+  Status status = TcpStoreServer::Start(kLoopback, port, &late_server);
+  client.join();
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_TRUE(connect_status.ok()) << connect_status.message();
+  ASSERT_TRUE(store->set("k", bytes_of("v")).ok());
+  Bytes value;
+  ASSERT_TRUE(store->get("k", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("v"));
+}
+
+TEST_F(TcpStoreTest, ServerDestructorReturnsPromptlyWithClientsConnectedAndWaiting) {
+  std::vector<std::unique_ptr<TcpStore>> idle;
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(connect());
+    ASSERT_TRUE(idle.back());
+  }
+  Socket half = raw_connect();
+  const uint8_t partial[3] = {1, 2, 3};
+  ASSERT_TRUE(send_all(half, partial, sizeof(partial), patient()).ok());
+
+  auto waiter = connect();
+  ASSERT_TRUE(waiter);
+  Status wait_status;
+  std::atomic<bool> waiter_done{false};
+  std::thread waiting([&] {
+    Bytes value;
+    wait_status = waiter->get("never-set", Clock::now() + seconds(120), &value);
+    waiter_done = true;
+  });
+  // Give the GET time to reach the server and be parked.
+  std::this_thread::sleep_for(milliseconds(200));
+
+  const auto start = Clock::now();
+  server_.reset();
+  const auto destroyed = Clock::now();
+  waiting.join();
+  const auto waiter_returned = Clock::now();
+
+  EXPECT_LT(destroyed - start, seconds(10));
+  // The waiter learned the server was gone instead of waiting out its 120 s.
+  EXPECT_TRUE(waiter_done.load());
+  EXPECT_LT(waiter_returned - start, seconds(30));
+  EXPECT_EQ(wait_status.code(), Code::kRemoteError) << wait_status.message();
+  EXPECT_TRUE(server_hung_up(half));
+  // Idle clients find the connection gone on their next call.
+  Status status = idle[0]->set("k", bytes_of("v"));
+  EXPECT_FALSE(status.ok());
+}
+
+TEST(Socket, ConnectToUnresolvableHostFailsNamingTheHost) {
+  Socket socket;
+  Status status = connect_tcp("no-such-host.invalid", 1, soon(milliseconds(200)), &socket);
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(contains(status.message(), "no-such-host.invalid")) << status.message();
+}
+
+// ---------------------------------------------------------------------------
+// FileStore
+
+class FileStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed";
+    path_ = dir_.path() + "/store";
+  }
+
+  std::unique_ptr<FileStore> open_store() {
+    std::unique_ptr<FileStore> store;
+    Status status = FileStore::Open(path_, &store);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return store;
+  }
+
+  // Appends raw bytes to the store file, bypassing the store.
+  void append_raw(const Bytes& bytes) {
+    UniqueFd fd(open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+    ASSERT_TRUE(fd.valid());
+    ASSERT_EQ(write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+
+  static Bytes record_header(uint32_t magic, uint32_t key_length, uint32_t value_length) {
+    Bytes out;
+    append_u32(&out, magic);
+    append_u32(&out, key_length);
+    append_u32(&out, value_length);
+    return out;
+  }
+
+  TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(FileStoreTest, OpenCreatesTheFileReadableOnlyByItsOwner) {
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  struct stat info {};
+  ASSERT_EQ(stat(path_.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(store->path(), path_);
+}
+
+TEST_F(FileStoreTest, OpenInMissingDirectoryFailsNamingThePath) {
+  std::unique_ptr<FileStore> store;
+  const std::string path = dir_.path() + "/no/such/dir/store";
+  Status status = FileStore::Open(path, &store);
+  EXPECT_EQ(status.code(), Code::kSystemError);
+  EXPECT_TRUE(contains(status.message(), path)) << status.message();
+  EXPECT_FALSE(store);
+}
+
+TEST_F(FileStoreTest, StoreReopenedLaterSeesEarlierRecords) {
+  {
+    auto writer = open_store();
+    ASSERT_TRUE(writer);
+    ASSERT_TRUE(writer->set("k", bytes_of("v1")).ok());
+    ASSERT_TRUE(writer->set("k", bytes_of("v2")).ok());
+  }
+  auto reader = open_store();
+  ASSERT_TRUE(reader);
+  Bytes value;
+  ASSERT_TRUE(reader->get("k", patient(), &value).ok());
+  EXPECT_EQ(value, bytes_of("v2"));  // latest record wins
+}
+
+// fcntl locks are what keep separate processes apart: fork real ones.
+TEST_F(FileStoreTest, AddFromFourProcessesCountsExactly) {
+  constexpr int kProcesses = 4;
+  constexpr int kIncrements = 100;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // Child: no gtest here; the exit code is the verdict.
+      std::unique_ptr<FileStore> store;
+      if (!FileStore::Open(path_, &store).ok()) _exit(2);
+      for (int i = 0; i < kIncrements; ++i) {
+        int64_t result = 0;
+        if (!store->add("procs", 1, patient(), &result).ok()) _exit(3);
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int wstatus = 0;
+    ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+    EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "child status " << wstatus;
+  }
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  int64_t total = -1;
+  ASSERT_TRUE(store->add("procs", 0, patient(), &total).ok());
+  EXPECT_EQ(total, kProcesses * kIncrements);
+}
+
+TEST_F(FileStoreTest, GarbageAfterAValidRecordIsReportedWithFileAndOffset) {
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->set("a", bytes_of("1")).ok());  // 12 + 1 + 1 = 14 bytes
+  append_raw(bytes_of("this is not a record at all"));
+
+  auto reader = open_store();
+  ASSERT_TRUE(reader);
+  Bytes value;
+  Status status = reader->get("a", patient(), &value);
+  EXPECT_EQ(status.code(), Code::kRemoteError) << status.message();
+  EXPECT_TRUE(contains(status.message(), path_)) << status.message();
+  EXPECT_TRUE(contains(status.message(), "offset 14")) << status.message();
+  EXPECT_TRUE(contains(status.message(), "magic")) << status.message();
+  // Writers refuse to append after a corrupt record too.
+  EXPECT_FALSE(reader->set("b", bytes_of("2")).ok());
+}
+
+TEST_F(FileStoreTest, TruncatedRecordIsReportedWithFileAndOffset) {
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->set("a", bytes_of("1")).ok());
+  Bytes cut = record_header(file_store::kRecordMagic, 1, 100);
+  cut.push_back('k');
+  cut.resize(cut.size() + 10, 'v');  // 90 bytes of the value missing
+  append_raw(cut);
+
+  Bytes value;
+  Status status = store->get("k", patient(), &value);
+  EXPECT_EQ(status.code(), Code::kRemoteError) << status.message();
+  EXPECT_TRUE(contains(status.message(), path_)) << status.message();
+  EXPECT_TRUE(contains(status.message(), "offset 14")) << status.message();
+  EXPECT_TRUE(contains(status.message(), "truncated")) << status.message();
+}
+
+TEST_F(FileStoreTest, ImpossibleLengthIsCorruptionNotAnAllocation) {
+  append_raw(record_header(file_store::kRecordMagic, 1, 0xffffffffu));
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  Bytes value;
+  Status status = store->get("k", patient(), &value);
+  EXPECT_EQ(status.code(), Code::kRemoteError) << status.message();
+  EXPECT_TRUE(contains(status.message(), "offset 0")) << status.message();
+  EXPECT_TRUE(contains(status.message(), "value length")) << status.message();
+}
+
+TEST_F(FileStoreTest, OversizedKeyIsRejectedBeforeWriting) {
+  auto store = open_store();
+  ASSERT_TRUE(store);
+  Status status = store->set(std::string(file_store::kMaxKeyBytes + 1, 'k'), bytes_of("v"));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.message();
+  struct stat info {};
+  ASSERT_EQ(stat(path_.c_str(), &info), 0);
+  EXPECT_EQ(info.st_size, 0);
+}
+
+}  // namespace
+}  // namespace rr::bootstrap

@@ -1,0 +1,818 @@
+// rr-run: the local launcher. Starts N ranks of a program on this host with the
+// torch.distributed env:// variables set, tags their output with the rank, and
+// takes the whole job down as soon as one rank fails, so a crashed rank never
+// leaves its peers blocked in a collective until some distant timeout.
+//
+// Standalone on purpose: it links nothing from the engine, so it launches any
+// env:// program (PyTorch, Gloo tests, rr-bench) and works while the engine
+// does not build.
+//
+// Linux only: signalfd, prctl(PR_SET_PDEATHSIG), pipe2, execvpe.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+constexpr int kExitLaunchError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitTimeout = 124;  // what timeout(1) returns
+constexpr int kExitNotExecutable = 126;  // shell convention: found but exec failed
+constexpr int kExitNotFound = 127;  // shell convention: no such program
+
+// Local ranks only: a few thousand already exhausts the default fd limit (two
+// pipes per rank), so anything larger is a typo.
+constexpr long kMaxRanks = 4096;
+
+// A rank that never writes a newline must not grow our memory without bound;
+// past this size its pending bytes go out as a line of their own.
+constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+constexpr std::size_t kReadBytes = std::size_t{64} << 10;
+
+// After SIGKILL the kernel tears processes down at once; this bounds the wait
+// for ones stuck in uninterruptible sleep and for pipe ends held by processes
+// that left the group (setsid daemons), which we cannot signal.
+constexpr std::chrono::milliseconds kAfterKillWait{1000};
+
+// Once every rank is reaped, only stray grandchildren can remain in the group;
+// they are not our children, so nothing wakes us when they exit and the group
+// is re-checked at this period until they are gone.
+constexpr std::chrono::milliseconds kStragglerRecheck{50};
+
+// The variables rr-run owns; -x may not set them (it would break rendezvous).
+constexpr const char* kLauncherVariables[] = {
+    "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char kUsage[] =
+    "usage: rr-run -n N [options] [--] program [args...]\n"
+    "\n"
+    "Start N local ranks of program with the torch.distributed env:// variables\n"
+    "MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE.\n"
+    "If a rank fails, the others get SIGTERM, then SIGKILL after the grace period.\n"
+    "\n"
+    "options:\n"
+    "  -n, -np, --nproc N   number of ranks (required, 1 to 4096)\n"
+    "  --master-addr ADDR   rendezvous address (default 127.0.0.1)\n"
+    "  --master-port PORT   rendezvous port (default: a free port picked on ADDR)\n"
+    "  -x VAR=VALUE         set VAR in every rank (repeatable); -x VAR passes on\n"
+    "                       rr-run's own value of VAR\n"
+    "  --tag-output         prefix each output line with \"[rank] \" (default)\n"
+    "  --no-tag-output      pass lines through untagged (still whole lines)\n"
+    "  --timeout SECONDS    stop all ranks after SECONDS and exit 124\n"
+    "  --grace-ms MS        wait between SIGTERM and SIGKILL (default 2000)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "exit status: 0 when every rank exits 0; else the first failing rank's status\n"
+    "(128+signal if it was killed); 124 on timeout; 126/127 when program cannot be\n"
+    "executed / is not found; 128+signal when rr-run is interrupted; 2 on bad usage;\n"
+    "1 when rr-run itself fails.\n";
+
+// Owns one file descriptor; closes it on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read_end;
+  Fd write_end;
+};
+
+// Close-on-exec so that rank k never inherits rank j's pipe ends: an inherited
+// write end would hold rank j's stream open after rank j exits.
+std::optional<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+  return Pipe{Fd(fds[0]), Fd(fds[1])};
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  int nranks = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: pick a free one
+  int grace_ms = 2000;
+  std::optional<double> timeout_s;
+  bool tag_output = true;
+  std::vector<std::pair<std::string, std::string>> extra_env;  // -x, in order
+  std::vector<std::string> command;
+  bool help = false;
+};
+
+long parse_long(const std::string& option, const std::string& text, long min, long max) {
+  errno = 0;
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
+    throw UsageError("invalid value '" + text + "' for " + option + ": expected an integer from " +
+                     std::to_string(min) + " to " + std::to_string(max));
+  }
+  return value;
+}
+
+double parse_seconds(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  // The upper bound keeps the deadline arithmetic in steady_clock's range.
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0 || value > 1e9) {
+    throw UsageError("invalid value '" + text + "' for " + option +
+                     ": expected a positive number of seconds");
+  }
+  return value;
+}
+
+bool is_variable_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::pair<std::string, std::string> parse_export(const std::string& text) {
+  const auto eq = text.find('=');
+  std::string name = text.substr(0, eq);
+  if (!is_variable_name(name)) throw UsageError("-x " + text + ": '" + name + "' is not a variable name");
+  for (const char* owned : kLauncherVariables) {
+    if (name == owned) {
+      std::string hint = name == "MASTER_ADDR"   ? " (use --master-addr)"
+                         : name == "MASTER_PORT" ? " (use --master-port)"
+                                                 : "";
+      throw UsageError("-x " + text + ": rr-run sets " + name + " itself" + hint);
+    }
+  }
+  if (eq != std::string::npos) return {name, text.substr(eq + 1)};
+  // mpirun's -x VAR exports the launcher's own value.
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr) throw UsageError("-x " + name + ": " + name + " is not set");
+  return {name, value};
+}
+
+Options parse_args(int argc, char** argv) {
+  Options options;
+  bool have_nranks = false;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;  // the program starts here
+
+    // Accept --name=value, and -n4 / -xVAR=VALUE as mpirun does.
+    std::string name = arg;
+    std::string value;
+    bool attached = false;
+    if (arg.compare(0, 2, "--") == 0) {
+      const auto eq = arg.find('=');
+      if (eq != std::string::npos) {
+        name = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+        attached = true;
+      }
+    } else if (arg.size() > 2 && arg != "-np" && (arg[1] == 'n' || arg[1] == 'x')) {
+      name = arg.substr(0, 2);
+      value = arg.substr(2);
+      attached = true;
+    }
+    auto take_value = [&]() -> std::string {
+      if (attached) return value;
+      if (i + 1 >= argc) throw UsageError("option " + name + " needs a value");
+      return argv[++i];
+    };
+    auto no_value = [&] {
+      if (attached) throw UsageError("option " + name + " takes no value");
+    };
+
+    if (name == "-n" || name == "-np" || name == "--nproc") {
+      options.nranks = static_cast<int>(parse_long(name, take_value(), 1, kMaxRanks));
+      have_nranks = true;
+    } else if (name == "--master-addr") {
+      options.master_addr = take_value();
+      if (options.master_addr.empty()) throw UsageError("--master-addr needs a non-empty address");
+    } else if (name == "--master-port") {
+      options.master_port = static_cast<int>(parse_long(name, take_value(), 1, 65535));
+    } else if (name == "--grace-ms") {
+      options.grace_ms = static_cast<int>(parse_long(name, take_value(), 0, 3'600'000));
+    } else if (name == "--timeout") {
+      options.timeout_s = parse_seconds(name, take_value());
+    } else if (name == "-x") {
+      options.extra_env.push_back(parse_export(take_value()));
+    } else if (name == "--tag-output") {
+      no_value();
+      options.tag_output = true;
+    } else if (name == "--no-tag-output") {
+      no_value();
+      options.tag_output = false;
+    } else if (name == "-h" || name == "--help") {
+      no_value();
+      options.help = true;
+      return options;
+    } else {
+      throw UsageError("unknown option '" + arg + "'");
+    }
+  }
+  if (!have_nranks) throw UsageError("missing -n N (the number of ranks)");
+  for (; i < argc; ++i) options.command.emplace_back(argv[i]);
+  if (options.command.empty()) throw UsageError("no program given");
+  return options;
+}
+
+// Binds port 0 on the master address and returns what the kernel chose, or 0.
+// The port is free again before rank 0 binds it, so another process could take
+// it in between; torchrun accepts the same race, and --master-port exists for
+// when that matters. A socket that never connected leaves no TIME_WAIT behind.
+int pick_free_port(const std::string& addr, std::string& error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(addr.c_str(), "0", &hints, &found); rc != 0) {
+    error = gai_strerror(rc);
+    return 0;
+  }
+  int port = 0;
+  error = "no usable address";
+  for (addrinfo* ai = found; ai != nullptr && port == 0; ai = ai->ai_next) {
+    Fd sock(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!sock.valid() || ::bind(sock.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+      error = errno_text(errno);
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    if (::getsockname(sock.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+      error = errno_text(errno);
+      continue;
+    }
+    if (bound.ss_family == AF_INET) {
+      port = ntohs(reinterpret_cast<const sockaddr_in&>(bound).sin_port);
+    } else if (bound.ss_family == AF_INET6) {
+      port = ntohs(reinterpret_cast<const sockaddr_in6&>(bound).sin6_port);
+    }
+  }
+  ::freeaddrinfo(found);
+  return port;
+}
+
+// One of rr-run's own output streams. Each write is a batch of whole lines, so
+// lines of different ranks never interleave mid-line.
+class Sink {
+ public:
+  explicit Sink(int fd) : fd_(fd) {}
+
+  void write(const std::string& bytes) {
+    std::size_t done = 0;
+    while (!broken_ && done < bytes.size()) {
+      const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n >= 0) {
+        done += static_cast<std::size_t>(n);
+      } else if (errno == EAGAIN) {
+        // Our stdout may be a non-blocking description shared with the caller.
+        pollfd writable{fd_, POLLOUT, 0};
+        ::poll(&writable, 1, -1);
+      } else if (errno != EINTR) {
+        // EPIPE (`rr-run ... | head`): nobody reads this stream any more, but
+        // the ranks' work may still matter, so drop output and keep running.
+        broken_ = true;
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  bool broken_ = false;
+};
+
+// One rank's stdout or stderr: bytes in from its pipe, whole tagged lines out.
+class LineStream {
+ public:
+  LineStream() = default;
+  LineStream(Fd pipe, std::string prefix, Sink* sink)
+      : pipe_(std::move(pipe)), prefix_(std::move(prefix)), sink_(sink) {}
+
+  bool open() const { return pipe_.valid(); }
+  int fd() const { return pipe_.get(); }
+
+  // One read per readiness report, so a chatty rank cannot starve the others;
+  // poll is level-triggered and comes back for the rest.
+  void read_some() {
+    char buffer[kReadBytes];
+    ssize_t n;
+    do {
+      n = ::read(pipe_.get(), buffer, sizeof buffer);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {  // end of file, or an error that ends the stream just the same
+      emit(/*at_eof=*/true);
+      pipe_.reset();
+      return;
+    }
+    pending_.append(buffer, static_cast<std::size_t>(n));
+    emit(/*at_eof=*/false);
+  }
+
+ private:
+  void emit(bool at_eof) {
+    std::string out;
+    std::size_t start = 0;
+    for (std::size_t newline; (newline = pending_.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+      out += prefix_;
+      out.append(pending_, start, newline + 1 - start);
+    }
+    const std::size_t rest = pending_.size() - start;
+    // A trailing partial line still gets its own line, so the next rank's tag
+    // starts at the beginning of one.
+    if (rest > 0 && (at_eof || rest >= kMaxLineBytes)) {
+      out += prefix_;
+      out.append(pending_, start, rest);
+      out += '\n';
+      start = pending_.size();
+    }
+    pending_.erase(0, start);
+    if (!out.empty()) sink_->write(out);
+  }
+
+  Fd pipe_;
+  std::string prefix_;
+  Sink* sink_ = nullptr;
+  std::string pending_;
+};
+
+struct Rank {
+  int index = 0;
+  pid_t pid = -1;
+  bool running = false;
+  bool exec_failed = false;  // already reported; its exit status is ours, not the program's
+  LineStream out;
+  LineStream err;
+};
+
+// Sets NAME=VALUE in env, replacing every earlier definition of NAME.
+void set_variable(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  const std::string key = name + "=";
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [&](const std::string& entry) { return entry.compare(0, key.size(), key) == 0; }),
+            env.end());
+  env.push_back(key + value);
+}
+
+// What the child reports through its status pipe when it cannot become the rank.
+struct ChildFailure {
+  enum class Stage : int { kJoinGroup, kExec };
+  Stage stage;
+  int error;
+};
+
+// Everything the forked child needs, prepared before fork so the child only
+// makes system calls.
+struct ChildSetup {
+  pid_t parent = 0;
+  pid_t pgid = 0;  // 0: rank 0 founds the group
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int status_fd = -1;
+  const sigset_t* mask = nullptr;
+  const struct sigaction* sigpipe_action = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+};
+
+[[noreturn]] void report_child_failure(int status_fd, ChildFailure::Stage stage, int error) {
+  const ChildFailure failure{stage, error};
+  ssize_t ignored = ::write(status_fd, &failure, sizeof failure);
+  (void)ignored;
+  ::_exit(kExitNotFound);
+}
+
+[[noreturn]] void become_rank(const ChildSetup& setup) {
+  // All ranks share one new process group, so one kill(-pgid) reaches them and
+  // every grandchild they started.
+  if (::setpgid(0, setup.pgid) != 0) {
+    report_child_failure(setup.status_fd, ChildFailure::Stage::kJoinGroup, errno);
+  }
+  // If rr-run dies, nobody is left to escalate or collect output: take the rank along.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != setup.parent) ::_exit(kExitLaunchError);  // it died before prctl
+
+  // Undo what rr-run changed for itself; the program gets the caller's settings.
+  ::sigaction(SIGPIPE, setup.sigpipe_action, nullptr);
+  ::sigprocmask(SIG_SETMASK, setup.mask, nullptr);
+
+  ::dup2(setup.stdin_fd, STDIN_FILENO);
+  ::dup2(setup.stdout_fd, STDOUT_FILENO);
+  ::dup2(setup.stderr_fd, STDERR_FILENO);
+  ::execvpe(setup.argv[0], setup.argv, setup.envp);
+  report_child_failure(setup.status_fd, ChildFailure::Stage::kExec, errno);
+}
+
+std::string signal_text(int sig) {
+  const char* description = ::strsignal(sig);
+  return std::to_string(sig) + " (" + (description != nullptr ? description : "unknown") + ")";
+}
+
+class Launcher {
+ public:
+  Launcher(Options options, Fd signals, const sigset_t& child_mask,
+           const struct sigaction& child_sigpipe)
+      : options_(std::move(options)),
+        signals_(std::move(signals)),
+        child_mask_(child_mask),
+        child_sigpipe_(child_sigpipe),
+        stdout_sink_(STDOUT_FILENO),
+        stderr_sink_(STDERR_FILENO) {}
+
+  int run() {
+    int port = options_.master_port;
+    if (port == 0) {
+      std::string error;
+      port = pick_free_port(options_.master_addr, error);
+      if (port == 0) {
+        std::fprintf(stderr, "rr-run: cannot pick a free TCP port on '%s': %s\n",
+                     options_.master_addr.c_str(), error.c_str());
+        return kExitLaunchError;
+      }
+    }
+    start_ = Clock::now();
+    launch_all(port);
+    supervise();
+    return exit_code_.value_or(0);
+  }
+
+ private:
+  void launch_all(int port) {
+    std::vector<std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
+    for (const auto& [name, value] : options_.extra_env) set_variable(env, name, value);
+    set_variable(env, "MASTER_ADDR", options_.master_addr);
+    set_variable(env, "MASTER_PORT", std::to_string(port));
+    set_variable(env, "WORLD_SIZE", std::to_string(options_.nranks));
+    set_variable(env, "LOCAL_WORLD_SIZE", std::to_string(options_.nranks));
+
+    dev_null_ = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!dev_null_.valid()) {
+      fail(kExitLaunchError, "cannot open /dev/null: " + errno_text(errno));
+      return;
+    }
+    ranks_.reserve(static_cast<std::size_t>(options_.nranks));
+    for (int index = 0; index < options_.nranks; ++index) {
+      set_variable(env, "RANK", std::to_string(index));
+      set_variable(env, "LOCAL_RANK", std::to_string(index));
+      if (!launch(index, env)) return;
+    }
+  }
+
+  // Starts one rank and waits until it has exec'd (or failed to), so that the
+  // group exists and holds the rank before anything signals it.
+  bool launch(int index, const std::vector<std::string>& env) {
+    auto out = make_pipe();
+    auto err = make_pipe();
+    auto status = make_pipe();
+    if (!out || !err || !status) {
+      fail(kExitLaunchError, "cannot start rank " + std::to_string(index) + ": pipe: " + errno_text(errno));
+      return false;
+    }
+    std::vector<char*> argv;
+    for (auto& arg : options_.command) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (auto& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+
+    // Ranks run in a background process group: one reading a terminal would be
+    // stopped by SIGTTIN and never exit. So stdin goes to rank 0 (as mpirun
+    // does) only when it is a pipe or a file.
+    const bool pass_stdin = index == 0 && ::isatty(STDIN_FILENO) == 0;
+
+    ChildSetup setup;
+    setup.parent = ::getpid();
+    setup.pgid = pgid_;
+    setup.stdin_fd = pass_stdin ? STDIN_FILENO : dev_null_.get();
+    setup.stdout_fd = out->write_end.get();
+    setup.stderr_fd = err->write_end.get();
+    setup.status_fd = status->write_end.get();
+    setup.mask = &child_mask_;
+    setup.sigpipe_action = &child_sigpipe_;
+    setup.argv = argv.data();
+    setup.envp = envp.data();
+
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      fail(kExitLaunchError, "cannot start rank " + std::to_string(index) + ": fork: " + errno_text(errno));
+      return false;
+    }
+    if (pid == 0) become_rank(setup);
+
+    if (pgid_ == 0) pgid_ = pid;
+    Rank& rank = ranks_.emplace_back();
+    rank.index = index;
+    rank.pid = pid;
+    rank.running = true;
+    const std::string prefix = options_.tag_output ? "[" + std::to_string(index) + "] " : "";
+    for (Fd* read_end : {&out->read_end, &err->read_end}) {
+      ::fcntl(read_end->get(), F_SETFL, ::fcntl(read_end->get(), F_GETFL) | O_NONBLOCK);
+    }
+    rank.out = LineStream(std::move(out->read_end), prefix, &stdout_sink_);
+    rank.err = LineStream(std::move(err->read_end), prefix, &stderr_sink_);
+    out->write_end.reset();
+    err->write_end.reset();
+    status->write_end.reset();
+
+    // Zero bytes: exec succeeded and closed the close-on-exec write end.
+    ChildFailure failure{};
+    ssize_t n;
+    do {
+      n = ::read(status->read_end.get(), &failure, sizeof failure);
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(sizeof failure)) return true;
+
+    rank.exec_failed = true;
+    if (failure.stage == ChildFailure::Stage::kJoinGroup) {
+      fail(kExitLaunchError, "rank " + std::to_string(index) +
+                                 " cannot join the ranks' process group: " + errno_text(failure.error));
+    } else {
+      const bool not_found = failure.error == ENOENT || failure.error == ENOTDIR;
+      fail(not_found ? kExitNotFound : kExitNotExecutable,
+           "cannot execute '" + options_.command[0] + "': " + errno_text(failure.error));
+    }
+    return false;
+  }
+
+  // The event loop: rank output, SIGCHLD and our own signals through poll, and
+  // the timeout and grace deadlines as poll's timeout. Nothing spins.
+  void supervise() {
+    std::optional<Clock::time_point> drain_since;
+    std::vector<pollfd> fds;
+    std::vector<LineStream*> streams;
+    for (;;) {
+      const auto now = Clock::now();
+      const bool ranks_done = std::none_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; });
+      const bool pipes_done = std::none_of(ranks_.begin(), ranks_.end(),
+                                           [](const Rank& r) { return r.out.open() || r.err.open(); });
+      const bool group_alive = pgid_ > 0 && ::kill(-pgid_, 0) == 0;
+
+      if (timeout_at() && now >= *timeout_at()) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%g", *options_.timeout_s);
+        fail(kExitTimeout, std::string("timed out after ") + seconds + " s; stopping all ranks");
+      }
+      if (term_sent_ && !kill_sent_ && now >= *term_sent_ + grace()) {
+        std::fprintf(stderr, "rr-run: %s after %d ms; sending SIGKILL\n",
+                     ranks_done ? "processes left in the ranks' process group"
+                                : (std::to_string(running_count()) + " rank(s) still running").c_str(),
+                     options_.grace_ms);
+        signal_all(SIGKILL);
+        kill_sent_ = now;
+      }
+      if (ranks_done) {
+        // Every rank is gone: no grandchild may outlive the job, even after success.
+        if (group_alive && !term_sent_) {
+          signal_all(SIGTERM);
+          term_sent_ = now;
+        }
+        if (!group_alive && pipes_done) break;
+        // Someone outside the group (a setsid daemon) holds a pipe open.
+        if (!group_alive && !drain_since) drain_since = now;
+        if (drain_since && now >= *drain_since + kAfterKillWait) break;
+      }
+      if (kill_sent_ && now >= *kill_sent_ + kAfterKillWait) {
+        for (const Rank& rank : ranks_) {
+          if (rank.running) {
+            std::fprintf(stderr, "rr-run: rank %d (pid %d) survived SIGKILL; giving up on it\n", rank.index,
+                         static_cast<int>(rank.pid));
+          }
+        }
+        break;
+      }
+
+      // Sleep until the nearest deadline, or until something happens.
+      std::optional<Clock::time_point> wake;
+      auto wake_by = [&](Clock::time_point at) { wake = wake ? std::min(*wake, at) : at; };
+      if (timeout_at()) wake_by(*timeout_at());
+      if (term_sent_ && !kill_sent_) wake_by(*term_sent_ + grace());
+      if (kill_sent_) wake_by(*kill_sent_ + kAfterKillWait);
+      if (drain_since) wake_by(*drain_since + kAfterKillWait);
+      if (ranks_done && group_alive) wake_by(now + kStragglerRecheck);
+      int timeout_ms = -1;
+      if (wake) {
+        // Round up: a sub-millisecond remainder must not turn into a 0 ms spin.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
+        timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, 1'000'000));
+      }
+
+      fds.clear();
+      streams.clear();
+      fds.push_back({signals_.get(), POLLIN, 0});
+      for (Rank& rank : ranks_) {
+        for (LineStream* stream : {&rank.out, &rank.err}) {
+          if (!stream->open()) continue;
+          fds.push_back({stream->fd(), POLLIN, 0});
+          streams.push_back(stream);
+        }
+      }
+      if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
+        if (errno == EINTR) continue;
+        std::fprintf(stderr, "rr-run: poll: %s\n", errno_text(errno).c_str());
+        signal_all(SIGKILL);
+        if (!exit_code_) exit_code_ = kExitLaunchError;
+        break;
+      }
+      // Output first: a rank's last lines should precede the report of its exit.
+      for (std::size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) streams[i - 1]->read_some();
+      }
+      if (fds[0].revents != 0) on_signals();
+    }
+  }
+
+  void on_signals() {
+    signalfd_siginfo info;
+    while (::read(signals_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGCHLD) {
+        reap();
+        continue;
+      }
+      if (!exit_code_) {
+        // Forward what we got; the ranks decide how to wind down within the grace period.
+        std::fprintf(stderr, "rr-run: got signal %s; forwarding it to all ranks\n", signal_text(sig).c_str());
+        exit_code_ = 128 + sig;
+        signal_all(sig);
+        term_sent_ = Clock::now();
+      } else if (!kill_sent_) {
+        // A second interrupt means "now", as with most launchers.
+        std::fprintf(stderr, "rr-run: got signal %s again; sending SIGKILL\n", signal_text(sig).c_str());
+        signal_all(SIGKILL);
+        kill_sent_ = Clock::now();
+      }
+    }
+  }
+
+  void reap() {
+    int status = 0;
+    for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+      auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.pid == pid; });
+      if (rank == ranks_.end()) continue;
+      rank->running = false;
+      if (rank->exec_failed) continue;
+      const std::string who = "rank " + std::to_string(rank->index) + " (pid " + std::to_string(pid) + ")";
+      if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        fail(WEXITSTATUS(status), who + " exited with status " + std::to_string(WEXITSTATUS(status)));
+      } else if (WIFSIGNALED(status)) {
+        fail(128 + WTERMSIG(status), who + " was killed by signal " + signal_text(WTERMSIG(status)));
+      }
+    }
+  }
+
+  // The first failure decides the exit status and starts the shutdown; later
+  // ones are usually its consequences (ranks dying of our SIGTERM), so they
+  // stay quiet.
+  void fail(int code, const std::string& message) {
+    if (exit_code_) return;
+    std::fprintf(stderr, "rr-run: %s\n", message.c_str());
+    exit_code_ = code;
+    if (!term_sent_) {
+      signal_all(SIGTERM);
+      term_sent_ = Clock::now();
+    }
+  }
+
+  // The group reaches grandchildren; the pids reach a rank that moved itself to
+  // another group (a nested launcher, a shell with job control).
+  void signal_all(int sig) {
+    if (pgid_ > 0) ::kill(-pgid_, sig);
+    for (const Rank& rank : ranks_) {
+      if (rank.running) ::kill(rank.pid, sig);
+    }
+  }
+
+  int running_count() const {
+    return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; }));
+  }
+
+  std::optional<Clock::time_point> timeout_at() const {
+    if (!options_.timeout_s || exit_code_) return std::nullopt;
+    return start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*options_.timeout_s));
+  }
+
+  std::chrono::milliseconds grace() const { return std::chrono::milliseconds(options_.grace_ms); }
+
+  Options options_;
+  Fd signals_;
+  sigset_t child_mask_;
+  struct sigaction child_sigpipe_;
+  Sink stdout_sink_;
+  Sink stderr_sink_;
+  Fd dev_null_;
+  std::vector<Rank> ranks_;
+  // Rank 0's pid. Linux never reuses a pid while it names a live process group,
+  // so signalling -pgid_ cannot reach strangers while any member remains.
+  pid_t pgid_ = 0;
+  Clock::time_point start_;
+  std::optional<int> exit_code_;
+  std::optional<Clock::time_point> term_sent_;
+  std::optional<Clock::time_point> kill_sent_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  try {
+    options = parse_args(argc, argv);
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "rr-run: %s\n\n%s", error.what(), kUsage);
+    return kExitUsage;
+  }
+  if (options.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+
+  // A closed 0/1/2 would let pipe2() hand out those numbers, and dup2 in the
+  // child would then leave a close-on-exec pipe end where stdout belongs.
+  for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0) ::open("/dev/null", O_RDWR);
+  }
+
+  // Signals arrive through a signalfd, so they are blocked here; ranks get the
+  // caller's mask back before exec.
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, sig);
+  sigset_t caller_mask;
+  ::sigprocmask(SIG_BLOCK, &handled, &caller_mask);
+  // An inherited SIG_IGN for SIGCHLD would make the kernel reap the ranks and
+  // hide their exit status from us.
+  ::signal(SIGCHLD, SIG_DFL);
+  // A closed stdout must not kill the launcher and orphan the ranks (see Sink).
+  struct sigaction ignore_sigpipe {};
+  ignore_sigpipe.sa_handler = SIG_IGN;
+  struct sigaction caller_sigpipe {};
+  ::sigaction(SIGPIPE, &ignore_sigpipe, &caller_sigpipe);
+
+  Fd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals.valid()) {
+    std::fprintf(stderr, "rr-run: signalfd: %s\n", std::strerror(errno));
+    return kExitLaunchError;
+  }
+  Launcher launcher(std::move(options), std::move(signals), caller_mask, caller_sigpipe);
+  return launcher.run();
+}
