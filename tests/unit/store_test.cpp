@@ -465,7 +465,9 @@ TEST_F(TcpStoreTest, PipelinedRequestsAreAnsweredInOrder) {
     EXPECT_EQ(get_u32(header), 1 + expected.size());
     EXPECT_EQ(header[4], static_cast<uint8_t>(tcp_store::ReplyStatus::kOk));
     Bytes payload(expected.size());
-    if (!payload.empty()) ASSERT_TRUE(recv_all(raw, payload.data(), payload.size(), patient()).ok());
+    if (!payload.empty()) {
+      ASSERT_TRUE(recv_all(raw, payload.data(), payload.size(), patient()).ok());
+    }
     EXPECT_EQ(payload, expected);
   }
 }
@@ -615,7 +617,7 @@ class FileStoreTest : public ::testing::Test {
 
   // Appends raw bytes to the store file, bypassing the store.
   void append_raw(const Bytes& bytes) {
-    UniqueFd fd(open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+    UniqueFd fd(open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
     ASSERT_TRUE(fd.valid());
     ASSERT_EQ(write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
   }
@@ -700,7 +702,7 @@ TEST_F(FileStoreTest, GarbageAfterAValidRecordIsReportedWithFileAndOffset) {
   auto store = open_store();
   ASSERT_TRUE(store);
   ASSERT_TRUE(store->set("a", bytes_of("1")).ok());  // 12 + 1 + 1 = 14 bytes
-  append_raw(bytes_of("this is not a record at all"));
+  ASSERT_NO_FATAL_FAILURE(append_raw(bytes_of("this is not a record at all")));
 
   auto reader = open_store();
   ASSERT_TRUE(reader);
@@ -721,7 +723,7 @@ TEST_F(FileStoreTest, TruncatedRecordIsReportedWithFileAndOffset) {
   Bytes cut = record_header(file_store::kRecordMagic, 1, 100);
   cut.push_back('k');
   cut.resize(cut.size() + 10, 'v');  // 90 bytes of the value missing
-  append_raw(cut);
+  ASSERT_NO_FATAL_FAILURE(append_raw(cut));
 
   Bytes value;
   Status status = store->get("k", patient(), &value);
@@ -732,7 +734,7 @@ TEST_F(FileStoreTest, TruncatedRecordIsReportedWithFileAndOffset) {
 }
 
 TEST_F(FileStoreTest, ImpossibleLengthIsCorruptionNotAnAllocation) {
-  append_raw(record_header(file_store::kRecordMagic, 1, 0xffffffffu));
+  ASSERT_NO_FATAL_FAILURE(append_raw(record_header(file_store::kRecordMagic, 1, 0xffffffffu)));
   auto store = open_store();
   ASSERT_TRUE(store);
   Bytes value;

@@ -6,6 +6,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +24,8 @@ class UcxTransport final : public Transport {
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
 
-  // This worker's address, to publish through the bootstrap store.
+  // What peers need to reach this rank, to publish through the bootstrap
+  // store: [host identity : 16][pid : 4][UCX worker address].
   const std::vector<uint8_t>& local_address() const { return local_address_; }
   // Takes every rank's worker address (indexed by rank) and connects to `eager_peers` now.
   Status connect(std::vector<std::vector<uint8_t>> addresses, const std::vector<int>& eager_peers);
@@ -53,10 +55,16 @@ class UcxTransport final : public Transport {
     UcxTransport* owner = nullptr;
     int rank = -1;
     ucp_ep_h ep = nullptr;
-    ucs_status_t failure = UCS_OK;  // set by UCX's error handler
+    ucs_status_t failure = UCS_OK;  // set by UCX's error handler or the liveness check
+    bool same_host = false;         // same kernel and pid namespace: shared memory, pid checks
+    int32_t pid = 0;
+    std::vector<uint8_t> address;   // the UCX worker address
+    std::chrono::steady_clock::time_point next_liveness_check;
   };
 
   UcxTransport(int rank, int size);
+  // Same-host peers only: notices a peer process that no longer exists.
+  void check_liveness(Peer& p) const;
   Status endpoint(int peer, ucp_ep_h* ep);
   void close_endpoints();
 
@@ -71,7 +79,7 @@ class UcxTransport final : public Transport {
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
   std::vector<uint8_t> local_address_;
-  std::vector<std::vector<uint8_t>> peer_addresses_;
+  bool connected_ = false;
   std::vector<Peer> peers_;
   std::vector<ucp_mem_h> registrations_;
   std::vector<Counters> counters_;
