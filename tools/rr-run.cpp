@@ -327,12 +327,12 @@ class Sink {
         pollfd writable{fd_, POLLOUT, 0};
         ::poll(&writable, 1, -1);
       } else if (errno != EINTR) {
-        // EPIPE (`rr-run ... | head`): nobody reads this stream any more, but
-        // the ranks' work may still matter, so drop output and keep running.
-        broken_ = true;
+        broken_ = true;  // EPIPE (`rr-run ... | head`) or worse: nobody reads it any more
       }
     }
   }
+
+  bool broken() const { return broken_; }
 
  private:
   int fd_;
@@ -365,6 +365,10 @@ class LineStream {
     }
     pending_.append(buffer, static_cast<std::size_t>(n));
     emit(/*at_eof=*/false);
+    // Pass a broken pipe on: once we stop reading, the rank's own next write
+    // fails with SIGPIPE, just as if it wrote to `head` directly. Dropping the
+    // output instead would let `rr-run -n 2 yes | head` run forever.
+    if (sink_->broken()) pipe_.reset();
   }
 
  private:
@@ -709,7 +713,7 @@ class Launcher {
     int status = 0;
     for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
       auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.pid == pid; });
-      if (rank == ranks_.end()) continue;
+      if (rank == ranks_.end()) continue;  // an orphaned grandchild we adopted as subreaper
       rank->running = false;
       if (rank->exec_failed) continue;
       const std::string who = "rank " + std::to_string(rank->index) + " (pid " + std::to_string(pid) + ")";
@@ -807,6 +811,12 @@ int main(int argc, char** argv) {
   ignore_sigpipe.sa_handler = SIG_IGN;
   struct sigaction caller_sigpipe {};
   ::sigaction(SIGPIPE, &ignore_sigpipe, &caller_sigpipe);
+
+  // Orphaned grandchildren are re-parented to us rather than to init: we reap
+  // them at once (reap() takes any pid) and their SIGCHLD wakes the loop. Left
+  // to init, a killed straggler lingers as a zombie (still a group member for
+  // kill(-pgid, 0)) for as long as init takes to reap it.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   Fd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals.valid()) {

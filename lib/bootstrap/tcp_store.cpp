@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -138,7 +139,12 @@ void TcpStoreServer::Loop::serve_until_stopped() {
     int ready = poll(fds.data(), fds.size(), timeout);
     if (ready < 0) {
       if (errno == EINTR) continue;
-      return;  // only EFAULT/EINVAL/ENOMEM: nothing sensible to serve with
+      if (errno == ENOMEM) {
+        // The kernel could not allocate poll's tables: try again shortly.
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      return;  // EFAULT/EINVAL: a bug; close everything so clients fail fast
     }
     if (fds[0].revents != 0) {
       uint64_t count;
@@ -408,6 +414,43 @@ TcpStoreServer::~TcpStoreServer() {
 // ---------------------------------------------------------------------------
 // Client
 
+// Marks the connection busy for one exchange and idle again at scope exit.
+class TcpStore::Exchange {
+ public:
+  explicit Exchange(TcpStore* store) : store_(store) {}
+  ~Exchange() {
+    if (!claimed_) return;
+    {
+      std::lock_guard<std::mutex> lock(store_->mutex_);
+      store_->busy_ = false;
+    }
+    store_->idle_.notify_one();
+  }
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // Waits until no other thread is mid-exchange, or `deadline`. Nothing has
+  // been sent when this fails, so the connection stays usable.
+  Status claim(const std::string& what, Clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(store_->mutex_);
+    if (!store_->idle_.wait_until(lock, deadline, [this] { return !store_->busy_; })) {
+      return Timeout(what + " timed out waiting for another call on the connection to store " +
+                     store_->socket_.peer());
+    }
+    if (!store_->broken_reason_.empty()) {
+      return RemoteError(what + ": the connection to store " + store_->socket_.peer() +
+                         " is unusable after an earlier failure: " + store_->broken_reason_);
+    }
+    store_->busy_ = true;
+    claimed_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  TcpStore* store_;
+  bool claimed_ = false;
+};
+
 Status TcpStore::Connect(const std::string& host, uint16_t port, Clock::time_point deadline,
                          std::unique_ptr<TcpStore>* out) {
   Socket socket;
@@ -417,17 +460,13 @@ Status TcpStore::Connect(const std::string& host, uint16_t port, Clock::time_poi
 }
 
 bool TcpStore::broken() const {
-  std::lock_guard<std::timed_mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return !broken_reason_.empty();
 }
 
-void TcpStore::mark_broken(const Status& cause) {
-  broken_reason_ = cause.message();
-  socket_.close();
-}
-
 Status TcpStore::round_trip(Opcode opcode, const std::string& key, const uint8_t* value,
-                            size_t value_size, Clock::time_point deadline, Bytes* payload) {
+                            size_t value_size, Clock::time_point deadline,
+                            std::optional<size_t> expected_payload, Bytes* payload) {
   const char* verb = opcode == Opcode::kSet ? "set" : opcode == Opcode::kGet ? "get" : "add";
   const std::string what = std::string(verb) + " of key " + quote_key(key);
 
@@ -438,17 +477,9 @@ Status TcpStore::round_trip(Opcode opcode, const std::string& key, const uint8_t
                            std::to_string(kMaxMessageBytes));
   }
 
-  std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_until(deadline)) {
-    // Another thread's call holds the connection (typically a get() waiting
-    // for its key). Nothing was sent, so the connection stays usable.
-    return Timeout(what + " timed out waiting for another call on the connection to store " +
-                   socket_.peer());
-  }
-  if (!broken_reason_.empty()) {
-    return RemoteError(what + ": the connection to store " + socket_.peer() +
-                       " is unusable after an earlier failure: " + broken_reason_);
-  }
+  Exchange exchange(this);
+  RR_RETURN_IF_ERROR(exchange.claim(what, deadline));
+  // From here this thread alone uses socket_.
 
   std::vector<uint8_t> request;
   request.reserve(4 + body_size);
@@ -458,9 +489,14 @@ Status TcpStore::round_trip(Opcode opcode, const std::string& key, const uint8_t
   request.insert(request.end(), key.begin(), key.end());
   if (value_size > 0) request.insert(request.end(), value, value + value_size);
 
-  // Any failure from here on leaves the stream at an unknown point.
+  // Any failure from here on leaves the stream at an unknown point: record
+  // why, and close the socket so the server drops whatever it parked for us.
   auto fail = [&](const Status& cause) {
-    mark_broken(cause);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      broken_reason_ = cause.message();
+    }
+    socket_.close();
     return Status(cause.code(), what + " on store " + socket_.peer() + ": " + cause.message() +
                                     " (the connection is now unusable)");
   };
@@ -479,39 +515,34 @@ Status TcpStore::round_trip(Opcode opcode, const std::string& key, const uint8_t
   if (!status.ok()) return fail(status);
 
   const uint8_t reply_status = reply[0];
-  if (reply_status == static_cast<uint8_t>(ReplyStatus::kOk)) {
-    reply.erase(reply.begin());
-    *payload = std::move(reply);
-    return Status::Ok();
-  }
   if (reply_status == static_cast<uint8_t>(ReplyStatus::kInvalidArgument)) {
     // A well-formed refusal: the stream is still in step.
     return InvalidArgument(what + " on store " + socket_.peer() + ": " +
                            std::string(reply.begin() + 1, reply.end()));
   }
-  return fail(RemoteError("unknown reply status " + std::to_string(reply_status)));
+  if (reply_status != static_cast<uint8_t>(ReplyStatus::kOk)) {
+    return fail(RemoteError("unknown reply status " + std::to_string(reply_status)));
+  }
+  if (expected_payload && reply.size() - 1 != *expected_payload) {
+    // A server that answers with the wrong shape cannot be trusted with the
+    // next request either.
+    return fail(RemoteError("reply carries " + std::to_string(reply.size() - 1) +
+                            " bytes, expected " + std::to_string(*expected_payload)));
+  }
+  reply.erase(reply.begin());
+  *payload = std::move(reply);
+  return Status::Ok();
 }
 
 Status TcpStore::set(const std::string& key, const Bytes& value) {
   const auto deadline =
       Clock::now() + std::chrono::milliseconds(set_timeout_ms_.load(std::memory_order_relaxed));
   Bytes payload;
-  RR_RETURN_IF_ERROR(
-      round_trip(Opcode::kSet, key, value.data(), value.size(), deadline, &payload));
-  if (!payload.empty()) {
-    std::lock_guard<std::timed_mutex> lock(mutex_);
-    Status cause = RemoteError("set reply carries " + std::to_string(payload.size()) + " bytes");
-    mark_broken(cause);
-    return RemoteError("set of key " + quote_key(key) + ": " + cause.message());
-  }
-  return Status::Ok();
+  return round_trip(Opcode::kSet, key, value.data(), value.size(), deadline, 0, &payload);
 }
 
 Status TcpStore::get(const std::string& key, Clock::time_point deadline, Bytes* value) {
-  Bytes payload;
-  RR_RETURN_IF_ERROR(round_trip(Opcode::kGet, key, nullptr, 0, deadline, &payload));
-  *value = std::move(payload);
-  return Status::Ok();
+  return round_trip(Opcode::kGet, key, nullptr, 0, deadline, std::nullopt, value);
 }
 
 Status TcpStore::add(const std::string& key, int64_t delta, Clock::time_point deadline,
@@ -520,16 +551,7 @@ Status TcpStore::add(const std::string& key, int64_t delta, Clock::time_point de
   put_i64(encoded, delta);
   Bytes payload;
   RR_RETURN_IF_ERROR(
-      round_trip(Opcode::kAdd, key, encoded, sizeof(encoded), deadline, &payload));
-  if (payload.size() != 8) {
-    // The reply was consumed whole, but a server that answers ADD with the
-    // wrong shape cannot be trusted with the next request either.
-    std::lock_guard<std::timed_mutex> lock(mutex_);
-    Status cause = RemoteError("add reply carries " + std::to_string(payload.size()) +
-                               " bytes, expected 8");
-    mark_broken(cause);
-    return RemoteError("add of key " + quote_key(key) + ": " + cause.message());
-  }
+      round_trip(Opcode::kAdd, key, encoded, sizeof(encoded), deadline, 8, &payload));
   *result = get_i64(payload.data());
   return Status::Ok();
 }

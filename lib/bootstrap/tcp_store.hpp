@@ -25,9 +25,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -82,6 +84,10 @@ class TcpStoreServer {
 // garbage reply) leaves the connection unusable, because a late reply would
 // otherwise be read as the answer to the next request; every later call then
 // fails with kRemoteError saying so.
+//
+// While one thread's get() waits for its key, other threads' calls on the same
+// TcpStore wait behind it (up to their own deadlines). A thread that waits for
+// a key which another thread of this process will set needs its own TcpStore.
 class TcpStore : public Store {
  public:
   // set() carries no deadline in the Store interface; it gets this one, the
@@ -103,20 +109,26 @@ class TcpStore : public Store {
   bool broken() const;
 
  private:
+  class Exchange;  // claims the connection for one request/reply exchange
+
   explicit TcpStore(Socket socket) : socket_(std::move(socket)) {}
 
   // Sends one request and reads its reply. Ok means a kOk reply whose payload
-  // is in `*payload`; a kInvalidArgument reply becomes that status with the
-  // connection intact; anything else breaks the connection.
+  // (of `expected_payload` bytes, when given) is in `*payload`; a
+  // kInvalidArgument reply becomes that status with the connection intact;
+  // anything else breaks the connection.
   Status round_trip(tcp_store::Opcode opcode, const std::string& key, const uint8_t* value,
-                    size_t value_size, Clock::time_point deadline, Bytes* payload);
-  // Records why the connection is unusable and closes it, so the server drops
-  // whatever it had parked for us. Caller holds mutex_.
-  void mark_broken(const Status& cause);
+                    size_t value_size, Clock::time_point deadline,
+                    std::optional<size_t> expected_payload, Bytes* payload);
 
-  mutable std::timed_mutex mutex_;  // one request/reply exchange at a time
-  Socket socket_;                   // guarded by mutex_
-  std::string broken_reason_;       // guarded by mutex_; empty while usable
+  // A mutex is held only to claim or release the connection, never across
+  // I/O, so waiting for a busy connection can honour a deadline
+  // (condition_variable::wait_until on the steady clock).
+  mutable std::mutex mutex_;
+  std::condition_variable idle_;  // notified when busy_ clears
+  bool busy_ = false;             // guarded by mutex_: a thread is mid-exchange
+  std::string broken_reason_;     // guarded by mutex_; empty while usable
+  Socket socket_;                 // used only by the thread that set busy_
   std::atomic<int64_t> set_timeout_ms_{kDefaultSetTimeout.count()};
 };
 

@@ -106,7 +106,9 @@ RR_HOST_DEVICE inline uint16_t float_to_half_bits(float f) {
 }
 
 // bfloat16 -> binary32: the bits are float's upper half, exact.
-RR_HOST_DEVICE inline float bfloat16_bits_to_float(uint16_t b) { return bits_float(uint32_t(b) << 16); }
+RR_HOST_DEVICE inline float bfloat16_bits_to_float(uint16_t b) {
+  return bits_float(uint32_t(b) << 16);
+}
 
 // binary32 -> bfloat16, round to nearest even, NaN stays NaN (quiet).
 RR_HOST_DEVICE inline uint16_t float_to_bfloat16_bits(float f) {

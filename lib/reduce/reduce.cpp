@@ -18,7 +18,8 @@
 // bodies are always_inline templates, because GCC 12 cannot clone templates.
 // The loops are written dst[i] = op(a[i], b[i]) with no __restrict: GCC
 // vectorizes them behind a runtime alias check that dst == a and dst == b
-// pass, so in-place calls take the vector path too.
+// pass, so in-place calls take the vector path too. float16 has a separate
+// F16C set of loops, chosen per call (below).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define RR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define RR_HAVE_F16C_LOOPS 1
@@ -33,7 +34,8 @@ namespace rr::reduce {
 namespace {
 
 using BinaryKernel = void (*)(void* dst, const void* a, const void* b, size_t count);
-using SumDivideKernel = void (*)(void* dst, const void* a, const void* b, size_t count, int divisor);
+using SumDivideKernel = void (*)(void* dst, const void* a, const void* b, size_t count,
+                                 int divisor);
 using DivideKernel = void (*)(void* dst, const void* src, size_t count, int divisor);
 
 // The loops of one dtype. binary[] is indexed by rrRedOp_t (sum, prod, max, min).
@@ -108,84 +110,92 @@ static_assert(rrSum == 0 && rrProd == 1 && rrMax == 2 && rrMin == 3,
 
 #if RR_HAVE_F16C_LOOPS
 // float16 with F16C: one instruction converts 8 values where the portable
-// code needs a dozen. A block of both inputs is widened into float buffers
-// that stay in L1, reduced there by the same float functors, and narrowed
-// into dst; dst may be a or b because each block is read before it is written.
-constexpr size_t kF16cBlock = 256;  // floats per buffer: 1 KiB
-
-__attribute__((target("avx2,f16c"))) RR_ALWAYS_INLINE void widen_f16c(const uint16_t* src,
-                                                                      float* dst, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
-  for (; i < n; ++i) dst[i] = half_bits_to_float(src[i]);  // same bits as vcvtph2ps
-}
-
-__attribute__((target("avx2,f16c"))) RR_ALWAYS_INLINE void narrow_f16c(const float* src,
-                                                                       uint16_t* dst, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
-  }
-  for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);  // same bits as vcvtps2ph
-}
-
-template <typename FloatOp>
-__attribute__((target("avx2,f16c"))) RR_ALWAYS_INLINE void f16c_binary_loop(
-    void* dst, const void* a, const void* b, size_t count, FloatOp op) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const uint16_t* x = static_cast<const uint16_t*>(a);
-  const uint16_t* y = static_cast<const uint16_t*>(b);
-  alignas(32) float fx[kF16cBlock];
-  alignas(32) float fy[kF16cBlock];
-  for (size_t base = 0; base < count; base += kF16cBlock) {
-    size_t n = count - base < kF16cBlock ? count - base : kF16cBlock;
-    widen_f16c(x + base, fx, n);
-    widen_f16c(y + base, fy, n);
-    for (size_t i = 0; i < n; ++i) fx[i] = op(fx[i], fy[i]);
-    narrow_f16c(fx, d + base, n);
-  }
-}
-
-template <typename FloatOp>
-__attribute__((target("avx2,f16c"))) RR_ALWAYS_INLINE void f16c_unary_loop(void* dst,
-                                                                            const void* src,
-                                                                            size_t count,
-                                                                            FloatOp op) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  alignas(32) float fs[kF16cBlock];
-  for (size_t base = 0; base < count; base += kF16cBlock) {
-    size_t n = count - base < kF16cBlock ? count - base : kF16cBlock;
-    widen_f16c(s + base, fs, n);
-    for (size_t i = 0; i < n; ++i) fs[i] = op(fs[i]);
-    narrow_f16c(fs, d + base, n);
-  }
-}
-
+// code needs a dozen. Each step loads 8 halves of a and of b, widens them,
+// applies the vector form of the op and narrows the result into dst; the
+// tail (< 8 elements) runs the scalar functors, which give the same bits.
+// Only the order of a NaN + NaN's operands may differ, which IEEE leaves open.
 #define RR_F16C_TARGET __attribute__((target("avx2,f16c")))
+
+// Vector forms of the float ops in functors.hpp, 8 lanes at a time.
+struct F16cSum {
+  RR_F16C_TARGET __m256 operator()(__m256 a, __m256 b) const { return _mm256_add_ps(a, b); }
+};
+struct F16cProd {
+  RR_F16C_TARGET __m256 operator()(__m256 a, __m256 b) const { return _mm256_mul_ps(a, b); }
+};
+// vmaxps(a, b) is a > b ? a : b, so b when either is NaN; a NaN a is put back
+// to match MaxOp's (a > b || is_nan(a)) ? a : b. Likewise for min.
+struct F16cMax {
+  RR_F16C_TARGET __m256 operator()(__m256 a, __m256 b) const {
+    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
+};
+struct F16cMin {
+  RR_F16C_TARGET __m256 operator()(__m256 a, __m256 b) const {
+    return _mm256_blendv_ps(_mm256_min_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
+};
+struct F16cSumDivide {
+  __m256 divisor;
+  RR_F16C_TARGET __m256 operator()(__m256 a, __m256 b) const {
+    return _mm256_div_ps(_mm256_add_ps(a, b), divisor);
+  }
+};
+struct F16cDivide {
+  __m256 divisor;
+  RR_F16C_TARGET __m256 operator()(__m256 x) const { return _mm256_div_ps(x, divisor); }
+};
+
+RR_F16C_TARGET RR_ALWAYS_INLINE __m256 load_halves(const Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+RR_F16C_TARGET RR_ALWAYS_INLINE void store_halves(Half* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+template <typename VectorOp, typename ScalarOp>
+RR_F16C_TARGET RR_ALWAYS_INLINE void f16c_binary_loop(void* dst, const void* a, const void* b,
+                                                      size_t count, VectorOp vector_op,
+                                                      ScalarOp scalar_op) {
+  Half* d = static_cast<Half*>(dst);
+  const Half* x = static_cast<const Half*>(a);
+  const Half* y = static_cast<const Half*>(b);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    store_halves(d + i, vector_op(load_halves(x + i), load_halves(y + i)));
+  }
+  for (; i < count; ++i) d[i] = scalar_op(x[i], y[i]);
+}
+
+template <typename VectorOp, typename ScalarOp>
+RR_F16C_TARGET RR_ALWAYS_INLINE void f16c_unary_loop(void* dst, const void* src, size_t count,
+                                                     VectorOp vector_op, ScalarOp scalar_op) {
+  Half* d = static_cast<Half*>(dst);
+  const Half* s = static_cast<const Half*>(src);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) store_halves(d + i, vector_op(load_halves(s + i)));
+  for (; i < count; ++i) d[i] = scalar_op(s[i]);
+}
+
 RR_F16C_TARGET void float16_f16c_sum(void* d, const void* a, const void* b, size_t n) {
-  f16c_binary_loop(d, a, b, n, SumOp<float>{});
+  f16c_binary_loop(d, a, b, n, F16cSum{}, SumOp<Half>{});
 }
 RR_F16C_TARGET void float16_f16c_prod(void* d, const void* a, const void* b, size_t n) {
-  f16c_binary_loop(d, a, b, n, ProdOp<float>{});
+  f16c_binary_loop(d, a, b, n, F16cProd{}, ProdOp<Half>{});
 }
 RR_F16C_TARGET void float16_f16c_max(void* d, const void* a, const void* b, size_t n) {
-  f16c_binary_loop(d, a, b, n, MaxOp<float>{});
+  f16c_binary_loop(d, a, b, n, F16cMax{}, MaxOp<Half>{});
 }
 RR_F16C_TARGET void float16_f16c_min(void* d, const void* a, const void* b, size_t n) {
-  f16c_binary_loop(d, a, b, n, MinOp<float>{});
+  f16c_binary_loop(d, a, b, n, F16cMin{}, MinOp<Half>{});
 }
 // As SumDivideOp<Half>: the float sum is divided before the one rounding.
 RR_F16C_TARGET void float16_f16c_sum_divide(void* d, const void* a, const void* b, size_t n,
                                             int k) {
-  f16c_binary_loop(d, a, b, n, SumDivideOp<float>{k});
+  f16c_binary_loop(d, a, b, n, F16cSumDivide{_mm256_set1_ps(float(k))}, SumDivideOp<Half>{k});
 }
 RR_F16C_TARGET void float16_f16c_divide(void* d, const void* s, size_t n, int k) {
-  f16c_unary_loop(d, s, n, DivideOp<float>{k});
+  f16c_unary_loop(d, s, n, F16cDivide{_mm256_set1_ps(float(k))}, DivideOp<Half>{k});
 }
 #undef RR_F16C_TARGET
 
@@ -193,20 +203,24 @@ constexpr DtypeKernels kFloat16F16cKernels = {
     {float16_f16c_sum, float16_f16c_prod, float16_f16c_max, float16_f16c_min},
     float16_f16c_sum_divide, float16_f16c_divide};
 
+// A function-local static, so that calls from other static initializers see
+// the detected value, not a zero-initialized one.
 bool cpu_has_f16c() {
-  __builtin_cpu_init();  // may run before main(), from a static initializer
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool has_f16c = [] {
+    __builtin_cpu_init();  // may run before main()
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  }();
+  return has_f16c;
 }
-const bool kCpuHasF16c = cpu_has_f16c();
 #else
-const bool kCpuHasF16c = false;
+bool cpu_has_f16c() { return false; }
 #endif
 
 std::atomic<bool> f16c_allowed{true};
 
 const DtypeKernels& kernels_for(rrDataType_t dtype) {
 #if RR_HAVE_F16C_LOOPS
-  if (dtype == rrFloat16 && kCpuHasF16c && f16c_allowed.load(std::memory_order_relaxed)) {
+  if (dtype == rrFloat16 && f16c_allowed.load(std::memory_order_relaxed) && cpu_has_f16c()) {
     return kFloat16F16cKernels;
   }
 #endif
@@ -297,7 +311,7 @@ void finish(void* dst, const void* src, size_t count, rrDataType_t dtype, rrRedO
   }
 }
 
-bool float16_uses_f16c() { return kCpuHasF16c && f16c_allowed.load(std::memory_order_relaxed); }
+bool float16_uses_f16c() { return f16c_allowed.load(std::memory_order_relaxed) && cpu_has_f16c(); }
 
 void allow_f16c(bool allowed) { f16c_allowed.store(allowed, std::memory_order_relaxed); }
 

@@ -43,8 +43,8 @@ void finish(void* dst, const void* src, size_t count, rrDataType_t dtype, rrRedO
 // Whether float16 loops use the F16C conversion instructions (x86-64 CPUs
 // with AVX2 and F16C). The portable loops give the same bits.
 bool float16_uses_f16c();
-// Testing hook: false forces the portable float16 loops, true restores the
-// automatic choice. Not synchronised: call it while no reduction runs.
+// Testing and benchmark hook: false forces the portable float16 loops, true
+// restores the automatic choice. Process-wide; takes effect on later calls.
 void allow_f16c(bool allowed);
 
 }  // namespace rr::reduce

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -263,45 +264,34 @@ TEST(Functors, DivideTruncatesTowardZero) {
 template <typename T>
 constexpr bool kIsInt = std::is_integral_v<T>;
 
+// Random inputs. Integers: mostly full-range values (sums and products
+// wrap), some small ones. Floats: random sign and mantissa with exponents in
+// a band where products stay finite, and an occasional zero of either sign.
+// float16: exponent field 0..21 (subnormals up to values below 2^7), so
+// |a * b| < 2^14.
 template <typename T>
-T random_value(std::mt19937_64& rng);
-
-template <typename T>
-T random_integer(std::mt19937_64& rng) {
-  // Mostly full-range values (sums and products wrap), some small ones.
-  if (rng() % 8 == 0) return static_cast<T>(static_cast<int>(rng() % 7) - 3);
-  return static_cast<T>(rng());
-}
-template <> int8_t random_value<int8_t>(std::mt19937_64& rng) { return random_integer<int8_t>(rng); }
-template <> uint8_t random_value<uint8_t>(std::mt19937_64& rng) { return random_integer<uint8_t>(rng); }
-template <> int32_t random_value<int32_t>(std::mt19937_64& rng) { return random_integer<int32_t>(rng); }
-template <> uint32_t random_value<uint32_t>(std::mt19937_64& rng) { return random_integer<uint32_t>(rng); }
-template <> int64_t random_value<int64_t>(std::mt19937_64& rng) { return random_integer<int64_t>(rng); }
-template <> uint64_t random_value<uint64_t>(std::mt19937_64& rng) { return random_integer<uint64_t>(rng); }
-
-// Floats: random sign and mantissa, exponents in a band where products stay
-// finite, and an occasional zero of either sign.
-template <> float random_value<float>(std::mt19937_64& rng) {
-  if (rng() % 32 == 0) return rng() % 2 ? 0.0f : -0.0f;
-  uint32_t exponent = 127 - 30 + static_cast<uint32_t>(rng() % 61);
-  return float_of((static_cast<uint32_t>(rng()) & 0x807fffffu) | exponent << 23);
-}
-template <> double random_value<double>(std::mt19937_64& rng) {
-  if (rng() % 32 == 0) return rng() % 2 ? 0.0 : -0.0;
-  uint64_t exponent = 1023 - 200 + rng() % 401;
-  uint64_t u = (rng() & 0x800fffffffffffffull) | exponent << 52;
-  double d;
-  std::memcpy(&d, &u, sizeof d);
-  return d;
-}
-// Half: exponent field 0..21 (subnormals up to values below 2^7), so |a * b| < 2^14.
-template <> Half random_value<Half>(std::mt19937_64& rng) {
-  uint32_t exponent = static_cast<uint32_t>(rng() % 22);
-  return Half{static_cast<uint16_t>((rng() & 0x83ffu) | exponent << 10)};
-}
-template <> BFloat16 random_value<BFloat16>(std::mt19937_64& rng) {
-  uint32_t exponent = 127 - 40 + static_cast<uint32_t>(rng() % 81);
-  return BFloat16{static_cast<uint16_t>((rng() & 0x807fu) | exponent << 7)};
+T random_value(std::mt19937_64& rng) {
+  if constexpr (kIsInt<T>) {
+    if (rng() % 8 == 0) return static_cast<T>(static_cast<int>(rng() % 7) - 3);
+    return static_cast<T>(rng());
+  } else if constexpr (std::is_same_v<T, float>) {
+    if (rng() % 32 == 0) return rng() % 2 ? 0.0f : -0.0f;
+    uint32_t exponent = 127 - 30 + static_cast<uint32_t>(rng() % 61);
+    return float_of((static_cast<uint32_t>(rng()) & 0x807fffffu) | exponent << 23);
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (rng() % 32 == 0) return rng() % 2 ? 0.0 : -0.0;
+    uint64_t exponent = 1023 - 200 + rng() % 401;
+    uint64_t u = (rng() & 0x800fffffffffffffull) | exponent << 52;
+    double d;
+    std::memcpy(&d, &u, sizeof d);
+    return d;
+  } else if constexpr (std::is_same_v<T, Half>) {
+    uint32_t exponent = static_cast<uint32_t>(rng() % 22);
+    return Half{static_cast<uint16_t>((rng() & 0x83ffu) | exponent << 10)};
+  } else {
+    uint32_t exponent = 127 - 40 + static_cast<uint32_t>(rng() % 81);
+    return BFloat16{static_cast<uint16_t>((rng() & 0x807fu) | exponent << 7)};
+  }
 }
 
 // Reference float max/min, NaN-propagating; a tie (including +0 vs -0)
@@ -548,7 +538,8 @@ std::string case_name(const ::testing::TestParamInfo<ReduceEveryDtypeOp::ParamTy
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, ReduceEveryDtypeOp,
-                         ::testing::Combine(::testing::ValuesIn(kDtypes), ::testing::ValuesIn(kOps)),
+                         ::testing::Combine(::testing::ValuesIn(kDtypes),
+                                            ::testing::ValuesIn(kOps)),
                          case_name);
 
 // The checks above can fail: on the same inputs every two ops give different

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -51,6 +52,19 @@ Bytes bytes_of(const std::string& text) { return Bytes(text.begin(), text.end())
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
+
+// Holds threads at the line until go(), so that they really run at the same
+// time instead of one after another as they are created.
+class StartingLine {
+ public:
+  void wait() const {
+    while (!go_.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void go() { go_.store(true, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> go_{false};
+};
 
 // A directory of our own under the system temp dir, removed afterwards.
 class TempDir {
@@ -218,8 +232,10 @@ TEST_P(StoreContract, AddFromEightClientsOnEightThreadsCountsExactly) {
   }
   std::vector<std::vector<int64_t>> results(kThreads);
   std::vector<std::thread> threads;
+  StartingLine line;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
+      line.wait();
       for (int i = 0; i < kIncrements; ++i) {
         int64_t result = -1;
         Status status = clients[t]->add("hits", 1, patient(), &result);
@@ -228,6 +244,7 @@ TEST_P(StoreContract, AddFromEightClientsOnEightThreadsCountsExactly) {
       }
     });
   }
+  line.go();
   for (auto& thread : threads) thread.join();
 
   std::vector<int64_t> all;
@@ -251,14 +268,17 @@ TEST_P(StoreContract, AddFromEightThreadsSharingOneClientCountsExactly) {
   ASSERT_TRUE(shared);
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
+  StartingLine line;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
+      line.wait();
       for (int i = 0; i < 100; ++i) {
         int64_t result = 0;
         if (!shared->add("shared", 1, patient(), &result).ok()) ++failures;
       }
     });
   }
+  line.go();
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(failures.load(), 0);
   int64_t total = -1;
@@ -472,9 +492,38 @@ TEST_F(TcpStoreTest, PipelinedRequestsAreAnsweredInOrder) {
   }
 }
 
+// Replies must come in request order even when the first request is a GET
+// that has to wait: the server holds back the client's later requests.
+TEST_F(TcpStoreTest, ParkedGetHoldsBackLaterRequestsOfTheSameClient) {
+  Socket raw = raw_connect();
+  Bytes batch = well_formed(tcp_store::Opcode::kGet, "w");
+  Bytes set = well_formed(tcp_store::Opcode::kSet, "other", bytes_of("o"));
+  batch.insert(batch.end(), set.begin(), set.end());
+  ASSERT_TRUE(send_all(raw, batch.data(), batch.size(), patient()).ok());
+  std::this_thread::sleep_for(milliseconds(100));  // let both reach the server
+
+  auto writer = connect();
+  ASSERT_TRUE(writer);
+  ASSERT_TRUE(writer->set("w", bytes_of("wv")).ok());
+
+  const std::vector<Bytes> expected_payloads = {bytes_of("wv"), {}};  // GET's, then SET's
+  for (const Bytes& expected : expected_payloads) {
+    uint8_t header[5];
+    ASSERT_TRUE(recv_all(raw, header, sizeof(header), patient()).ok());
+    ASSERT_EQ(get_u32(header), 1 + expected.size());
+    EXPECT_EQ(header[4], static_cast<uint8_t>(tcp_store::ReplyStatus::kOk));
+    Bytes payload(expected.size());
+    if (!payload.empty()) {
+      ASSERT_TRUE(recv_all(raw, payload.data(), payload.size(), patient()).ok());
+    }
+    EXPECT_EQ(payload, expected);
+  }
+}
+
 TEST_F(TcpStoreTest, TimedOutGetLeavesTheConnectionMarkedUnusable) {
   auto store = connect();
   ASSERT_TRUE(store);
+  store->set_timeout(kPatience);
   Bytes value;
   Status status = store->get("never", soon(milliseconds(100)), &value);
   ASSERT_EQ(status.code(), Code::kTimeout) << status.message();
@@ -666,18 +715,28 @@ TEST_F(FileStoreTest, StoreReopenedLaterSeesEarlierRecords) {
   EXPECT_EQ(value, bytes_of("v2"));  // latest record wins
 }
 
-// fcntl locks are what keep separate processes apart: fork real ones.
+// fcntl locks are what keep separate processes apart: fork real ones, and
+// hold them at a pipe until all exist so that their adds overlap.
 TEST_F(FileStoreTest, AddFromFourProcessesCountsExactly) {
   constexpr int kProcesses = 4;
-  constexpr int kIncrements = 100;
+  constexpr int kIncrements = 250;
+  int start_pipe[2];
+  ASSERT_EQ(pipe2(start_pipe, O_CLOEXEC), 0);
+  UniqueFd start_read(start_pipe[0]);
+  UniqueFd start_write(start_pipe[1]);
   std::vector<pid_t> children;
   for (int p = 0; p < kProcesses; ++p) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      // Child: no gtest here; the exit code is the verdict.
+      // Child: no gtest here; the exit code is the verdict. Open first, then
+      // wait for the parent to close the pipe (read returns 0).
+      start_write.reset();
       std::unique_ptr<FileStore> store;
       if (!FileStore::Open(path_, &store).ok()) _exit(2);
+      char byte;
+      while (read(start_read.get(), &byte, 1) < 0 && errno == EINTR) {
+      }
       for (int i = 0; i < kIncrements; ++i) {
         int64_t result = 0;
         if (!store->add("procs", 1, patient(), &result).ok()) _exit(3);
@@ -686,6 +745,7 @@ TEST_F(FileStoreTest, AddFromFourProcessesCountsExactly) {
     }
     children.push_back(pid);
   }
+  start_write.reset();  // go
   for (pid_t pid : children) {
     int wstatus = 0;
     ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);

@@ -1,0 +1,365 @@
+// Multi-process allreduce over UCX. Every rank runs this binary under
+// rr-run (env:// variables set) and every rank runs the same tests in the
+// same order, so each TEST is one collective conversation.
+//
+// Inputs are random but reproducible: every rank can generate every rank's
+// input, so each checks its result against a reference computed in double
+// (exact integer arithmetic, with the wrap-around of the type, for integers).
+
+#include <gtest/gtest.h>
+#include <ringreduce/ringreduce.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reduce/half.hpp"
+
+// Counts every C++ allocation in the process, the library's included: the
+// data path must make none.
+static std::atomic<uint64_t> g_allocations{0};
+void* operator new(size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+// GCC cannot see that the matching operator new above allocates with malloc.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace {
+
+rrComm_t g_comm = nullptr;        // default settings
+rrComm_t g_small_comm = nullptr;  // tiny chunks: many columns in flight even for small counts
+int g_rank = 0;
+int g_size = 1;
+
+class CommEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    ASSERT_EQ(rrCommInitFromEnv(&g_comm), rrSuccess) << rrGetLastError(nullptr);
+    ASSERT_EQ(rrCommUserRank(g_comm, &g_rank), rrSuccess);
+    ASSERT_EQ(rrCommCount(g_comm, &g_size), rrSuccess);
+    rrConfig_t config = RR_CONFIG_INITIALIZER;
+    config.chunk_bytes = 96;  // odd on purpose: chunks cut elements of 8 bytes into 12
+    config.pipeline_depth = 3;
+    ASSERT_EQ(rrCommInitUrl(&g_small_comm, "env://", -1, -1, &config), rrSuccess) << rrGetLastError(nullptr);
+  }
+  void TearDown() override {
+    EXPECT_EQ(rrCommDestroy(g_small_comm), rrSuccess);
+    EXPECT_EQ(rrCommDestroy(g_comm), rrSuccess);
+  }
+};
+
+const rrDataType_t kTypes[] = {rrInt8, rrUint8, rrInt32, rrUint32, rrInt64, rrUint64,
+                               rrFloat16, rrBfloat16, rrFloat32, rrFloat64};
+const rrRedOp_t kOps[] = {rrSum, rrProd, rrMax, rrMin, rrAvg};
+
+size_t type_size(rrDataType_t t) {
+  switch (t) {
+    case rrInt8: case rrUint8: return 1;
+    case rrFloat16: case rrBfloat16: return 2;
+    case rrInt32: case rrUint32: case rrFloat32: return 4;
+    default: return 8;
+  }
+}
+bool is_float(rrDataType_t t) { return t == rrFloat16 || t == rrBfloat16 || t == rrFloat32 || t == rrFloat64; }
+const char* type_name(rrDataType_t t) {
+  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", "bfloat16"};
+  return names[t];
+}
+const char* op_name(rrRedOp_t o) {
+  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
+  return names[o];
+}
+
+// Element `i` of `rank`'s input as a double, exactly representable in the type.
+double input_value(rrDataType_t t, rrRedOp_t op, int rank, size_t i, uint64_t seed) {
+  // splitmix64 of (seed, rank, i): a fresh, independent stream per element at
+  // the cost of a few multiplies, so references over millions of elements are cheap.
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(rank) << 40) ^ i;
+  auto rng = [&state]() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  if (is_float(t)) {
+    // prod: near 1 so many ranks neither overflow nor underflow.
+    const double unit = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
+    double v = op == rrProd ? 0.5 + unit : -100.0 + 200.0 * unit;
+    switch (t) {
+      case rrFloat16: return rr::to_float(rr::to_half(static_cast<float>(v)));
+      case rrBfloat16: return rr::to_float(rr::BFloat16{rr::float_to_bfloat16_bits(static_cast<float>(v))});
+      case rrFloat32: return static_cast<float>(v);
+      default: return v;
+    }
+  }
+  // Integers: the full range of small types (so sums and products wrap), a
+  // bounded signed range of large ones.
+  switch (t) {
+    case rrInt8: return static_cast<int8_t>(rng());
+    case rrUint8: return static_cast<uint8_t>(rng());
+    case rrInt32: return static_cast<int32_t>(rng() % 2000001) - 1000000;
+    case rrUint32: return static_cast<double>(rng() % 4000000000u);
+    case rrInt64: return static_cast<double>(static_cast<int64_t>(rng() % 2000000001) - 1000000000);
+    default: return static_cast<double>(rng() % 4000000000u);
+  }
+}
+
+void store(rrDataType_t t, void* buf, size_t i, double v) {
+  switch (t) {
+    case rrInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
+    case rrUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
+    case rrInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
+    case rrUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
+    case rrInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
+    case rrUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
+    case rrFloat16: static_cast<rr::Half*>(buf)[i] = rr::to_half(static_cast<float>(v)); break;
+    case rrBfloat16: static_cast<rr::BFloat16*>(buf)[i] = rr::BFloat16{rr::float_to_bfloat16_bits(static_cast<float>(v))}; break;
+    case rrFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    default: static_cast<double*>(buf)[i] = v; break;
+  }
+}
+
+double load(rrDataType_t t, const void* buf, size_t i) {
+  switch (t) {
+    case rrInt8: return static_cast<const int8_t*>(buf)[i];
+    case rrUint8: return static_cast<const uint8_t*>(buf)[i];
+    case rrInt32: return static_cast<const int32_t*>(buf)[i];
+    case rrUint32: return static_cast<const uint32_t*>(buf)[i];
+    case rrInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case rrUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
+    case rrFloat16: return rr::to_float(static_cast<const rr::Half*>(buf)[i]);
+    case rrBfloat16: return rr::to_float(static_cast<const rr::BFloat16*>(buf)[i]);
+    case rrFloat32: return static_cast<const float*>(buf)[i];
+    default: return static_cast<const double*>(buf)[i];
+  }
+}
+
+// Integer reference: exact modular arithmetic in the type's width, then the
+// type's value (and for avg, C++'s truncating division of that value).
+double int_reference(rrDataType_t t, rrRedOp_t op, const std::vector<double>& xs) {
+  const int bits = static_cast<int>(type_size(t)) * 8;
+  const bool is_signed = t == rrInt8 || t == rrInt32 || t == rrInt64;
+  auto wrap = [&](uint64_t u) -> double {
+    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
+    if (is_signed && bits < 64 && (u >> (bits - 1))) return static_cast<double>(static_cast<int64_t>(u | (~uint64_t{0} << bits)));
+    if (is_signed) return static_cast<double>(static_cast<int64_t>(u));
+    return static_cast<double>(u);
+  };
+  auto as_u = [](double v) { return static_cast<uint64_t>(static_cast<int64_t>(v)); };
+  uint64_t acc = as_u(xs[0]);
+  double best = xs[0];
+  for (size_t k = 1; k < xs.size(); ++k) {
+    if (op == rrSum || op == rrAvg) acc += as_u(xs[k]);
+    if (op == rrProd) acc *= as_u(xs[k]);
+    if (op == rrMax) best = std::max(best, xs[k]);
+    if (op == rrMin) best = std::min(best, xs[k]);
+  }
+  if (op == rrMax || op == rrMin) return best;
+  double v = wrap(acc);
+  if (op == rrAvg) {
+    // Integer division of the wrapped sum in the type, truncating toward zero.
+    if (is_signed) return static_cast<double>(static_cast<int64_t>(v) / static_cast<int64_t>(xs.size()));
+    return static_cast<double>(static_cast<uint64_t>(v) / xs.size());
+  }
+  return v;
+}
+
+double epsilon(rrDataType_t t) {
+  switch (t) {
+    case rrFloat16: return std::ldexp(1.0, -10);
+    case rrBfloat16: return std::ldexp(1.0, -7);
+    case rrFloat32: return std::ldexp(1.0, -23);
+    default: return std::ldexp(1.0, -52);
+  }
+}
+
+struct Case {
+  rrDataType_t dtype;
+  rrRedOp_t op;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return std::string(type_name(info.param.dtype)) + "_" + op_name(info.param.op);
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (auto t : kTypes)
+    for (auto o : kOps) cases.push_back({t, o});
+  return cases;
+}
+
+// Runs one allreduce of `count` elements on `comm` and checks every element.
+void check_allreduce(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(std::string(type_name(t)) + " " + op_name(op) + " count=" + std::to_string(count) +
+               (in_place ? " in place" : " out of place") + " ranks=" + std::to_string(g_size));
+  const size_t bytes = count * type_size(t);
+  // One guard element past the end catches a write beyond count.
+  std::vector<uint8_t> send(bytes + 8, 0xAB), recv(bytes + 8, 0xCD);
+  for (size_t i = 0; i < count; ++i) store(t, send.data(), i, input_value(t, op, g_rank, i, seed));
+  const std::vector<uint8_t> original = send;
+  void* out = in_place ? send.data() : recv.data();
+  ASSERT_EQ(rrAllReduce(send.data(), out, count, t, op, comm, nullptr), rrSuccess) << rrGetLastError(comm);
+
+  if (!in_place) {
+    EXPECT_EQ(send, original) << "the send buffer was modified";
+  }
+  const uint8_t* guard = static_cast<uint8_t*>(out) + bytes;
+  for (int k = 0; k < 8; ++k) ASSERT_EQ(guard[k], in_place ? 0xAB : 0xCD) << "wrote past count";
+
+  std::vector<double> xs(static_cast<size_t>(g_size));
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double sum_abs = 0;
+    for (int r = 0; r < g_size; ++r) {
+      xs[static_cast<size_t>(r)] = input_value(t, op, r, i, seed);
+      sum_abs += std::fabs(xs[static_cast<size_t>(r)]);
+    }
+    const double got = load(t, out, i);
+    if (!is_float(t)) {
+      const double expect = int_reference(t, op, xs);
+      if (got != expect && wrong++ < 5) ADD_FAILURE() << "element " << i << ": got " << got << ", expected " << expect;
+      continue;
+    }
+    double expect = xs[0];
+    for (int r = 1; r < g_size; ++r) {
+      const double x = xs[static_cast<size_t>(r)];
+      if (op == rrSum || op == rrAvg) expect += x;
+      if (op == rrProd) expect *= x;
+      if (op == rrMax) expect = std::max(expect, x);
+      if (op == rrMin) expect = std::min(expect, x);
+    }
+    if (op == rrAvg) expect /= g_size, sum_abs /= g_size;
+    // Max and min pick an input: exact. Sum, avg and prod round once per
+    // ring step (N - 1 times) and once more at the end.
+    double tolerance = 0;
+    if (op == rrSum || op == rrAvg) tolerance = (g_size + 1) * epsilon(t) * sum_abs;
+    if (op == rrProd) tolerance = (g_size + 1) * epsilon(t) * std::fabs(expect) * 1.01;
+    if (!(std::fabs(got - expect) <= tolerance) && wrong++ < 5) {
+      ADD_FAILURE() << "element " << i << ": got " << got << ", expected " << expect << " +- " << tolerance;
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+class AllReduceEveryTypeAndOp : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AllReduceEveryTypeAndOp, MatchesDoubleReference) {
+  const Case c = GetParam();
+  const size_t n = static_cast<size_t>(g_size);
+  uint64_t seed = static_cast<uint64_t>(c.dtype) * 16 + static_cast<uint64_t>(c.op);
+  // Zero, one, fewer than the ranks, not divisible, a prime, many chunks.
+  for (size_t count : {size_t{0}, size_t{1}, n - 1, n + 1, size_t{2} * n + 3, size_t{101}, size_t{1031}}) {
+    for (bool in_place : {false, true}) {
+      check_allreduce(g_small_comm, c.dtype, c.op, count, in_place, ++seed);
+    }
+  }
+  // Several default-size chunks per segment.
+  check_allreduce(g_comm, c.dtype, c.op, (size_t{3} << 20) / type_size(c.dtype) * n + 7, false, ++seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, AllReduceEveryTypeAndOp, ::testing::ValuesIn(all_cases()), case_name);
+
+TEST(AllReduce, SendsTwoNMinusOneOverNBytes) {
+  // The proof of bandwidth optimality: each rank's payload to its right
+  // neighbour is exactly the segments the schedule sends, i.e. 2(N-1)/N of
+  // the buffer up to the rounding of uneven segments, and nothing else.
+  const size_t count = 1000003;  // prime: uneven segments
+  const size_t bytes = count * sizeof(float);
+  std::vector<float> send(count, 1.0f), recv(count);
+  std::vector<uint64_t> before_sent(static_cast<size_t>(g_size)), before_recv(static_cast<size_t>(g_size));
+  for (int p = 0; p < g_size; ++p) {
+    ASSERT_EQ(rrCommGetPeerBytes(g_comm, p, &before_sent[static_cast<size_t>(p)], &before_recv[static_cast<size_t>(p)]), rrSuccess);
+  }
+  ASSERT_EQ(rrAllReduce(send.data(), recv.data(), count, rrFloat32, rrSum, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  uint64_t sent = 0, received = 0;
+  for (int p = 0; p < g_size; ++p) {
+    uint64_t s = 0, r = 0;
+    ASSERT_EQ(rrCommGetPeerBytes(g_comm, p, &s, &r), rrSuccess);
+    sent += s - before_sent[static_cast<size_t>(p)];
+    received += r - before_recv[static_cast<size_t>(p)];
+    if (g_size > 1 && p != (g_rank + 1) % g_size) {
+      EXPECT_EQ(s, before_sent[static_cast<size_t>(p)]) << "sent to a non-neighbour " << p;
+    }
+  }
+  // Exact figure: over its 2(N-1) steps rank r sends segments r, r-1, ..., r-2N+3 (mod N).
+  uint64_t exact = 0;
+  const size_t n = static_cast<size_t>(g_size);
+  for (int step = 0; g_size > 1 && step < 2 * (g_size - 1); ++step) {
+    const size_t seg = static_cast<size_t>(((g_rank - step) % g_size + g_size) % g_size);
+    exact += (count / n + (seg < count % n ? 1 : 0)) * sizeof(float);
+  }
+  EXPECT_EQ(sent, exact);
+  const double ideal = 2.0 * (g_size - 1) / g_size * static_cast<double>(bytes);
+  EXPECT_LE(std::fabs(static_cast<double>(sent) - ideal), 2.0 * (g_size - 1) * sizeof(float));
+  EXPECT_LE(std::fabs(static_cast<double>(received) - ideal), 2.0 * (g_size - 1) * sizeof(float));
+}
+
+TEST(AllReduce, RepeatedCallsAllocateNothing) {
+  const size_t count = (size_t{32} << 20) / sizeof(float) + 13;
+  std::vector<float> send(count, 2.0f), recv(count);
+  ASSERT_EQ(rrAllReduce(send.data(), recv.data(), count, rrFloat32, rrSum, g_comm, nullptr), rrSuccess);
+  size_t pool_before = 0;
+  uint64_t pool_allocs_before = 0;
+  ASSERT_EQ(rrCommGetPoolStats(g_comm, &pool_before, &pool_allocs_before), rrSuccess);
+  const uint64_t news_before = g_allocations.load();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(rrAllReduce(send.data(), recv.data(), count, rrFloat32, rrSum, g_comm, nullptr), rrSuccess);
+    ASSERT_EQ(rrAllReduce(recv.data(), recv.data(), count, rrFloat32, rrMax, g_comm, nullptr), rrSuccess);
+  }
+  const uint64_t news_after = g_allocations.load();
+  size_t pool_after = 0;
+  uint64_t pool_allocs_after = 0;
+  ASSERT_EQ(rrCommGetPoolStats(g_comm, &pool_after, &pool_allocs_after), rrSuccess);
+  EXPECT_EQ(news_after, news_before) << "C++ allocations on the data path";
+  EXPECT_EQ(pool_allocs_after, pool_allocs_before);
+  EXPECT_EQ(pool_after, pool_before);
+  // O(chunk x depth), not O(count): the pool is far smaller than the tensor.
+  if (g_size > 1) {
+    EXPECT_LT(pool_after, count * sizeof(float) / 4);
+  }
+  EXPECT_EQ(recv[count - 1], 2.0f * g_size);
+}
+
+TEST(AllReduce, BadArgumentsNameTheArgument) {
+  float x = 1;
+  EXPECT_EQ(rrAllReduce(nullptr, &x, 1, rrFloat32, rrSum, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("sendbuff"), std::string::npos);
+  EXPECT_EQ(rrAllReduce(&x, nullptr, 1, rrFloat32, rrSum, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("recvbuff"), std::string::npos);
+  EXPECT_EQ(rrAllReduce(&x, &x, 1, static_cast<rrDataType_t>(42), rrSum, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("datatype=42"), std::string::npos);
+  EXPECT_EQ(rrAllReduce(&x, &x, 1, rrFloat32, static_cast<rrRedOp_t>(-1), g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("op=-1"), std::string::npos);
+  EXPECT_EQ(rrAllReduce(&x, &x, 1, rrFloat32, rrSum, nullptr, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(nullptr)).find("comm"), std::string::npos);
+  float pair[2] = {1, 2};
+  EXPECT_EQ(rrAllReduce(pair, pair + 1, 2, rrFloat32, rrSum, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("overlap"), std::string::npos);
+  // NULL buffers with count 0 are fine, as in NCCL.
+  EXPECT_EQ(rrAllReduce(nullptr, nullptr, 0, rrFloat32, rrSum, g_comm, nullptr), rrSuccess);
+  // The communicator still works after rejected calls.
+  float y = 1;
+  ASSERT_EQ(rrAllReduce(&y, &y, 1, rrFloat32, rrSum, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  EXPECT_EQ(y, static_cast<float>(g_size));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new CommEnvironment);
+  return RUN_ALL_TESTS();
+}
