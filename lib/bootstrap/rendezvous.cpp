@@ -48,9 +48,10 @@ std::map<std::string, int>& generation_registry() {
   return *generations;
 }
 
-std::string next_prefix(const std::string& method) {
+// Counted per rank too: threads of one process may be different ranks.
+std::string next_prefix(const std::string& method, int rank) {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  return "c" + std::to_string(generation_registry()[method]++) + "/";
+  return "c" + std::to_string(generation_registry()[method + " rank " + std::to_string(rank)]++) + "/";
 }
 
 Status parse_rank_size(int nranks, int rank, Rendezvous* rv) {
@@ -129,7 +130,7 @@ Status tcp_rendezvous(const std::string& method, const std::string& host, uint16
   }
   rv->store = std::move(client);
   rv->method = method;
-  rv->prefix = next_prefix(method);
+  rv->prefix = next_prefix(method, rv->rank);
   return Status::Ok();
 }
 
@@ -193,7 +194,7 @@ Status rendezvous_from_url(const std::string& url, int nranks, int rank, Clock::
     RR_RETURN_IF_ERROR(FileStore::Open(path, &store));
     rv.store = std::move(store);
     rv.method = url;
-    rv.prefix = next_prefix(url);
+    rv.prefix = next_prefix(url, rv.rank);
   } else {
     return InvalidArgument("init url '" + url + "': expected env://, tcp://host:port or file:///path");
   }
