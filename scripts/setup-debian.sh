@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what ringreduce needs on Debian 12, then configures and builds it
+# in ./build. Safe to run again. Root or sudo is needed for apt-get only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc-dev
+          libgtest-dev libbenchmark-dev iproute2 procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -f build/build.ninja ]; then
+  meson setup build --buildtype=release
+fi
+ninja -C build
