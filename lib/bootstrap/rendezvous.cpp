@@ -41,6 +41,11 @@ std::map<std::string, std::shared_ptr<TcpStoreServer>>& server_registry() {
   static auto* servers = new std::map<std::string, std::shared_ptr<TcpStoreServer>>();
   return *servers;
 }
+// Registry keys carry the pid: a child forked after its parent started a
+// server inherits the registry but not the server's thread, and must not
+// adopt it.
+std::string registry_key(const std::string& name) { return std::to_string(getpid()) + "/" + name; }
+
 // How many communicators this process made with each init method: every rank
 // makes them in the same order, so the count names the communicator's keys.
 std::map<std::string, int>& generation_registry() {
@@ -108,7 +113,7 @@ Status tcp_rendezvous(const std::string& method, const std::string& host, uint16
                       Clock::time_point deadline, Rendezvous* rv) {
   if (rv->rank == 0) {
     std::lock_guard<std::mutex> lock(registry_mutex());
-    const std::string key = host + ":" + std::to_string(port);
+    const std::string key = registry_key(host + ":" + std::to_string(port));
     auto& server = server_registry()[key];
     if (!server) {
       const char* bind = env_str("RR_BIND_ADDR");
@@ -217,7 +222,7 @@ Status make_unique_id(rrUniqueId* id) {
   wire.port = server->port();
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
-    server_registry()["id:" + hex(wire.secret, sizeof(wire.secret))] = std::move(server);
+    server_registry()[registry_key("id:" + hex(wire.secret, sizeof(wire.secret)))] = std::move(server);
   }
   rrUniqueId result{};
   std::memcpy(result.internal, &wire, sizeof(wire));
@@ -245,7 +250,7 @@ Status rendezvous_from_unique_id(const rrUniqueId& id, int nranks, int rank, Clo
     // The process that made the id holds its server; the first communicator
     // made with the id in that process takes it over, and it lives as long.
     std::lock_guard<std::mutex> lock(registry_mutex());
-    auto it = server_registry().find("id:" + secret);
+    auto it = server_registry().find(registry_key("id:" + secret));
     if (it != server_registry().end()) {
       rv.server = std::move(it->second);
       server_registry().erase(it);

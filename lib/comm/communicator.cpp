@@ -11,6 +11,7 @@ namespace rr {
 namespace {
 // The ring's tag has 24 bits of column number: no schedule may need more.
 constexpr size_t kMaxColumns = size_t{1} << 24;
+constexpr int kMaxRanks = 1 << 15;
 }  // namespace
 
 Communicator::Communicator(int rank, int size, Settings settings,
@@ -22,12 +23,18 @@ Communicator::Communicator(int rank, int size, Settings settings,
       keepalive_(std::move(keepalive)) {}
 
 Communicator::~Communicator() {
-  // The transport goes before the pool it registered, then the rendezvous.
-  ring_.reset();
+  // The transport goes first: closing it may still complete requests into the
+  // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();
+  ring_.reset();
 }
 
 Status Communicator::init() {
+  // The ring's tag carries the step in 16 bits, and a ring of N has 2(N-1) steps.
+  if (size_ > kMaxRanks) {
+    return InvalidArgument("nranks=" + std::to_string(size_) + ": at most " + std::to_string(kMaxRanks) +
+                           " ranks are supported");
+  }
   if (size_ > 1) {
     // Two staging slots per column in flight: one being reduced, one receiving.
     RR_RETURN_IF_ERROR(pool_.reserve(settings_.chunk_bytes, 2 * static_cast<size_t>(settings_.pipeline_depth)));

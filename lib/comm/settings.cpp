@@ -1,5 +1,7 @@
 #include "comm/settings.hpp"
 
+#include <cstddef>
+
 #include "common/env.hpp"
 #include "common/log.hpp"
 
@@ -21,10 +23,16 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   s.debug_level = static_cast<int>(log_level());
 
   if (config) {
-    if (config->magic != RR_CONFIG_MAGIC || config->size < sizeof(size_t) + sizeof(unsigned)) {
+    // A caller built against an older, smaller rrConfig_t has fields we must not read.
+    if (config->magic != RR_CONFIG_MAGIC || config->size < offsetof(rrConfig_t, chunk_bytes)) {
       return InvalidArgument("config: not initialised with RR_CONFIG_INITIALIZER (bad magic or size)");
     }
-    if (config->chunk_bytes != 0) {
+    auto has = [&](size_t offset, size_t bytes) { return offset + bytes <= config->size; };
+    const bool has_chunk = has(offsetof(rrConfig_t, chunk_bytes), sizeof(config->chunk_bytes));
+    const bool has_depth = has(offsetof(rrConfig_t, pipeline_depth), sizeof(config->pipeline_depth));
+    const bool has_timeout = has(offsetof(rrConfig_t, timeout_ms), sizeof(config->timeout_ms));
+    const bool has_debug = has(offsetof(rrConfig_t, debug_level), sizeof(config->debug_level));
+    if (has_chunk && config->chunk_bytes != 0) {
       if (config->chunk_bytes < Settings::kMinChunkBytes || config->chunk_bytes > Settings::kMaxChunkBytes) {
         return InvalidArgument("config.chunk_bytes=" + std::to_string(config->chunk_bytes) +
                                ": expected " + std::to_string(Settings::kMinChunkBytes) + ".." +
@@ -32,20 +40,20 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
       }
       s.chunk_bytes = config->chunk_bytes, s.chunk_bytes_source = "config";
     }
-    if (config->pipeline_depth != RR_CONFIG_UNDEF_INT) {
+    if (has_depth && config->pipeline_depth != RR_CONFIG_UNDEF_INT) {
       if (config->pipeline_depth < 1 || config->pipeline_depth > Settings::kMaxPipelineDepth) {
         return InvalidArgument("config.pipeline_depth=" + std::to_string(config->pipeline_depth) +
                                ": expected 1.." + std::to_string(Settings::kMaxPipelineDepth));
       }
       s.pipeline_depth = config->pipeline_depth, s.pipeline_depth_source = "config";
     }
-    if (config->timeout_ms != RR_CONFIG_UNDEF_INT) {
+    if (has_timeout && config->timeout_ms != RR_CONFIG_UNDEF_INT) {
       if (config->timeout_ms < 1) {
         return InvalidArgument("config.timeout_ms=" + std::to_string(config->timeout_ms) + ": must be >= 1");
       }
       s.timeout_ms = config->timeout_ms, s.timeout_ms_source = "config";
     }
-    if (config->debug_level != RR_CONFIG_UNDEF_INT) s.debug_level = config->debug_level;
+    if (has_debug && config->debug_level != RR_CONFIG_UNDEF_INT) s.debug_level = config->debug_level;
   }
   *out = std::move(s);
   return Status::Ok();

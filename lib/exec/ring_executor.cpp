@@ -56,8 +56,10 @@ Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
   void* dst = s.is_reduce_step(step)
                   ? pool_->slot(2 * slot + static_cast<size_t>(step % 2))
                   : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
-  return transport_->post_recv(s.left(), ring_tag(call_->sequence, step, column.index), dst,
-                               chunk.count * elem_bytes_, &done);
+  Status posted = transport_->post_recv(s.left(), ring_tag(call_->sequence, step, column.index), dst,
+                                        chunk.count * elem_bytes_, &done);
+  if (!posted.ok()) done.done = true;  // nothing in flight to wait for
+  return posted;
 }
 
 Status RingExecutor::post_send(Column& column, int step) {
@@ -73,8 +75,10 @@ Status RingExecutor::post_send(Column& column, int step) {
   // previous step reduced or received, which lives in recv.
   const void* base = step == 0 ? call_->send : call_->recv;
   const void* src = static_cast<const uint8_t*>(base) + chunk.offset * elem_bytes_;
-  return transport_->post_send(s.right(), ring_tag(call_->sequence, step, column.index), src,
-                               chunk.count * elem_bytes_, &done);
+  Status posted = transport_->post_send(s.right(), ring_tag(call_->sequence, step, column.index), src,
+                                        chunk.count * elem_bytes_, &done);
+  if (!posted.ok()) done.done = true;
+  return posted;
 }
 
 Status RingExecutor::start_column(Column& column, size_t slot, size_t index) {
@@ -82,6 +86,16 @@ Status RingExecutor::start_column(Column& column, size_t slot, size_t index) {
   column.step = 0;
   column.active = true;
   const int steps = schedule_->steps();
+  // A step whose send is not posted yet has nothing in flight: drain() and
+  // sends_done() must not wait for it.
+  for (int step = 0; step < steps; ++step) {
+    column.sends[step].reset();
+    column.sends[step].done = true;
+  }
+  for (auto& r : column.recv) {
+    r.reset();
+    r.done = true;
+  }
   // Pre-post the first two receives so the left neighbour's chunks land
   // without an unexpected-message copy.
   RR_RETURN_IF_ERROR(post_recv(column, slot, 0));
@@ -145,26 +159,27 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
   return Status::Ok();
 }
 
-Status RingExecutor::describe_stall(const char* what) const {
+Status RingExecutor::describe_stall(Code code, int failed_peer) const {
   const algo::RingSchedule& s = *schedule_;
-  // Name the oldest column still waiting: that is the chunk the ring is stuck on.
+  // Name the oldest column still in flight: that is the chunk the ring is stuck on.
+  const Column* oldest = nullptr;
   for (const Column& column : columns_) {
-    if (!column.active) continue;
-    std::string prefix = std::string(call_->name) + " #" + std::to_string(call_->sequence) + " " + what +
-                         ": rank " + std::to_string(s.rank());
-    if (column.step < s.steps()) {
-      return Status(std::string(what) == "timed out" ? Code::kTimeout : Code::kRemoteError,
-                    prefix + " waited for chunk " + std::to_string(column.index) + " of " +
-                        phase(s, column.step) + " step " + std::to_string(phase_step(s, column.step)) +
-                        " from rank " + std::to_string(s.left()) + " (" + std::to_string(columns_done_) +
-                        " of " + std::to_string(s.columns()) + " chunk columns done)");
-    }
-    return Status(std::string(what) == "timed out" ? Code::kTimeout : Code::kRemoteError,
-                  prefix + " waited for rank " + std::to_string(s.right()) + " to take chunk " +
-                      std::to_string(column.index) + " (" + std::to_string(columns_done_) + " of " +
-                      std::to_string(s.columns()) + " chunk columns done)");
+    if (column.active && (!oldest || column.index < oldest->index)) oldest = &column;
   }
-  return Status(Code::kTimeout, std::string(call_->name) + " " + what);
+  std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
+                     (code == Code::kTimeout ? " timed out" : " failed") + ": rank " + std::to_string(s.rank());
+  const std::string progress = " (" + std::to_string(columns_done_) + " of " + std::to_string(s.columns()) +
+                               " chunk columns done)";
+  if (!oldest) return Status(code, text + progress);
+  if (oldest->step < s.steps() && failed_peer != s.right()) {
+    text += " waited for chunk " + std::to_string(oldest->index) + " of " + phase(s, oldest->step) + " step " +
+            std::to_string(phase_step(s, oldest->step)) + " from rank " + std::to_string(s.left());
+  } else {
+    const int step = oldest->step < s.steps() ? oldest->step : s.steps() - 1;
+    text += " waited for rank " + std::to_string(s.right()) + " to take chunk " + std::to_string(oldest->index) +
+            " of " + phase(s, step) + " step " + std::to_string(phase_step(s, step));
+  }
+  return Status(code, text + progress);
 }
 
 void RingExecutor::drain() {
@@ -208,7 +223,8 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
 
   WaitPolicy wait(transport_, call.deadline);
   while (status.ok() && columns_done_ < total) {
-    bool moved = transport_->progress();
+    const bool transport_moved = transport_->progress();
+    bool moved = false;
     for (size_t slot = 0; slot < columns_.size() && status.ok(); ++slot) {
       Column& column = columns_[slot];
       if (!column.active) continue;
@@ -221,23 +237,36 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
         if (next < total && status.ok()) status = start_column(column, slot, next++);
       }
     }
-    if (!status.ok() || moved) {
+    if (!status.ok()) break;
+    if (moved) {
       wait.reset();
       continue;
     }
-    // Nothing moved: is a neighbour gone, or the deadline past? Then idle.
-    status = transport_->peer_status(schedule.left());
-    if (status.ok()) status = transport_->peer_status(schedule.right());
-    if (!status.ok()) {
-      Status named = describe_stall("failed");
-      status = Status(Code::kRemoteError, named.message() + ": " + status.message());
-      break;
+    // No chunk moved (UCX may still be busy with wire-up, keepalives or
+    // partial transfers, which must not hide a dead peer or the deadline).
+    for (int peer : {schedule.left(), schedule.right()}) {
+      Status alive = transport_->peer_status(peer);
+      if (!alive.ok()) {
+        status = Status(Code::kRemoteError, describe_stall(Code::kRemoteError, peer).message() + ": " +
+                                                alive.message());
+        break;
+      }
     }
+    if (!status.ok()) break;
     if (wait.expired()) {
-      status = describe_stall("timed out");
+      status = describe_stall(Code::kTimeout, -1);
       break;
     }
-    wait.idle();
+    if (transport_moved) {
+      wait.reset();
+    } else {
+      wait.idle();
+    }
+  }
+  if (!status.ok() && status.message().find(call.name) != 0) {
+    // A transport error (a refused post): say which operation met it.
+    status = Status(status.code(), std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
+                                       std::to_string(schedule.rank()) + ": " + status.message());
   }
   if (!status.ok()) drain();
   schedule_ = nullptr;

@@ -56,7 +56,9 @@ class RingExecutor {
   Status post_send(Column& column, int step);
   Status advance(Column& column, size_t slot, bool* finished);
   bool sends_done(const Column& column) const;
-  Status describe_stall(const char* what) const;
+  // The error for a stalled ring: the oldest chunk in flight, its step and the
+  // peer it waits on (`failed_peer`, when one is known to have failed).
+  Status describe_stall(Code code, int failed_peer) const;
   void drain();
 
   transport::Transport* transport_;

@@ -25,7 +25,7 @@ class WaitPolicy {
   bool expired() const { return Clock::now() >= deadline_; }
 
   void idle() {
-    ++idle_rounds_;
+    if (idle_rounds_ < kSpinRounds + kYieldRounds) ++idle_rounds_;  // saturates
     if (idle_rounds_ < kSpinRounds) return;
     if (idle_rounds_ < kSpinRounds + kYieldRounds) {
       sched_yield();

@@ -77,20 +77,18 @@ TEST_P(RingExecutorSums, MatchesDoubleReference) {
     for (size_t i = 0; i < count; ++i) expect[i] += (in[r][i] = value(rng) / 8.0);  // exact in double
   for (const Status& s : run_allreduce(world, in, out, chunk_elems, in_place)) ASSERT_TRUE(s.ok()) << s.message();
   for (int r = 0; r < n; ++r) {
-    if (n > 1) ASSERT_EQ(out[r], expect) << "rank " << r;
+    ASSERT_EQ(out[r], expect) << "rank " << r;
     // Bandwidth optimality: exactly 2(N-1)/N of the buffer leaves each rank,
     // all of it to the right neighbour (up to the rounding of uneven segments).
     uint64_t sent = 0;
     for (int p = 0; p < n; ++p) sent += world.ranks[r].transport->bytes_sent(p);
     EXPECT_EQ(sent, world.ranks[r].transport->bytes_sent((r + 1) % n));
-    if (n > 1) {
-      algo::RingSchedule s(n, r, count, chunk_elems);
-      uint64_t exact = 0;
-      for (int step = 0; step < s.steps(); ++step) exact += s.segment(s.send_segment(step)).count * sizeof(double);
-      EXPECT_EQ(sent, exact);
-      const double ideal = 2.0 * (n - 1) / n * count * sizeof(double);
-      EXPECT_LE(std::abs(static_cast<double>(sent) - ideal), 2.0 * (n - 1) * sizeof(double));
-    }
+    algo::RingSchedule s(n, r, count, chunk_elems);
+    uint64_t exact = 0;
+    for (int step = 0; step < s.steps(); ++step) exact += s.segment(s.send_segment(step)).count * sizeof(double);
+    EXPECT_EQ(sent, exact);
+    const double ideal = 2.0 * (n - 1) / n * count * sizeof(double);
+    EXPECT_LE(std::abs(static_cast<double>(sent) - ideal), 2.0 * (n - 1) * sizeof(double));
   }
 }
 

@@ -196,6 +196,7 @@ void UcxTransport::close_endpoints() {
   std::vector<void*> pending;
   for (Peer& p : peers_) {
     if (!p.ep) continue;
+    check_liveness(p);
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = p.failure != UCS_OK ? UCP_EP_CLOSE_FLAG_FORCE : 0;
@@ -214,10 +215,9 @@ void UcxTransport::close_endpoints() {
       }
     }
   }
-  for (void* request : pending) {
-    ucp_request_cancel(worker_, request);
-    ucp_request_free(request);
-  }
+  // Closes that could not finish are released to UCX, which completes them
+  // as the worker is destroyed.
+  for (void* request : pending) ucp_request_free(request);
 }
 
 Status UcxTransport::register_memory(void* ptr, size_t bytes) {
@@ -299,7 +299,7 @@ Status UcxTransport::post_send(int peer, uint64_t tag, const void* buf, size_t b
   counters_[peer].sent += bytes;
   if (request == nullptr) {
     done->done = true;
-  } else {
+  } else if (!done->done) {
     done->handle = request;
   }
   return Status::Ok();
@@ -324,7 +324,9 @@ Status UcxTransport::post_recv(int peer, uint64_t tag, void* buf, size_t bytes, 
     return SystemError("receive of " + std::to_string(bytes) + " bytes from rank " +
                        std::to_string(peer) + " failed: " + ucs_status_string(status));
   }
-  done->handle = request;
+  // With NO_IMM_CMPL, UCX may already have run the callback (and freed the
+  // request) for a message that was waiting unexpected.
+  if (!done->done) done->handle = request;
   return Status::Ok();
 }
 
