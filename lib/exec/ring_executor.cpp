@@ -190,15 +190,21 @@ void RingExecutor::drain() {
     if (!column.active) continue;
     for (auto& r : column.recv) transport_->cancel(&r);
   }
+  // Sends to a dead neighbour will never retire: waiting for them only delays the error.
+  const bool right_failed = !transport_->peer_status(schedule_->right()).ok();
   const auto limit = Clock::now() + std::chrono::seconds(1);
   for (;;) {
-    bool pending = false;
+    bool recvs_pending = false;
+    bool sends_pending = false;
     for (Column& column : columns_) {
       if (!column.active) continue;
-      for (auto& r : column.recv) pending |= !r.done;
-      for (int step = 0; step < schedule_->steps(); ++step) pending |= !column.sends[step].done;
+      for (auto& r : column.recv) recvs_pending |= !r.done;
+      for (int step = 0; step < schedule_->steps(); ++step) sends_pending |= !column.sends[step].done;
     }
-    if (!pending) break;
+    if (!recvs_pending && (!sends_pending || right_failed)) {
+      stranded_ = sends_pending;
+      break;
+    }
     if (Clock::now() > limit) {
       stranded_ = true;
       break;

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -122,6 +123,9 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
 
 UcxTransport::~UcxTransport() {
   close_endpoints();
+  for (Peer& p : peers_) {
+    if (p.pidfd >= 0) close(p.pidfd);
+  }
   for (ucp_mem_h memh : registrations_) ucp_mem_unmap(context_, memh);
   if (worker_) ucp_worker_destroy(worker_);
   if (context_) ucp_cleanup(context_);
@@ -142,8 +146,17 @@ Status UcxTransport::connect(std::vector<std::vector<uint8_t>> addresses,
     p.same_host = std::memcmp(a.data(), mine.bytes, sizeof(mine.bytes)) == 0;
     std::memcpy(&p.pid, a.data() + sizeof(mine.bytes), sizeof(p.pid));
     p.address.assign(a.begin() + kAddressHeader, a.end());
+    if (p.same_host && r != rank_) {
+      // A pidfd notices death even while the dead rank is an unreaped zombie,
+      // which kill(pid, 0) does not; it also lets wait_for_events wake on it.
+      p.pidfd = static_cast<int>(syscall(SYS_pidfd_open, p.pid, 0));
+    }
   }
   connected_ = true;
+  if (event_fd_ >= 0) wait_fds_.push_back(pollfd{event_fd_, POLLIN, 0});
+  for (int peer : eager_peers) {
+    if (peers_[peer].pidfd >= 0) wait_fds_.push_back(pollfd{peers_[peer].pidfd, POLLIN, 0});
+  }
   for (int peer : eager_peers) {
     ucp_ep_h ep = nullptr;
     RR_RETURN_IF_ERROR(endpoint(peer, &ep));
@@ -347,8 +360,7 @@ void UcxTransport::wait_for_events(int timeout_ms) {
     sched_yield();
     return;
   }
-  pollfd pfd{event_fd_, POLLIN, 0};
-  (void)poll(&pfd, 1, timeout_ms);
+  (void)poll(wait_fds_.data(), wait_fds_.size(), timeout_ms);
 }
 
 void UcxTransport::check_liveness(Peer& p) const {
@@ -356,7 +368,26 @@ void UcxTransport::check_liveness(Peer& p) const {
   const auto now = std::chrono::steady_clock::now();
   if (now < p.next_liveness_check) return;
   p.next_liveness_check = now + kLivenessInterval;
-  if (kill(p.pid, 0) != 0 && errno == ESRCH) p.failure = UCS_ERR_CONNECTION_RESET;
+  if (p.pidfd >= 0) {
+    pollfd pfd{p.pidfd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) > 0) p.failure = UCS_ERR_CONNECTION_RESET;
+    return;
+  }
+  // No pidfd (kernel before 5.3): the process is gone, or a zombie.
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(p.pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) {
+    if (kill(p.pid, 0) != 0 && errno == ESRCH) p.failure = UCS_ERR_CONNECTION_RESET;
+    return;
+  }
+  char stat[256] = {};
+  const size_t n = std::fread(stat, 1, sizeof(stat) - 1, f);
+  std::fclose(f);
+  const char* close_paren = std::strrchr(stat, ')');  // the command name may hold spaces
+  if (n > 0 && close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X')) {
+    p.failure = UCS_ERR_CONNECTION_RESET;
+  }
 }
 
 Status UcxTransport::peer_status(int peer) const {

@@ -4,6 +4,7 @@
 // neighbours), error handling mode PEER so that a dead peer fails its
 // operations instead of hanging them.
 
+#include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <chrono>
@@ -59,6 +60,7 @@ class UcxTransport final : public Transport {
     bool same_host = false;         // same kernel and pid namespace: shared memory, pid checks
     int32_t pid = 0;
     std::vector<uint8_t> address;   // the UCX worker address
+    int pidfd = -1;                 // same-host peers: readable once the process has ended
     std::chrono::steady_clock::time_point next_liveness_check;
   };
 
@@ -78,6 +80,9 @@ class UcxTransport final : public Transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
+  // What wait_for_events sleeps on: the worker's event fd, then the pidfds of
+  // the eagerly connected same-host peers, so a neighbour's death wakes us.
+  std::vector<pollfd> wait_fds_;
   std::vector<uint8_t> local_address_;
   bool connected_ = false;
   std::vector<Peer> peers_;
