@@ -119,6 +119,17 @@ rrResult_t rrCommUserRank(const rrComm_t comm, int* rank);
 rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                        rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream);
 
+/* recvbuff (recvcount elements) = op over ranks of sendbuff[rank * recvcount ...];
+ * sendbuff holds nranks * recvcount elements. In place: recvbuff ==
+ * sendbuff + rank * recvcount elements. Each rank sends (N-1)/N of sendbuff. */
+rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                           rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream);
+
+/* recvbuff[r * sendcount ...] = rank r's sendbuff (sendcount elements), on
+ * every rank. In place: sendbuff == recvbuff + rank * sendcount elements. */
+rrResult_t rrAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                       rrDataType_t datatype, rrComm_t comm, void* stream);
+
 /* Observability. Payload bytes this rank has sent to / received from `peer`
  * since the communicator was made (headers not counted). */
 rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,

@@ -31,27 +31,37 @@ constexpr Range split(size_t count, size_t parts, size_t index) {
   return Range{index * base + (index < extra ? index : extra), base + (index < extra ? 1 : 0)};
 }
 
+// Which halves of the ring run: allreduce runs both; reduce-scatter stops
+// after the reduce steps; all-gather starts at the gather steps.
+enum class RingPhases { kBoth, kReduceScatter, kAllGather };
+
 class RingSchedule {
  public:
-  // chunk_elems >= 1: the most elements one message carries.
-  RingSchedule(int nranks, int rank, size_t count, size_t chunk_elems);
+  // chunk_elems >= 1: the most elements one message carries. `shift` rotates
+  // the segments: with shift = -1 rank r ends the reduce-scatter owning
+  // segment r (what reduce-scatter and all-gather need) instead of r + 1.
+  RingSchedule(int nranks, int rank, size_t count, size_t chunk_elems, int shift = 0,
+               RingPhases phases = RingPhases::kBoth);
 
   int nranks() const { return nranks_; }
   int rank() const { return rank_; }
   int left() const { return (rank_ + nranks_ - 1) % nranks_; }
   int right() const { return (rank_ + 1) % nranks_; }
 
-  int steps() const { return 2 * (nranks_ - 1); }
+  int steps() const { return 2 * (nranks_ - 1); }  // of the whole ring; step numbers are absolute
+  int first_step() const { return phases_ == RingPhases::kAllGather ? nranks_ - 1 : 0; }
+  int end_step() const { return phases_ == RingPhases::kReduceScatter ? nranks_ - 1 : steps(); }
+  RingPhases phases() const { return phases_; }
   bool is_reduce_step(int step) const { return step < nranks_ - 1; }
   bool is_last_reduce_step(int step) const { return step == nranks_ - 2; }
 
   // Chunk columns: every segment is cut into this many chunks.
   size_t columns() const { return columns_; }
 
-  int send_segment(int step) const { return mod(rank_ - step); }
-  int recv_segment(int step) const { return mod(rank_ - step - 1); }
+  int send_segment(int step) const { return mod(rank_ - step + shift_); }
+  int recv_segment(int step) const { return mod(rank_ - step - 1 + shift_); }
   // The segment this rank holds fully reduced after the reduce-scatter.
-  int owned_segment() const { return mod(rank_ + 1); }
+  int owned_segment() const { return mod(rank_ + 1 + shift_); }
 
   Range segment(int index) const { return split(count_, static_cast<size_t>(nranks_), index); }
   // Elements of chunk `column` of segment `index`, as offsets into the whole buffer.
@@ -68,6 +78,8 @@ class RingSchedule {
   int rank_;
   size_t count_;
   size_t columns_;
+  int shift_;
+  RingPhases phases_;
 };
 
 }  // namespace rr::algo

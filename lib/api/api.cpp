@@ -159,22 +159,77 @@ RR_API rrResult_t rrCommUserRank(const rrComm_t comm, int* rank) {
   return rrSuccess;
 }
 
-RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
-                              rrRedOp_t op, rrComm_t comm, void* stream) {
-  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrAllReduce: comm is NULL");
+namespace {
+
+// The checks every collective shares: comm, dtype, op (when it has one), stream.
+rr::Status check_call(const char* call, rrComm_t comm, rrDataType_t datatype, const rrRedOp_t* op, void* stream) {
+  if (!comm) return rr::InvalidArgument(std::string(call) + ": comm is NULL");
   if (!rr::reduce::valid_dtype(datatype)) {
-    return fail(comm, rr::Code::kInvalidArgument,
-                "rrAllReduce: datatype=" + std::to_string(static_cast<int>(datatype)) + " is not an rrDataType_t");
+    return rr::InvalidArgument(std::string(call) + ": datatype=" + std::to_string(static_cast<int>(datatype)) +
+                               " is not an rrDataType_t");
   }
-  if (!rr::reduce::valid_op(op)) {
-    return fail(comm, rr::Code::kInvalidArgument,
-                "rrAllReduce: op=" + std::to_string(static_cast<int>(op)) + " is not an rrRedOp_t");
+  if (op && !rr::reduce::valid_op(*op)) {
+    return rr::InvalidArgument(std::string(call) + ": op=" + std::to_string(static_cast<int>(*op)) +
+                               " is not an rrRedOp_t");
   }
   if (stream) {
-    return fail(comm, rr::Code::kInvalidUsage,
-                "rrAllReduce: stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
+    return rr::InvalidUsage(std::string(call) +
+                            ": stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
   }
-  rr::Status s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
+  return rr::Status::Ok();
+}
+
+// A buffer of `nranks` blocks and one of a single block of `count` elements,
+// which may only overlap the first exactly at block `rank` (the in-place form).
+rr::Status check_blocks(const char* call, const char* big_name, const void* big, int nranks,
+                        const char* small_name, const void* small, size_t small_count, int rank, size_t elem) {
+  if (small_count == 0) return rr::Status::Ok();
+  if (!big) return rr::InvalidArgument(std::string(call) + ": " + big_name + " is NULL with count " + std::to_string(small_count));
+  if (!small) return rr::InvalidArgument(std::string(call) + ": " + small_name + " is NULL with count " + std::to_string(small_count));
+  if (small_count > SIZE_MAX / elem / static_cast<size_t>(nranks)) {
+    return rr::InvalidArgument(std::string(call) + ": count=" + std::to_string(small_count) + " overflows");
+  }
+  const auto b = reinterpret_cast<uintptr_t>(big);
+  const auto s = reinterpret_cast<uintptr_t>(small);
+  const size_t big_bytes = small_count * static_cast<size_t>(nranks) * elem;
+  const size_t small_bytes = small_count * elem;
+  const uintptr_t in_place = b + static_cast<size_t>(rank) * small_bytes;
+  if (s != in_place && s < b + big_bytes && b < s + small_bytes) {
+    return rr::InvalidArgument(std::string(call) + ": " + small_name + " overlaps " + big_name +
+                               " other than in place (in place means " + small_name + " == " + big_name +
+                               " + rank * count elements)");
+  }
+  return rr::Status::Ok();
+}
+
+}  // namespace
+
+RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype,
+                                  rrRedOp_t op, rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrReduceScatter", comm, datatype, &op, stream);
+  if (s.ok()) {
+    s = check_blocks("rrReduceScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff",
+                     recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
+  }
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op)); });
+}
+
+RR_API rrResult_t rrAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
+                              rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrAllGather", comm, datatype, nullptr, stream);
+  if (s.ok()) {
+    s = check_blocks("rrAllGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff,
+                     sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
+  }
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype)); });
+}
+
+RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                              rrRedOp_t op, rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
+  if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
   if (!s.ok()) return fail(comm, s);
   return guarded(comm, [&] { return fail(comm, comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op)); });
 }

@@ -58,28 +58,20 @@ Status Communicator::check_usable() const {
   return Status::Ok();
 }
 
-Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype,
-                               rrRedOp_t op) {
-  RR_RETURN_IF_ERROR(check_usable());
-  const uint64_t sequence = sequence_++;
+Status Communicator::run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype,
+                              rrRedOp_t op, int shift, algo::RingPhases phases) {
   const size_t elem_bytes = reduce::dtype_size(dtype);
-  if (count == 0) return Status::Ok();
-  if (size_ == 1) {
-    // One rank: the result is the input (avg over one rank divides by one).
-    reduce::finish(recv, send, count, dtype, op, 1);
-    return Status::Ok();
-  }
   size_t chunk_elems = settings_.chunk_bytes / elem_bytes;
   if (chunk_elems == 0) chunk_elems = 1;
   const size_t largest_segment = (count + static_cast<size_t>(size_) - 1) / static_cast<size_t>(size_);
   if (largest_segment / chunk_elems >= kMaxColumns) {
-    return InvalidArgument("count " + std::to_string(count) + " needs more than 2^24 chunks of " +
+    return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
                            std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
   }
-  algo::RingSchedule schedule(size_, rank_, count, chunk_elems);
+  algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases);
   exec::RingCall call;
-  call.name = "allreduce";
-  call.sequence = sequence;
+  call.name = name;
+  call.sequence = sequence_++;
   call.send = send;
   call.recv = recv;
   call.count = count;
@@ -89,6 +81,42 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
   Status status = ring_->run(schedule, call);
   if (!status.ok()) broken_ = status;  // peers may be mid-operation: this ring is no longer in step
   return status;
+}
+
+Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {
+  RR_RETURN_IF_ERROR(check_usable());
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    // One rank: the result is the input (avg over one rank divides by one).
+    reduce::finish(recv, send, count, dtype, op, 1);
+    return Status::Ok();
+  }
+  return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth);
+}
+
+Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
+                                    rrRedOp_t op) {
+  RR_RETURN_IF_ERROR(check_usable());
+  if (recvcount == 0) return Status::Ok();
+  if (size_ == 1) {
+    reduce::finish(recv, send, recvcount, dtype, op, 1);
+    return Status::Ok();
+  }
+  // Every segment is recvcount long; shift -1 leaves rank r owning segment r.
+  return run_ring("reduce-scatter", send, recv, recvcount * static_cast<size_t>(size_), dtype, op, -1,
+                  algo::RingPhases::kReduceScatter);
+}
+
+Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) {
+  RR_RETURN_IF_ERROR(check_usable());
+  if (sendcount == 0) return Status::Ok();
+  const size_t bytes = sendcount * reduce::dtype_size(dtype);
+  // This rank's own block is a local copy (none when in place).
+  uint8_t* own = static_cast<uint8_t*>(recv) + static_cast<size_t>(rank_) * bytes;
+  if (own != send) std::memcpy(own, send, bytes);
+  if (size_ == 1) return Status::Ok();
+  return run_ring("all-gather", send, recv, sendcount * static_cast<size_t>(size_), dtype, rrSum, -1,
+                  algo::RingPhases::kAllGather);
 }
 
 }  // namespace rr

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "algo/ring.hpp"
 #include "comm/settings.hpp"
 #include "common/status.hpp"
 #include "exec/ring_executor.hpp"
@@ -33,12 +34,19 @@ class Communicator {
   const memory::StagingPool& pool() const { return pool_; }
 
   Status allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op);
+  // recv (recvcount elements) = op over ranks of send[rank * recvcount ...].
+  Status reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype, rrRedOp_t op);
+  // recv[r * sendcount ...] = rank r's send, on every rank.
+  Status all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype);
 
   // The last error's text; rrGetLastError(comm) returns it.
   std::string& last_error() { return last_error_; }
 
  private:
   Status check_usable() const;
+  // Runs the ring over `count` elements of `dtype` with the given phases.
+  Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
+                  int shift, algo::RingPhases phases);
 
   int rank_;
   int size_;

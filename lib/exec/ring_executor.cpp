@@ -42,6 +42,10 @@ RingExecutor::RingExecutor(transport::Transport* transport, memory::StagingPool*
   for (size_t slot = 0; slot < columns_.size(); ++slot) columns_[slot].sends = &sends_[slot * steps];
 }
 
+void* RingExecutor::staging(size_t slot, int step) const {
+  return pool_->slot(2 * slot + static_cast<size_t>(step % 2));
+}
+
 Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
   const algo::RingSchedule& s = *schedule_;
   transport::Completion& done = column.recv[step % 2];
@@ -51,18 +55,32 @@ Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
     done.done = true;
     return Status::Ok();
   }
-  // Reduce steps land in a staging slot and are reduced into recv; all-gather
+  // Reduce steps land in a staging slot and are reduced from there; gather
   // steps land directly in their final place.
-  void* dst = s.is_reduce_step(step)
-                  ? pool_->slot(2 * slot + static_cast<size_t>(step % 2))
-                  : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
+  void* dst = s.is_reduce_step(step) ? staging(slot, step)
+                                     : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
   Status posted = transport_->post_recv(s.left(), ring_tag(call_->sequence, step, column.index), dst,
                                         chunk.count * elem_bytes_, &done);
   if (!posted.ok()) done.done = true;  // nothing in flight to wait for
   return posted;
 }
 
-Status RingExecutor::post_send(Column& column, int step) {
+Status RingExecutor::post_recvs(Column& column, size_t slot) {
+  const algo::RingSchedule& s = *schedule_;
+  // Keep the next two receives posted so the left neighbour's chunks land
+  // without an unexpected-message copy. In reduce-scatter the send of step k
+  // reads the slot step k + 1 would receive into: wait for it to retire.
+  while (column.next_recv < s.end_step() && column.next_recv <= column.step + 1) {
+    const int k = column.next_recv;
+    const bool slot_read_by_send = s.phases() == algo::RingPhases::kReduceScatter && k - 1 > s.first_step();
+    if (slot_read_by_send && !column.sends[k - 1].done) break;
+    RR_RETURN_IF_ERROR(post_recv(column, slot, k));
+    ++column.next_recv;
+  }
+  return Status::Ok();
+}
+
+Status RingExecutor::post_send(Column& column, size_t slot, int step) {
   const algo::RingSchedule& s = *schedule_;
   transport::Completion& done = column.sends[step];
   const algo::Range chunk = s.chunk(s.send_segment(step), column.index);
@@ -71,10 +89,18 @@ Status RingExecutor::post_send(Column& column, int step) {
     done.done = true;
     return Status::Ok();
   }
-  // Step 0 sends this rank's own input; every later step forwards what the
-  // previous step reduced or received, which lives in recv.
-  const void* base = step == 0 ? call_->send : call_->recv;
-  const void* src = static_cast<const uint8_t*>(base) + chunk.offset * elem_bytes_;
+  // The first step sends this rank's own input; later steps forward what the
+  // previous step reduced (in recv, or in staging for reduce-scatter) or
+  // received (in recv).
+  const void* src = nullptr;
+  if (step == s.first_step()) {
+    const size_t base = s.phases() == algo::RingPhases::kAllGather ? s.segment(s.send_segment(step)).offset : 0;
+    src = static_cast<const uint8_t*>(call_->send) + (chunk.offset - base) * elem_bytes_;
+  } else if (s.is_reduce_step(step) && s.phases() == algo::RingPhases::kReduceScatter) {
+    src = staging(slot, step - 1);
+  } else {
+    src = static_cast<const uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
+  }
   Status posted = transport_->post_send(s.right(), ring_tag(call_->sequence, step, column.index), src,
                                         chunk.count * elem_bytes_, &done);
   if (!posted.ok()) done.done = true;
@@ -82,13 +108,14 @@ Status RingExecutor::post_send(Column& column, int step) {
 }
 
 Status RingExecutor::start_column(Column& column, size_t slot, size_t index) {
+  const algo::RingSchedule& s = *schedule_;
   column.index = index;
-  column.step = 0;
+  column.step = s.first_step();
+  column.next_recv = s.first_step();
   column.active = true;
-  const int steps = schedule_->steps();
   // A step whose send is not posted yet has nothing in flight: drain() and
   // sends_done() must not wait for it.
-  for (int step = 0; step < steps; ++step) {
+  for (int step = 0; step < s.steps(); ++step) {
     column.sends[step].reset();
     column.sends[step].done = true;
   }
@@ -96,11 +123,8 @@ Status RingExecutor::start_column(Column& column, size_t slot, size_t index) {
     r.reset();
     r.done = true;
   }
-  // Pre-post the first two receives so the left neighbour's chunks land
-  // without an unexpected-message copy.
-  RR_RETURN_IF_ERROR(post_recv(column, slot, 0));
-  if (steps > 1) RR_RETURN_IF_ERROR(post_recv(column, slot, 1));
-  return post_send(column, 0);
+  RR_RETURN_IF_ERROR(post_recvs(column, slot));
+  return post_send(column, slot, s.first_step());
 }
 
 bool RingExecutor::sends_done(const Column& column) const {
@@ -112,11 +136,16 @@ bool RingExecutor::sends_done(const Column& column) const {
 
 Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
   const algo::RingSchedule& s = *schedule_;
-  const int steps = s.steps();
+  const int steps = s.end_step();
   *finished = false;
   while (column.step < steps) {
     const int step = column.step;
     transport::Completion& done = column.recv[step % 2];
+    if (column.next_recv <= step) {
+      // Its slot is still being sent from; post it once that send retired.
+      RR_RETURN_IF_ERROR(post_recvs(column, slot));
+      if (column.next_recv <= step) break;
+    }
     if (!done.done) break;
     const algo::Range chunk = s.chunk(s.recv_segment(step), column.index);
     if (done.failed) {
@@ -135,22 +164,24 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
                          " (do the ranks pass the same count and datatype?)");
     }
     if (s.is_reduce_step(step) && chunk.count != 0) {
-      // recv[chunk] = send[chunk] op arrived; the last reduce step also
-      // finishes avg, so the owned segment leaves here final.
-      const size_t offset = chunk.offset * elem_bytes_;
-      void* dst = static_cast<uint8_t*>(call_->recv) + offset;
-      const void* mine = static_cast<const uint8_t*>(call_->send) + offset;
-      const void* arrived = pool_->slot(2 * slot + static_cast<size_t>(step % 2));
+      // dst = mine op arrived. The last reduce step also finishes avg, so the
+      // owned segment leaves here final. Reduce-scatter keeps partial sums in
+      // the staging slot they arrived in (recv only holds the owned segment).
+      const bool scatter = s.phases() == algo::RingPhases::kReduceScatter;
+      const void* mine = static_cast<const uint8_t*>(call_->send) + chunk.offset * elem_bytes_;
+      void* arrived = staging(slot, step);
       if (s.is_last_reduce_step(step)) {
+        const size_t base = scatter ? s.segment(s.owned_segment()).offset : 0;
+        void* dst = static_cast<uint8_t*>(call_->recv) + (chunk.offset - base) * elem_bytes_;
         reduce::reduce_last(dst, mine, arrived, chunk.count, call_->dtype, call_->op, s.nranks());
       } else {
+        void* dst = scatter ? arrived : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
         reduce::reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op);
       }
     }
     column.step = step + 1;
-    if (column.step < steps) RR_RETURN_IF_ERROR(post_send(column, column.step));
-    // The slot this step used is free again: pre-post the receive after next.
-    if (column.step + 1 < steps) RR_RETURN_IF_ERROR(post_recv(column, slot, column.step + 1));
+    if (column.step < steps) RR_RETURN_IF_ERROR(post_send(column, slot, column.step));
+    RR_RETURN_IF_ERROR(post_recvs(column, slot));
   }
   if (column.step == steps && sends_done(column)) {
     column.active = false;
@@ -171,11 +202,11 @@ Status RingExecutor::describe_stall(Code code, int failed_peer) const {
   const std::string progress = " (" + std::to_string(columns_done_) + " of " + std::to_string(s.columns()) +
                                " chunk columns done)";
   if (!oldest) return Status(code, text + progress);
-  if (oldest->step < s.steps() && failed_peer != s.right()) {
+  if (oldest->step < s.end_step() && failed_peer != s.right()) {
     text += " waited for chunk " + std::to_string(oldest->index) + " of " + phase(s, oldest->step) + " step " +
             std::to_string(phase_step(s, oldest->step)) + " from rank " + std::to_string(s.left());
   } else {
-    const int step = oldest->step < s.steps() ? oldest->step : s.steps() - 1;
+    const int step = oldest->step < s.end_step() ? oldest->step : s.end_step() - 1;
     text += " waited for rank " + std::to_string(s.right()) + " to take chunk " + std::to_string(oldest->index) +
             " of " + phase(s, step) + " step " + std::to_string(phase_step(s, step));
   }

@@ -18,12 +18,17 @@ namespace rr::exec {
 
 using Clock = std::chrono::steady_clock;
 
+// Buffers, by the schedule's phases:
+//   both (allreduce):   send and recv hold all `count` elements;
+//   reduce-scatter:     send holds all, recv only this rank's segment; the
+//                       partial sums travel through staging slots;
+//   all-gather:         send holds only this rank's segment, recv all.
 struct RingCall {
   const char* name = "allreduce";  // for error messages
   uint64_t sequence = 0;           // the communicator's operation number
   const void* send = nullptr;
   void* recv = nullptr;
-  size_t count = 0;
+  size_t count = 0;                // elements of the whole ring buffer
   rrDataType_t dtype = rrFloat32;
   rrRedOp_t op = rrSum;
   Clock::time_point deadline;
@@ -45,7 +50,8 @@ class RingExecutor {
  private:
   struct Column {
     size_t index = 0;
-    int step = 0;  // the step whose receive is awaited next
+    int step = 0;       // the step whose receive is awaited next
+    int next_recv = 0;  // the first step whose receive is not posted yet
     bool active = false;
     transport::Completion recv[2];        // step s receives into recv[s % 2]
     transport::Completion* sends = nullptr;  // [step]
@@ -53,7 +59,9 @@ class RingExecutor {
 
   Status start_column(Column& column, size_t slot, size_t index);
   Status post_recv(Column& column, size_t slot, int step);
-  Status post_send(Column& column, int step);
+  Status post_recvs(Column& column, size_t slot);
+  Status post_send(Column& column, size_t slot, int step);
+  void* staging(size_t slot, int step) const;
   Status advance(Column& column, size_t slot, bool* finished);
   bool sends_done(const Column& column) const;
   // The error for a stalled ring: the oldest chunk in flight, its step and the

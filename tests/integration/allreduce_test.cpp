@@ -201,6 +201,47 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
+// The reduction over every rank's input element `i`, and how far a correct
+// result may be from it (0 for integers, max and min).
+double reference(rrDataType_t t, rrRedOp_t op, size_t i, uint64_t seed, double* tolerance) {
+  std::vector<double> xs(static_cast<size_t>(g_size));
+  double sum_abs = 0;
+  for (int r = 0; r < g_size; ++r) {
+    xs[static_cast<size_t>(r)] = input_value(t, op, r, i, seed);
+    sum_abs += std::fabs(xs[static_cast<size_t>(r)]);
+  }
+  *tolerance = 0;
+  if (!is_float(t)) return int_reference(t, op, xs);
+  double expect = xs[0];
+  for (int r = 1; r < g_size; ++r) {
+    const double x = xs[static_cast<size_t>(r)];
+    if (op == rrSum || op == rrAvg) expect += x;
+    if (op == rrProd) expect *= x;
+    if (op == rrMax) expect = std::max(expect, x);
+    if (op == rrMin) expect = std::min(expect, x);
+  }
+  if (op == rrAvg) expect /= g_size, sum_abs /= g_size;
+  // Max and min pick an input: exact. Sum, avg and prod round once per
+  // ring step (N - 1 times) and once more at the end.
+  if (op == rrSum || op == rrAvg) *tolerance = (g_size + 1) * epsilon(t) * sum_abs;
+  if (op == rrProd) *tolerance = (g_size + 1) * epsilon(t) * std::fabs(expect) * 1.01;
+  return expect;
+}
+
+// Checks out[k] against the reduction of input element first + k, k < count.
+void check_reduced(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t count, uint64_t seed) {
+  size_t wrong = 0;
+  for (size_t k = 0; k < count; ++k) {
+    double tolerance = 0;
+    const double expect = reference(t, op, first + k, seed, &tolerance);
+    const double got = load(t, out, k);
+    if (!(std::fabs(got - expect) <= tolerance) && wrong++ < 5) {
+      ADD_FAILURE() << "element " << first + k << ": got " << got << ", expected " << expect << " +- " << tolerance;
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 // Runs one allreduce of `count` elements on `comm` and checks every element.
 void check_allreduce(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, bool in_place, uint64_t seed) {
   SCOPED_TRACE(std::string(type_name(t)) + " " + op_name(op) + " count=" + std::to_string(count) +
@@ -218,40 +259,46 @@ void check_allreduce(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, 
   }
   const uint8_t* guard = static_cast<uint8_t*>(out) + bytes;
   for (int k = 0; k < 8; ++k) ASSERT_EQ(guard[k], in_place ? 0xAB : 0xCD) << "wrote past count";
+  check_reduced(t, op, out, 0, count, seed);
+}
 
-  std::vector<double> xs(static_cast<size_t>(g_size));
+// Reduce-scatter of N blocks of `count`: rank r gets block r reduced.
+void check_reduce_scatter(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(std::string("reduce-scatter ") + type_name(t) + " " + op_name(op) + " recvcount=" +
+               std::to_string(count) + (in_place ? " in place" : " out of place") + " ranks=" + std::to_string(g_size));
+  const size_t total = count * static_cast<size_t>(g_size);
+  const size_t elem = type_size(t);
+  std::vector<uint8_t> send(total * elem + 8, 0xAB), recv(count * elem + 8, 0xCD);
+  for (size_t i = 0; i < total; ++i) store(t, send.data(), i, input_value(t, op, g_rank, i, seed));
+  const std::vector<uint8_t> original = send;
+  void* out = in_place ? send.data() + static_cast<size_t>(g_rank) * count * elem : recv.data();
+  ASSERT_EQ(rrReduceScatter(send.data(), out, count, t, op, comm, nullptr), rrSuccess) << rrGetLastError(comm);
+  if (!in_place) {
+    EXPECT_EQ(send, original) << "the send buffer was modified";
+    for (int k = 0; k < 8; ++k) ASSERT_EQ(recv[count * elem + static_cast<size_t>(k)], 0xCD) << "wrote past recvcount";
+  }
+  check_reduced(t, op, out, static_cast<size_t>(g_rank) * count, count, seed);
+}
+
+// All-gather of `count` elements per rank.
+void check_all_gather(rrComm_t comm, rrDataType_t t, size_t count, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(std::string("all-gather ") + type_name(t) + " sendcount=" + std::to_string(count) +
+               (in_place ? " in place" : " out of place") + " ranks=" + std::to_string(g_size));
+  const size_t elem = type_size(t);
+  std::vector<uint8_t> send(count * elem + 8, 0xAB), recv(count * elem * static_cast<size_t>(g_size) + 8, 0xCD);
+  uint8_t* mine = in_place ? recv.data() + static_cast<size_t>(g_rank) * count * elem : send.data();
+  for (size_t i = 0; i < count; ++i) store(t, mine, i, input_value(t, rrSum, g_rank, i, seed));
+  ASSERT_EQ(rrAllGather(mine, recv.data(), count, t, comm, nullptr), rrSuccess) << rrGetLastError(comm);
   size_t wrong = 0;
-  for (size_t i = 0; i < count; ++i) {
-    double sum_abs = 0;
-    for (int r = 0; r < g_size; ++r) {
-      xs[static_cast<size_t>(r)] = input_value(t, op, r, i, seed);
-      sum_abs += std::fabs(xs[static_cast<size_t>(r)]);
-    }
-    const double got = load(t, out, i);
-    if (!is_float(t)) {
-      const double expect = int_reference(t, op, xs);
-      if (got != expect && wrong++ < 5) ADD_FAILURE() << "element " << i << ": got " << got << ", expected " << expect;
-      continue;
-    }
-    double expect = xs[0];
-    for (int r = 1; r < g_size; ++r) {
-      const double x = xs[static_cast<size_t>(r)];
-      if (op == rrSum || op == rrAvg) expect += x;
-      if (op == rrProd) expect *= x;
-      if (op == rrMax) expect = std::max(expect, x);
-      if (op == rrMin) expect = std::min(expect, x);
-    }
-    if (op == rrAvg) expect /= g_size, sum_abs /= g_size;
-    // Max and min pick an input: exact. Sum, avg and prod round once per
-    // ring step (N - 1 times) and once more at the end.
-    double tolerance = 0;
-    if (op == rrSum || op == rrAvg) tolerance = (g_size + 1) * epsilon(t) * sum_abs;
-    if (op == rrProd) tolerance = (g_size + 1) * epsilon(t) * std::fabs(expect) * 1.01;
-    if (!(std::fabs(got - expect) <= tolerance) && wrong++ < 5) {
-      ADD_FAILURE() << "element " << i << ": got " << got << ", expected " << expect << " +- " << tolerance;
+  for (int r = 0; r < g_size; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      const double got = load(t, recv.data(), static_cast<size_t>(r) * count + i);
+      const double expect = input_value(t, rrSum, r, i, seed);
+      if (got != expect && wrong++ < 5) ADD_FAILURE() << "block " << r << " element " << i << ": got " << got << ", expected " << expect;
     }
   }
   EXPECT_EQ(wrong, 0u);
+  for (int k = 0; k < 8; ++k) ASSERT_EQ(recv[count * elem * static_cast<size_t>(g_size) + static_cast<size_t>(k)], 0xCD);
 }
 
 class AllReduceEveryTypeAndOp : public ::testing::TestWithParam<Case> {};
@@ -271,6 +318,64 @@ TEST_P(AllReduceEveryTypeAndOp, MatchesDoubleReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ucx, AllReduceEveryTypeAndOp, ::testing::ValuesIn(all_cases()), case_name);
+
+class ReduceScatterEveryTypeAndOp : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ReduceScatterEveryTypeAndOp, MatchesDoubleReference) {
+  const Case c = GetParam();
+  uint64_t seed = 1000 + static_cast<uint64_t>(c.dtype) * 16 + static_cast<uint64_t>(c.op);
+  for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{13}, size_t{257}}) {
+    for (bool in_place : {false, true}) check_reduce_scatter(g_small_comm, c.dtype, c.op, count, in_place, ++seed);
+  }
+  check_reduce_scatter(g_comm, c.dtype, c.op, (size_t{2} << 20) / type_size(c.dtype) + 3, false, ++seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, ReduceScatterEveryTypeAndOp, ::testing::ValuesIn(all_cases()), case_name);
+
+class AllGatherEveryType : public ::testing::TestWithParam<rrDataType_t> {};
+
+TEST_P(AllGatherEveryType, EveryBlockArrives) {
+  const rrDataType_t t = GetParam();
+  uint64_t seed = 2000 + static_cast<uint64_t>(t) * 16;
+  for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{13}, size_t{257}}) {
+    for (bool in_place : {false, true}) check_all_gather(g_small_comm, t, count, in_place, ++seed);
+  }
+  check_all_gather(g_comm, t, (size_t{2} << 20) / type_size(t) + 3, false, ++seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, AllGatherEveryType, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<rrDataType_t>& info) { return std::string(type_name(info.param)); });
+
+// Bytes this rank has sent to each peer so far.
+std::vector<uint64_t> bytes_sent_per_peer(rrComm_t comm) {
+  std::vector<uint64_t> sent(static_cast<size_t>(g_size));
+  for (int p = 0; p < g_size; ++p) {
+    uint64_t received = 0;
+    EXPECT_EQ(rrCommGetPeerBytes(comm, p, &sent[static_cast<size_t>(p)], &received), rrSuccess);
+  }
+  return sent;
+}
+
+TEST(ReduceScatterAndAllGather, EachSendsNMinusOneOverNOfTheData) {
+  // Both halves of the ring: every rank sends (N-1) of its N blocks, once,
+  // to its right neighbour, and nothing to anyone else.
+  const size_t block = 100003;
+  std::vector<float> big(block * static_cast<size_t>(g_size), 1.0f), small(block, 1.0f);
+  const std::vector<uint64_t> before = bytes_sent_per_peer(g_comm);
+  ASSERT_EQ(rrReduceScatter(big.data(), small.data(), block, rrFloat32, rrSum, g_comm, nullptr), rrSuccess);
+  const std::vector<uint64_t> middle = bytes_sent_per_peer(g_comm);
+  ASSERT_EQ(rrAllGather(small.data(), big.data(), block, rrFloat32, g_comm, nullptr), rrSuccess);
+  const std::vector<uint64_t> after = bytes_sent_per_peer(g_comm);
+  const uint64_t expect = static_cast<uint64_t>(g_size - 1) * block * sizeof(float);
+  uint64_t rs = 0, ag = 0;
+  for (int p = 0; p < g_size; ++p) {
+    rs += middle[static_cast<size_t>(p)] - before[static_cast<size_t>(p)];
+    ag += after[static_cast<size_t>(p)] - middle[static_cast<size_t>(p)];
+  }
+  EXPECT_EQ(rs, expect);
+  EXPECT_EQ(ag, expect);
+  for (float x : big) ASSERT_EQ(x, static_cast<float>(g_size));
+}
 
 TEST(AllReduce, SendsTwoNMinusOneOverNBytes) {
   // The proof of bandwidth optimality: each rank's payload to its right

@@ -1,0 +1,87 @@
+// The libraries rr-bench measures, behind two small interfaces:
+//   Library  one initialized instance of a library (a ringreduce communicator,
+//            MPI_COMM_WORLD, a Gloo context). It also offers the control plane
+//            rr-bench itself needs (barrier, max of the ranks' times, sum of
+//            their wrong counts); the first library of a run serves it.
+//   Backend  one way of running collectives on a Library, a row label in the
+//            table: "mpi-default" and "mpi-ring" share one MPI library.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "dtype.h"
+
+namespace rrbench {
+
+// A library call failed; what() says which call, on which rank, and why.
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CallArgs {
+  const Collective* coll;
+  const void* send;  // == recv for in-place calls
+  void* recv;
+  std::size_t count;  // the row's count column
+  DataType type;
+  RedOp op;
+  int root;
+  bool in_place;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // One line: the algorithm and settings this row label stands for.
+  virtual std::string settings() const = 0;
+  // Empty when this backend runs `coll` on (type, op); otherwise why it cannot.
+  virtual std::string unsupported(const Collective& coll, DataType type, RedOp op) const = 0;
+  // Called on every rank, in the same order, before the calls of one row on
+  // these buffers: Gloo builds its algorithm objects, which pair buffers with
+  // the peers, here.
+  virtual void prepare(const CallArgs& args) { (void)args; }
+  // One blocking collective call.
+  virtual void run(const CallArgs& args) = 0;
+  // Releases what prepare() made for this row.
+  virtual void finish_row() {}
+};
+
+class Library {
+ public:
+  virtual ~Library() = default;
+  virtual std::string name() const = 0;
+  virtual int rank() const = 0;
+  virtual int nranks() const = 0;
+  // Version and library-wide settings, for the header.
+  virtual std::string description() const = 0;
+  // The backend variant called `variant` (one of variants()).
+  virtual std::unique_ptr<Backend> make_backend(const std::string& variant) = 0;
+
+  // Control plane.
+  virtual void barrier() = 0;
+  // values[i] = max (or sum) over ranks of values[i], on every rank.
+  virtual void allreduce_max(double* values, std::size_t n) = 0;
+  virtual void allreduce_sum(double* values, std::size_t n) = 0;
+};
+
+// How the ranks were started, which decides the libraries that can run.
+enum class Launcher { kEnv, kMpirun };
+
+// Factories, one per library; each is compiled only when its peer was found
+// at configure time. They throw BackendError when initialization fails.
+std::unique_ptr<Library> make_ringreduce_library(int timeout_s);
+#ifdef RR_BENCH_HAVE_MPI
+std::unique_ptr<Library> make_mpi_library();
+#endif
+#ifdef RR_BENCH_HAVE_GLOO
+std::unique_ptr<Library> make_gloo_library(const std::string& store_dir, int timeout_s);
+#endif
+
+}  // namespace rrbench

@@ -1,0 +1,223 @@
+// Open MPI's MPI_Allreduce, in two configurations, each on its own duplicate
+// of MPI_COMM_WORLD:
+//   mpi-default  coll/tuned's fixed decision rules: what an application gets
+//                with no tuning (recursive doubling, Rabenseifner or the
+//                segmented ring, chosen by size and rank count);
+//   mpi-ring     coll/tuned's ring forced (coll_tuned_use_dynamic_rules=1,
+//                coll_tuned_allreduce_algorithm=4), the algorithm ringreduce
+//                implements, so the comparison is like for like.
+// coll/tuned reads the forced algorithm when a communicator is created, so
+// rr-bench sets coll_tuned_use_dynamic_rules before MPI_Init (as the
+// OMPI_MCA_ variable) and writes coll_tuned_allreduce_algorithm through the
+// MPI tools interface before duplicating each communicator: both rows come
+// from one run, with no mpirun flags.
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend.h"
+
+extern char** environ;
+
+namespace rrbench {
+
+namespace {
+
+constexpr int kTunedDefault = 0;  // "ignore": the fixed decision rules
+constexpr int kTunedRing = 4;
+
+void check(int code, const std::string& what) {
+  if (code != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw BackendError(what + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  }
+}
+
+MPI_Datatype to_mpi(DataType type) {
+  switch (type) {
+    case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kUint8: return MPI_UINT8_T;
+    case DataType::kInt32: return MPI_INT32_T;
+    case DataType::kUint32: return MPI_UINT32_T;
+    case DataType::kInt64: return MPI_INT64_T;
+    case DataType::kUint64: return MPI_UINT64_T;
+    case DataType::kFloat32: return MPI_FLOAT;
+    case DataType::kFloat64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op to_mpi(RedOp op) {
+  switch (op) {
+    case RedOp::kSum: return MPI_SUM;
+    case RedOp::kProd: return MPI_PROD;
+    case RedOp::kMax: return MPI_MAX;
+    case RedOp::kMin: return MPI_MIN;
+    default: return MPI_OP_NULL;
+  }
+}
+
+// Writes an integer control variable through MPI_T and reads it back.
+void write_int_cvar(const char* name, int value) {
+  int count = 0;
+  check(MPI_T_cvar_get_num(&count), "MPI_T_cvar_get_num");
+  for (int index = 0; index < count; ++index) {
+    char found[256];
+    int found_length = sizeof found;
+    int verbosity = 0, binding = 0, scope = 0;
+    MPI_Datatype type;
+    MPI_T_enum enumtype;
+    char description[1024];
+    int description_length = sizeof description;
+    if (MPI_T_cvar_get_info(index, found, &found_length, &verbosity, &type, &enumtype, description,
+                            &description_length, &binding, &scope) != MPI_SUCCESS ||
+        std::strcmp(found, name) != 0) {
+      continue;
+    }
+    MPI_T_cvar_handle handle;
+    int elements = 0;
+    check(MPI_T_cvar_handle_alloc(index, nullptr, &handle, &elements), std::string("MPI_T_cvar_handle_alloc ") + name);
+    int written = value;
+    int code = MPI_T_cvar_write(handle, &written);
+    int read_back = -1;
+    if (code == MPI_SUCCESS) code = MPI_T_cvar_read(handle, &read_back);
+    MPI_T_cvar_handle_free(&handle);
+    check(code, std::string("writing MPI_T control variable ") + name);
+    if (read_back != value) {
+      throw BackendError(std::string("MPI_T control variable ") + name + " reads " + std::to_string(read_back) +
+                         " after writing " + std::to_string(value));
+    }
+    return;
+  }
+  throw BackendError(std::string("Open MPI has no control variable ") + name +
+                     ": is coll/tuned excluded (OMPI_MCA_coll)? The mpi-ring row needs it");
+}
+
+class MpiLibrary : public Library {
+ public:
+  MpiLibrary() {
+    // Must precede MPI_Init: coll/tuned reads it when it opens. A user's
+    // explicit 0 would silently turn mpi-ring into the default; refuse it.
+    const char* dynamic = std::getenv("OMPI_MCA_coll_tuned_use_dynamic_rules");
+    if (dynamic != nullptr && std::strcmp(dynamic, "1") != 0 && std::strcmp(dynamic, "true") != 0) {
+      throw BackendError(std::string("OMPI_MCA_coll_tuned_use_dynamic_rules=") + dynamic +
+                         " would keep mpi-ring from forcing the ring: unset it");
+    }
+    setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
+    int provided = 0;
+    check(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), "MPI_T_init_thread");
+    check(MPI_Init(nullptr, nullptr), "MPI_Init");
+    // Errors come back as codes, so they are reported like every other backend's.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &nranks_), "MPI_Comm_size");
+    default_comm_ = duplicate_with_algorithm(kTunedDefault);
+    ring_comm_ = duplicate_with_algorithm(kTunedRing);
+    write_int_cvar("coll_tuned_allreduce_algorithm", kTunedDefault);
+  }
+  ~MpiLibrary() override {
+    MPI_Comm_free(&ring_comm_);
+    MPI_Comm_free(&default_comm_);
+    MPI_T_finalize();
+    MPI_Finalize();
+  }
+
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  std::string description() const override {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int length = 0;
+    MPI_Get_library_version(version, &length);
+    std::string text(version, static_cast<std::size_t>(length));
+    text = text.substr(0, text.find_first_of(",\n"));
+    // The MCA settings in force, as the user gave them (mpirun --mca or -x).
+    std::string mca;
+    for (char** variable = environ; *variable != nullptr; ++variable) {
+      if (std::strncmp(*variable, "OMPI_MCA_", 9) == 0 && std::strncmp(*variable, "OMPI_MCA_orte", 13) != 0 &&
+          std::strncmp(*variable, "OMPI_MCA_ess", 12) != 0 && std::strncmp(*variable, "OMPI_MCA_pmix", 13) != 0 &&
+          std::strncmp(*variable, "OMPI_MCA_initial_wdir", 21) != 0 &&
+          std::strncmp(*variable, "OMPI_MCA_mpi_oversubscribe", 26) != 0 &&
+          std::strncmp(*variable, "OMPI_MCA_shmem_RUNTIME_QUERY_hint", 33) != 0) {
+        mca += std::string(mca.empty() ? "" : " ") + (*variable + 9);
+      }
+    }
+    return text + "; MCA: " + (mca.empty() ? "defaults" : mca);
+  }
+  std::unique_ptr<Backend> make_backend(const std::string& variant) override;
+
+  void barrier() override { check(MPI_Barrier(default_comm_), "MPI_Barrier"); }
+  void allreduce_max(double* values, std::size_t n) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, default_comm_),
+          "MPI_Allreduce (max of timings)");
+  }
+  void allreduce_sum(double* values, std::size_t n) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, default_comm_),
+          "MPI_Allreduce (sum of counts)");
+  }
+
+  MPI_Comm comm(bool ring) const { return ring ? ring_comm_ : default_comm_; }
+
+ private:
+  MPI_Comm duplicate_with_algorithm(int algorithm) {
+    write_int_cvar("coll_tuned_allreduce_algorithm", algorithm);
+    MPI_Comm comm = MPI_COMM_NULL;
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return comm;
+  }
+
+  int rank_ = 0;
+  int nranks_ = 0;
+  MPI_Comm default_comm_ = MPI_COMM_NULL;
+  MPI_Comm ring_comm_ = MPI_COMM_NULL;
+};
+
+class MpiBackend : public Backend {
+ public:
+  MpiBackend(MpiLibrary* library, bool ring) : library_(library), ring_(ring) {}
+
+  std::string name() const override { return ring_ ? "mpi-ring" : "mpi-default"; }
+  std::string settings() const override {
+    return ring_ ? "MPI_Allreduce, coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=4 (ring)"
+                 : "MPI_Allreduce, coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=0 "
+                   "(tuned's fixed decision rules, as with no MCA settings)";
+  }
+  std::string unsupported(const Collective& coll, DataType type, RedOp op) const override {
+    if (coll.kind != CollKind::kAllReduce) return std::string("rr-bench's mpi backend has no ") + coll.name + " yet";
+    if (to_mpi(type) == MPI_DATATYPE_NULL) return std::string("MPI has no ") + type_name(type) + " type";
+    if (to_mpi(op) == MPI_OP_NULL) return std::string("MPI has no ") + op_name(op) + " operation";
+    return {};
+  }
+  void run(const CallArgs& args) override {
+    if (args.count > static_cast<std::size_t>(INT_MAX)) {
+      throw BackendError("MPI_Allreduce takes an int count; " + std::to_string(args.count) + " is too many");
+    }
+    const void* send = args.in_place ? MPI_IN_PLACE : args.send;
+    check(MPI_Allreduce(send, args.recv, static_cast<int>(args.count), to_mpi(args.type), to_mpi(args.op),
+                        library_->comm(ring_)),
+          "MPI_Allreduce");
+  }
+
+ private:
+  MpiLibrary* library_;
+  bool ring_;
+};
+
+std::unique_ptr<Backend> MpiLibrary::make_backend(const std::string& variant) {
+  if (variant == "mpi-default") return std::make_unique<MpiBackend>(this, false);
+  if (variant == "mpi-ring") return std::make_unique<MpiBackend>(this, true);
+  throw BackendError("mpi has no backend variant '" + variant + "'");
+}
+
+}  // namespace
+
+std::unique_ptr<Library> make_mpi_library() { return std::make_unique<MpiLibrary>(); }
+
+}  // namespace rrbench

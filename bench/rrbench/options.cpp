@@ -1,0 +1,198 @@
+#include "options.h"
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+
+namespace rrbench {
+
+const char kUsage[] =
+    "usage: rr-bench [options]   (run under rr-run -n N, or mpirun -np N)\n"
+    "\n"
+    "nccl-tests' flags (sizes take K, M, G suffixes, powers of 1024):\n"
+    "  -b, --minbytes SIZE      smallest size (default 32M)\n"
+    "  -e, --maxbytes SIZE      largest size (default 32M)\n"
+    "  -i, --stepbytes SIZE     additive step between sizes, when -f is 1 (default 1M)\n"
+    "  -f, --stepfactor N       multiplicative step between sizes (default 1: use -i)\n"
+    "  -n, --iters N            timed iterations per size (default 20)\n"
+    "  -w, --warmup_iters N     untimed iterations before them (default 5)\n"
+    "  -c, --check 0|1          check every result against a double-precision reference (default 1)\n"
+    "  -d, --datatype TYPE      int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all (default float)\n"
+    "  -o, --op OP              sum prod max min avg, or all (default sum)\n"
+    "  -r, --root N             root rank of rooted collectives (default 0)\n"
+    "  -z, --blocking 0|1       wait for each call to complete (host buffers: every call already does)\n"
+    "  -T, --timeout SECONDS    fail a size that takes longer than this, exit 124 (default 0: none)\n"
+    "\n"
+    "rr-bench's own:\n"
+    "  --backend NAME           ringreduce, mpi (= mpi-default + mpi-ring), gloo (= gloo-ring + gloo-ringchunked),\n"
+    "                           one of those variants, or all (every built one this launcher can run);\n"
+    "                           repeatable: the backends run one after another on each size (default ringreduce)\n"
+    "  --coll NAME              allreduce, or all (default allreduce); repeatable\n"
+    "  --json FILE              also write the results as JSON\n"
+    "  --csv FILE               also write the results as CSV\n"
+    "  --gloo-store DIR         directory of Gloo's FileStore (default: one per job under $TMPDIR or /tmp)\n"
+    "  --list-backends          print the backends this rr-bench was built with, and exit\n"
+    "  -h, --help               print this help, and exit\n"
+    "\n"
+    "exit status: 0 when every result was correct; 1 when a result was wrong or a\n"
+    "backend failed; 2 on a bad command line; 124 when -T expired.\n";
+
+namespace {
+
+long parse_integer(const std::string& flag, const std::string& text, long min, long max) {
+  errno = 0;
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    throw UsageError(flag + " takes an integer, not '" + text + "'");
+  }
+  if (value < min || value > max) {
+    throw UsageError(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) + ", not " +
+                     text);
+  }
+  return value;
+}
+
+bool parse_bool(const std::string& flag, const std::string& text) {
+  if (text == "0") return false;
+  if (text == "1") return true;
+  throw UsageError(flag + " takes 0 or 1, not '" + text + "'");
+}
+
+}  // namespace
+
+std::size_t parse_size(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  double scale = 1;
+  switch (*end) {
+    case 'K': case 'k': scale = 1024.0, ++end; break;
+    case 'M': case 'm': scale = 1024.0 * 1024, ++end; break;
+    case 'G': case 'g': scale = 1024.0 * 1024 * 1024, ++end; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') ++end;
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno == ERANGE || !(value >= 0) ||
+      !std::isfinite(value)) {
+    throw UsageError(flag + " takes a size such as 4096, 64K, 32M or 1G, not '" + text + "'");
+  }
+  const double bytes = value * scale;
+  if (bytes > 1e15) throw UsageError(flag + " " + text + " is larger than any buffer this machine can hold");
+  return static_cast<std::size_t>(bytes);
+}
+
+Options parse_options(int argc, const char* const* argv) {
+  Options options;
+  bool types_given = false;
+  bool ops_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      options.help = true;
+      continue;
+    }
+    if (flag == "--list-backends") {
+      options.list_backends = true;
+      continue;
+    }
+    // Every other flag takes a value: "-b 1K" or "--minbytes=1K".
+    std::string name = flag;
+    std::string value;
+    const auto equals = flag.find('=');
+    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
+      name = flag.substr(0, equals);
+      value = flag.substr(equals + 1);
+    } else {
+      if (flag.empty() || flag[0] != '-') throw UsageError("unexpected argument '" + flag + "' (flags start with -)");
+      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "-b" || name == "--minbytes") {
+      options.min_bytes = parse_size(name, value);
+    } else if (name == "-e" || name == "--maxbytes") {
+      options.max_bytes = parse_size(name, value);
+    } else if (name == "-i" || name == "--stepbytes") {
+      options.step_bytes = parse_size(name, value);
+    } else if (name == "-f" || name == "--stepfactor") {
+      options.step_factor = static_cast<std::size_t>(parse_integer(name, value, 1, 1 << 20));
+    } else if (name == "-n" || name == "--iters") {
+      options.iters = static_cast<int>(parse_integer(name, value, 1, INT_MAX));
+    } else if (name == "-w" || name == "--warmup_iters") {
+      options.warmup_iters = static_cast<int>(parse_integer(name, value, 0, INT_MAX));
+    } else if (name == "-c" || name == "--check") {
+      options.check = parse_bool(name, value);
+    } else if (name == "-d" || name == "--datatype") {
+      if (!types_given) options.types.clear(), types_given = true;
+      if (value == "all") {
+        options.types.assign(std::begin(kAllTypes), std::end(kAllTypes));
+      } else {
+        DataType type;
+        if (!parse_type(value, &type)) {
+          throw UsageError(name + ": unknown datatype '" + value +
+                           "' (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all)");
+        }
+        options.types.push_back(type);
+      }
+    } else if (name == "-o" || name == "--op") {
+      if (!ops_given) options.ops.clear(), ops_given = true;
+      if (value == "all") {
+        options.ops.assign(std::begin(kAllOps), std::end(kAllOps));
+      } else {
+        RedOp op;
+        if (!parse_op(value, &op)) throw UsageError(name + ": unknown op '" + value + "' (sum prod max min avg, or all)");
+        options.ops.push_back(op);
+      }
+    } else if (name == "-r" || name == "--root") {
+      options.root = static_cast<int>(parse_integer(name, value, 0, INT_MAX));
+    } else if (name == "-z" || name == "--blocking") {
+      options.blocking = parse_bool(name, value);
+    } else if (name == "-T" || name == "--timeout") {
+      options.timeout_s = static_cast<int>(parse_integer(name, value, 0, 24 * 3600));
+    } else if (name == "--backend") {
+      options.backends.push_back(value);
+    } else if (name == "--coll") {
+      if (value == "all") {
+        options.collectives = all_collectives();
+      } else if (const Collective* coll = find_collective(value)) {
+        options.collectives.push_back(coll);
+      } else {
+        std::string known;
+        for (const Collective* c : all_collectives()) known += std::string(c->name) + " ";
+        throw UsageError("--coll: unknown collective '" + value + "' (rr-bench runs: " + known + "or all)");
+      }
+    } else if (name == "--json") {
+      options.json_path = value;
+    } else if (name == "--csv") {
+      options.csv_path = value;
+    } else if (name == "--gloo-store") {
+      options.gloo_store = value;
+    } else {
+      throw UsageError("unknown flag '" + name + "'");
+    }
+  }
+  if (options.min_bytes > options.max_bytes) {
+    throw UsageError("-b (" + std::to_string(options.min_bytes) + " bytes) is larger than -e (" +
+                     std::to_string(options.max_bytes) + " bytes)");
+  }
+  if (options.step_factor == 1 && options.step_bytes == 0 && options.min_bytes != options.max_bytes) {
+    throw UsageError("-i 0 with -f 1 never reaches -e: give -f > 1 or -i > 0");
+  }
+  if (options.collectives.empty()) options.collectives.push_back(&kAllReduce);
+  if (options.backends.empty()) options.backends.push_back("ringreduce");
+  return options;
+}
+
+std::vector<std::size_t> sweep_sizes(const Options& options) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t size = options.min_bytes; size <= options.max_bytes;) {
+    sizes.push_back(size);
+    const std::size_t next = options.step_factor > 1 ? size * options.step_factor : size + options.step_bytes;
+    if (next <= size) break;  // -b 0 with -f, or overflow: nothing further to reach
+    size = next;
+  }
+  return sizes;
+}
+
+}  // namespace rrbench
