@@ -11,6 +11,7 @@ namespace rrbench {
 namespace {
 
 std::size_t same_count(const RowSpec& row) { return row.count; }
+std::size_t at_start(const RowSpec&) { return 0; }
 
 void fill_input(const RowSpec& row, void* send) {
   for (std::size_t i = 0; i < row.count; ++i) {
@@ -33,8 +34,15 @@ std::size_t count_wrong(const RowSpec& row, const void* recv) {
 }  // namespace
 
 const Collective kAllReduce = {
-    CollKind::kAllReduce, "allreduce", /*has_op=*/true, /*has_root=*/false,
-    same_count,           same_count,  fill_input,      count_wrong,
+    CollKind::kAllReduce,
+    "allreduce",
+    /*has_op=*/true,
+    /*has_root=*/false,
+    /*send_count=*/same_count,
+    /*recv_count=*/same_count,
+    /*in_place_offset=*/at_start,
+    fill_input,
+    count_wrong,
 };
 
 }  // namespace rrbench

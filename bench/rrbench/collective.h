@@ -33,6 +33,9 @@ struct Collective {
   // Elements in this rank's send and receive buffers for a row.
   std::size_t (*send_count)(const RowSpec& row);
   std::size_t (*recv_count)(const RowSpec& row);
+  // Where an in-place call's input starts in the receive buffer, in elements
+  // (0 for allreduce; rank x count for allgather, as NCCL lays it out).
+  std::size_t (*in_place_offset)(const RowSpec& row);
   // Writes this rank's input for the row into `send` (send_count elements).
   void (*fill_input)(const RowSpec& row, void* send);
   // Elements of this rank's result that differ from the reference.

@@ -130,6 +130,46 @@ rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcoun
 rrResult_t rrAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                        rrDataType_t datatype, rrComm_t comm, void* stream);
 
+/* recvbuff = root's sendbuff, on every rank (sendbuff is read on the root
+ * only; in place: sendbuff == recvbuff). Pipelined along the ring. */
+rrResult_t rrBroadcast(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                       int root, rrComm_t comm, void* stream);
+
+/* The root's recvbuff = op over ranks of sendbuff (recvbuff is written on the
+ * root only). Pipelined along the ring. */
+rrResult_t rrReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                    rrRedOp_t op, int root, rrComm_t comm, void* stream);
+
+/* The root's recvbuff[r * sendcount ...] = rank r's sendbuff (as
+ * torch.distributed.gather). In place on the root: sendbuff == recvbuff +
+ * root * sendcount elements. */
+rrResult_t rrGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
+                    int root, rrComm_t comm, void* stream);
+
+/* Rank r's recvbuff = the root's sendbuff[r * recvcount ...]. */
+rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype,
+                     int root, rrComm_t comm, void* stream);
+
+/* Rank r's recvbuff[p * count ...] = rank p's sendbuff[r * count ...]; both
+ * buffers hold nranks * count elements and must not overlap. */
+rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                      rrComm_t comm, void* stream);
+
+/* Returns on each rank once every rank has called it. */
+rrResult_t rrBarrier(rrComm_t comm, void* stream);
+
+/* Point-to-point, as NCCL: blocking unless between rrGroupStart and
+ * rrGroupEnd, which post every queued send and receive together and return
+ * once all completed (so a ring shift where every rank sends and receives
+ * cannot deadlock). Messages between one pair arrive in the order sent; the
+ * receive's count must equal the send's. */
+rrResult_t rrSend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer,
+                  rrComm_t comm, void* stream);
+rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer,
+                  rrComm_t comm, void* stream);
+rrResult_t rrGroupStart(void);
+rrResult_t rrGroupEnd(void);
+
 /* Observability. Payload bytes this rank has sent to / received from `peer`
  * since the communicator was made (headers not counted). */
 rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,

@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "api/setup.hpp"
 #include "comm/communicator.hpp"
@@ -232,6 +233,151 @@ RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count
   if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
   if (!s.ok()) return fail(comm, s);
   return guarded(comm, [&] { return fail(comm, comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op)); });
+}
+
+namespace {
+
+rr::Status need(const char* call, const char* name, const void* buf, size_t count) {
+  if (count > 0 && !buf) return rr::InvalidArgument(std::string(call) + ": " + name + " is NULL with count " + std::to_string(count));
+  return rr::Status::Ok();
+}
+
+rr::Status check_root(const char* call, rrComm_t comm, int root) {
+  if (root < 0 || root >= comm->impl->size()) {
+    return rr::InvalidArgument(std::string(call) + ": root=" + std::to_string(root) + " out of range for " +
+                               std::to_string(comm->impl->size()) + " ranks");
+  }
+  return rr::Status::Ok();
+}
+
+// The calling thread's group: depth of rrGroupStart nesting and the
+// communicators holding queued sends and receives, in first-use order.
+struct Group {
+  int depth = 0;
+  std::vector<rrComm_t> comms;
+};
+thread_local Group group;
+
+}  // namespace
+
+RR_API rrResult_t rrBroadcast(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root,
+                              rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrBroadcast", comm, datatype, nullptr, stream);
+  if (s.ok()) s = check_root("rrBroadcast", comm, root);
+  if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count);
+  if (s.ok()) s = need("rrBroadcast", "recvbuff", recvbuff, count);
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root)); });
+}
+
+RR_API rrResult_t rrReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op,
+                           int root, rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrReduce", comm, datatype, &op, stream);
+  if (s.ok()) s = check_root("rrReduce", comm, root);
+  if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count);
+  if (s.ok() && comm->impl->rank() == root) s = check_buffers("rrReduce", sendbuff, recvbuff, count, datatype);
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root)); });
+}
+
+RR_API rrResult_t rrGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root,
+                           rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrGather", comm, datatype, nullptr, stream);
+  if (s.ok()) s = check_root("rrGather", comm, root);
+  if (s.ok()) s = need("rrGather", "sendbuff", sendbuff, sendcount);
+  if (s.ok() && comm->impl->rank() == root) {
+    s = check_blocks("rrGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff, sendcount, root,
+                     rr::reduce::dtype_size(datatype));
+  }
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root)); });
+}
+
+RR_API rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root,
+                            rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrScatter", comm, datatype, nullptr, stream);
+  if (s.ok()) s = check_root("rrScatter", comm, root);
+  if (s.ok()) s = need("rrScatter", "recvbuff", recvbuff, recvcount);
+  if (s.ok() && comm->impl->rank() == root) {
+    s = check_blocks("rrScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff", recvbuff, recvcount, root,
+                     rr::reduce::dtype_size(datatype));
+  }
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root)); });
+}
+
+RR_API rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm,
+                             void* stream) {
+  rr::Status s = check_call("rrAllToAll", comm, datatype, nullptr, stream);
+  if (s.ok()) {
+    const size_t n = static_cast<size_t>(comm->impl->size());
+    const size_t elem = rr::reduce::dtype_size(datatype);
+    if (count > SIZE_MAX / elem / n) {
+      s = rr::InvalidArgument("rrAllToAll: count=" + std::to_string(count) + " overflows");
+    } else {
+      s = need("rrAllToAll", "sendbuff", sendbuff, count);
+      if (s.ok()) s = need("rrAllToAll", "recvbuff", recvbuff, count);
+      const auto a = reinterpret_cast<uintptr_t>(sendbuff);
+      const auto b = reinterpret_cast<uintptr_t>(recvbuff);
+      const size_t bytes = count * n * elem;
+      if (s.ok() && count > 0 && a < b + bytes && b < a + bytes) {
+        s = rr::InvalidArgument("rrAllToAll: sendbuff and recvbuff overlap (all-to-all has no in-place form here)");
+      }
+    }
+  }
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->all_to_all(sendbuff, recvbuff, count, datatype)); });
+}
+
+RR_API rrResult_t rrBarrier(rrComm_t comm, void* stream) {
+  rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] { return fail(comm, comm->impl->barrier()); });
+}
+
+namespace {
+
+rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                          void* stream) {
+  const char* call = is_send ? "rrSend" : "rrRecv";
+  rr::Status s = check_call(call, comm, datatype, nullptr, stream);
+  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] {
+    const bool grouped = group.depth > 0;
+    if (grouped && !comm->impl->has_grouped()) group.comms.push_back(comm);
+    return fail(comm, is_send ? comm->impl->send(buf, count, datatype, peer, grouped)
+                              : comm->impl->recv(buf, count, datatype, peer, grouped));
+  });
+}
+
+}  // namespace
+
+RR_API rrResult_t rrSend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                         void* stream) {
+  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+}
+
+RR_API rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm, void* stream) {
+  return point_to_point(false, recvbuff, count, datatype, peer, comm, stream);
+}
+
+RR_API rrResult_t rrGroupStart(void) {
+  ++group.depth;
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrGroupEnd(void) {
+  if (group.depth == 0) return fail(nullptr, rr::Code::kInvalidUsage, "rrGroupEnd without rrGroupStart");
+  if (--group.depth > 0) return rrSuccess;
+  std::vector<rrComm_t> comms;
+  comms.swap(group.comms);
+  rrResult_t first = rrSuccess;
+  for (rrComm_t comm : comms) {
+    rrResult_t r = guarded(comm, [&] { return fail(comm, comm->impl->flush_group()); });
+    if (first == rrSuccess) first = r;
+  }
+  return first;
 }
 
 RR_API rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent, uint64_t* bytes_received) {

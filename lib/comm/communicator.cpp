@@ -1,9 +1,11 @@
 #include "comm/communicator.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "algo/ring.hpp"
 #include "common/log.hpp"
+#include "exec/tags.hpp"
 #include "reduce/reduce.hpp"
 
 namespace rr {
@@ -27,6 +29,9 @@ Communicator::~Communicator() {
   // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();
   ring_.reset();
+  chain_.reset();
+  batch_.reset();
+  group_.reset();
 }
 
 Status Communicator::init() {
@@ -41,6 +46,10 @@ Status Communicator::init() {
     RR_RETURN_IF_ERROR(transport_->register_memory(pool_.data(), pool_.bytes()));
   }
   ring_ = std::make_unique<exec::RingExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_);
+  chain_ = std::make_unique<exec::ChainExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_, rank_);
+  batch_ = std::make_unique<exec::Batch>(transport_.get());
+  batch_->reserve(2 * static_cast<size_t>(size_));
+  group_ = std::make_unique<exec::Batch>(transport_.get());
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s), staging %zu bytes",
            size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
@@ -117,6 +126,171 @@ Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, 
   if (size_ == 1) return Status::Ok();
   return run_ring("all-gather", send, recv, sendcount * static_cast<size_t>(size_), dtype, rrSum, -1,
                   algo::RingPhases::kAllGather);
+}
+
+Status Communicator::check_peer(const char* what, const char* name, int peer) const {
+  if (peer < 0 || peer >= size_) {
+    return InvalidArgument(std::string(what) + ": " + name + "=" + std::to_string(peer) + " out of range for " +
+                           std::to_string(size_) + " ranks");
+  }
+  return Status::Ok();
+}
+
+Status Communicator::run_batch(exec::Batch& batch, const std::string& name) {
+  Status status = batch.run(name, deadline());
+  batch.clear();
+  if (!status.ok()) broken_ = status;  // transfers may still be in flight, or peers out of step
+  return status;
+}
+
+Status Communicator::run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
+                               rrDataType_t dtype, rrRedOp_t op, int root) {
+  const size_t elem_bytes = reduce::dtype_size(dtype);
+  const size_t chunk_elems = std::max<size_t>(1, settings_.chunk_bytes / elem_bytes);
+  if (count / chunk_elems >= kMaxColumns) {
+    return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
+                           std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
+  }
+  exec::ChainCall call;
+  call.kind = kind;
+  call.name = name;
+  call.sequence = sequence_++;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.dtype = dtype;
+  call.op = op;
+  call.root = root;
+  call.deadline = deadline();
+  Status status = chain_->run(call, chunk_elems);
+  if (!status.ok()) broken_ = status;
+  return status;
+}
+
+Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
+  RR_RETURN_IF_ERROR(check_usable());
+  RR_RETURN_IF_ERROR(check_peer("rrBroadcast", "root", root));
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    if (recv != send) std::memcpy(recv, send, count * reduce::dtype_size(dtype));
+    return Status::Ok();
+  }
+  return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root);
+}
+
+Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
+  RR_RETURN_IF_ERROR(check_usable());
+  RR_RETURN_IF_ERROR(check_peer("rrReduce", "root", root));
+  if (count == 0) return Status::Ok();
+  if (size_ == 1) {
+    reduce::finish(recv, send, count, dtype, op, 1);
+    return Status::Ok();
+  }
+  return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root);
+}
+
+Status Communicator::gather(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
+  RR_RETURN_IF_ERROR(check_usable());
+  RR_RETURN_IF_ERROR(check_peer("rrGather", "root", root));
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  if (bytes == 0) return Status::Ok();
+  if (rank_ != root) {
+    batch_->add_send(root, tag, send, bytes);
+  } else {
+    uint8_t* out = static_cast<uint8_t*>(recv);
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) {
+        if (out + static_cast<size_t>(peer) * bytes != send) std::memcpy(out + static_cast<size_t>(peer) * bytes, send, bytes);
+      } else {
+        batch_->add_recv(peer, tag, out + static_cast<size_t>(peer) * bytes, bytes);
+      }
+    }
+  }
+  return run_batch(*batch_, "gather #" + std::to_string(sequence_ - 1));
+}
+
+Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
+  RR_RETURN_IF_ERROR(check_usable());
+  RR_RETURN_IF_ERROR(check_peer("rrScatter", "root", root));
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  if (bytes == 0) return Status::Ok();
+  if (rank_ != root) {
+    batch_->add_recv(root, tag, recv, bytes);
+  } else {
+    const uint8_t* in = static_cast<const uint8_t*>(send);
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) {
+        if (in + static_cast<size_t>(peer) * bytes != recv) std::memcpy(recv, in + static_cast<size_t>(peer) * bytes, bytes);
+      } else {
+        batch_->add_send(peer, tag, in + static_cast<size_t>(peer) * bytes, bytes);
+      }
+    }
+  }
+  return run_batch(*batch_, "scatter #" + std::to_string(sequence_ - 1));
+}
+
+Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype) {
+  RR_RETURN_IF_ERROR(check_usable());
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  if (bytes == 0) return Status::Ok();
+  const uint8_t* in = static_cast<const uint8_t*>(send);
+  uint8_t* out = static_cast<uint8_t*>(recv);
+  std::memcpy(out + static_cast<size_t>(rank_) * bytes, in + static_cast<size_t>(rank_) * bytes, bytes);
+  // Start with the nearest peers on the ring so ranks do not all hit rank 0 at once.
+  for (int d = 1; d < size_; ++d) {
+    const int to = (rank_ + d) % size_;
+    const int from = (rank_ - d + size_) % size_;
+    batch_->add_recv(from, tag, out + static_cast<size_t>(from) * bytes, bytes);
+    batch_->add_send(to, tag, in + static_cast<size_t>(to) * bytes, bytes);
+  }
+  return run_batch(*batch_, "all-to-all #" + std::to_string(sequence_ - 1));
+}
+
+Status Communicator::barrier() {
+  // One byte around the ring: no rank leaves before every rank has arrived.
+  uint8_t token = 0;
+  RR_RETURN_IF_ERROR(check_usable());
+  if (size_ == 1) return Status::Ok();
+  return run_ring("barrier", &token, &token, 1, rrUint8, rrMax, 0, algo::RingPhases::kBoth);
+}
+
+Status Communicator::send(const void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped) {
+  RR_RETURN_IF_ERROR(check_usable());
+  RR_RETURN_IF_ERROR(check_peer("rrSend", "peer", peer));
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  if (grouped) {
+    group_->add_send(peer, exec::kP2pTag, buf, bytes);
+    return Status::Ok();
+  }
+  if (peer == rank_) return InvalidUsage("rrSend: a send to itself (peer=" + std::to_string(peer) + ") can only complete inside rrGroupStart/rrGroupEnd with its rrRecv");
+  batch_->add_send(peer, exec::kP2pTag, buf, bytes);
+  return run_batch(*batch_, "send to rank " + std::to_string(peer));
+}
+
+Status Communicator::recv(void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped) {
+  RR_RETURN_IF_ERROR(check_usable());
+  RR_RETURN_IF_ERROR(check_peer("rrRecv", "peer", peer));
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  if (grouped) {
+    group_->add_recv(peer, exec::kP2pTag, buf, bytes);
+    return Status::Ok();
+  }
+  if (peer == rank_) return InvalidUsage("rrRecv: a receive from itself (peer=" + std::to_string(peer) + ") can only complete inside rrGroupStart/rrGroupEnd with its rrSend");
+  batch_->add_recv(peer, exec::kP2pTag, buf, bytes);
+  return run_batch(*batch_, "receive from rank " + std::to_string(peer));
+}
+
+Status Communicator::flush_group() {
+  if (group_->size() == 0) return Status::Ok();
+  Status usable = check_usable();
+  if (!usable.ok()) {
+    group_->clear();  // nothing was posted: drop the queue
+    return usable;
+  }
+  return run_batch(*group_, "group of " + std::to_string(group_->size()) + " sends and receives");
 }
 
 }  // namespace rr

@@ -10,6 +10,8 @@
 #include "algo/ring.hpp"
 #include "comm/settings.hpp"
 #include "common/status.hpp"
+#include "exec/batch.hpp"
+#include "exec/chain_executor.hpp"
 #include "exec/ring_executor.hpp"
 #include "memory/staging_pool.hpp"
 #include "ringreduce/ringreduce.h"
@@ -39,11 +41,37 @@ class Communicator {
   // recv[r * sendcount ...] = rank r's send, on every rank.
   Status all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype);
 
+  // Pipelined chains: recv = root's send on every rank; root's recv = op over ranks of send.
+  Status broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
+  Status reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);
+
+  // Rooted and direct collectives (torch.distributed's gather, scatter, all_to_all).
+  Status gather(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
+  Status scatter(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
+  Status all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype);
+  Status barrier();
+
+  // Point-to-point. Inside a group (group_depth > 0) they are queued and
+  // posted together by flush_group(); otherwise each completes before it returns.
+  Status send(const void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
+  Status recv(void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
+  Status flush_group();
+  bool has_grouped() const { return group_->size() != 0; }
+
   // The last error's text; rrGetLastError(comm) returns it.
   std::string& last_error() { return last_error_; }
 
  private:
   Status check_usable() const;
+  Status check_peer(const char* what, const char* name, int peer) const;
+  // Runs `batch_` as operation `name`, marking the communicator unusable when
+  // a failure may have left transfers in flight.
+  Status run_batch(exec::Batch& batch, const std::string& name);
+  Status run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
+                   rrDataType_t dtype, rrRedOp_t op, int root);
+  exec::Clock::time_point deadline() const {
+    return exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
+  }
   // Runs the ring over `count` elements of `dtype` with the given phases.
   Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
                   int shift, algo::RingPhases phases);
@@ -55,6 +83,9 @@ class Communicator {
   std::shared_ptr<void> keepalive_;
   memory::StagingPool pool_;
   std::unique_ptr<exec::RingExecutor> ring_;
+  std::unique_ptr<exec::ChainExecutor> chain_;
+  std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
+  std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group
   uint64_t sequence_ = 0;
   Status broken_;  // set once an operation left the transport in an unknown state
   std::string last_error_;

@@ -4,22 +4,13 @@
 
 #include <string>
 
+#include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
 #include "reduce/reduce.hpp"
 
 namespace rr::exec {
 
 namespace {
-
-// Tag layout (48 bits): [op sequence : 8][step : 16][column : 24]. The
-// sequence keeps a late message of one call from matching the next.
-constexpr uint64_t kColumnBits = 24;
-constexpr uint64_t kStepBits = 16;
-
-uint64_t ring_tag(uint64_t sequence, int step, size_t column) {
-  return ((sequence & 0xff) << (kColumnBits + kStepBits)) |
-         (static_cast<uint64_t>(step) << kColumnBits) | (column & ((uint64_t{1} << kColumnBits) - 1));
-}
 
 const char* phase(const algo::RingSchedule& s, int step) {
   return s.is_reduce_step(step) ? "reduce-scatter" : "all-gather";
@@ -59,7 +50,7 @@ Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
   // steps land directly in their final place.
   void* dst = s.is_reduce_step(step) ? staging(slot, step)
                                      : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
-  Status posted = transport_->post_recv(s.left(), ring_tag(call_->sequence, step, column.index), dst,
+  Status posted = transport_->post_recv(s.left(), collective_tag(call_->sequence, step, column.index), dst,
                                         chunk.count * elem_bytes_, &done);
   if (!posted.ok()) done.done = true;  // nothing in flight to wait for
   return posted;
@@ -101,7 +92,7 @@ Status RingExecutor::post_send(Column& column, size_t slot, int step) {
   } else {
     src = static_cast<const uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
   }
-  Status posted = transport_->post_send(s.right(), ring_tag(call_->sequence, step, column.index), src,
+  Status posted = transport_->post_send(s.right(), collective_tag(call_->sequence, step, column.index), src,
                                         chunk.count * elem_bytes_, &done);
   if (!posted.ok()) done.done = true;
   return posted;

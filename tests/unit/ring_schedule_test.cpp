@@ -132,3 +132,77 @@ TEST(RingSchedule, ColumnsFollowTheLargestSegment) {
 
 }  // namespace
 }  // namespace rr::algo
+
+namespace rr::algo {
+namespace {
+
+// Reduce-scatter alone, rotated by -1: rank r ends holding every rank's
+// contribution to segment r, having received each element at most once.
+TEST(RingSchedule, RotatedReduceScatterLeavesRankROwningSegmentR) {
+  for (int n = 2; n <= 9; ++n) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{5}, size_t{37}}) {
+      std::vector<RingSchedule> ranks;
+      for (int r = 0; r < n; ++r) ranks.emplace_back(n, r, count, 3, -1, RingPhases::kReduceScatter);
+      std::vector<std::vector<uint32_t>> held(n, std::vector<uint32_t>(count));
+      for (int r = 0; r < n; ++r)
+        for (auto& e : held[r]) e = 1u << r;
+      ASSERT_EQ(ranks[0].first_step(), 0);
+      ASSERT_EQ(ranks[0].end_step(), n - 1);
+      for (int step = ranks[0].first_step(); step < ranks[0].end_step(); ++step) {
+        auto before = held;
+        for (int r = 0; r < n; ++r) {
+          const RingSchedule& s = ranks[r];
+          for (size_t c = 0; c < s.columns(); ++c) {
+            Range chunk = s.chunk(s.send_segment(step), c);
+            Range theirs = ranks[s.right()].chunk(ranks[s.right()].recv_segment(step), c);
+            ASSERT_EQ(chunk.offset, theirs.offset);
+            ASSERT_EQ(chunk.count, theirs.count);
+            for (size_t i = 0; i < chunk.count; ++i) {
+              ASSERT_EQ(held[s.right()][chunk.offset + i] & before[r][chunk.offset + i], 0u);
+              held[s.right()][chunk.offset + i] |= before[r][chunk.offset + i];
+            }
+          }
+        }
+      }
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(ranks[r].owned_segment(), r);
+        Range own = ranks[r].segment(r);
+        for (size_t i = 0; i < own.count; ++i) EXPECT_EQ(held[r][own.offset + i], (1u << n) - 1);
+      }
+    }
+  }
+}
+
+// All-gather alone: rank r starts with segment r and ends with all of them.
+TEST(RingSchedule, RotatedAllGatherDeliversEverySegmentOnce) {
+  for (int n = 2; n <= 9; ++n) {
+    const size_t count = 11 * static_cast<size_t>(n);
+    std::vector<RingSchedule> ranks;
+    for (int r = 0; r < n; ++r) ranks.emplace_back(n, r, count, 4, -1, RingPhases::kAllGather);
+    std::vector<std::vector<int>> copies(n, std::vector<int>(count, 0));
+    for (int r = 0; r < n; ++r) {
+      Range own = ranks[r].segment(r);
+      for (size_t i = 0; i < own.count; ++i) copies[r][own.offset + i] = 1;
+    }
+    ASSERT_EQ(ranks[0].first_step(), n - 1);
+    ASSERT_EQ(ranks[0].end_step(), 2 * (n - 1));
+    for (int step = ranks[0].first_step(); step < ranks[0].end_step(); ++step) {
+      auto before = copies;
+      for (int r = 0; r < n; ++r) {
+        const RingSchedule& s = ranks[r];
+        for (size_t c = 0; c < s.columns(); ++c) {
+          Range chunk = s.chunk(s.send_segment(step), c);
+          for (size_t i = 0; i < chunk.count; ++i) {
+            ASSERT_EQ(before[r][chunk.offset + i], 1) << "rank " << r << " forwards what it does not have";
+            copies[s.right()][chunk.offset + i] += 1;
+          }
+        }
+      }
+    }
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) EXPECT_EQ(copies[r][i], 1) << "rank " << r << " element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace rr::algo

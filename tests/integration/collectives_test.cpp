@@ -1,6 +1,8 @@
-// Multi-process allreduce over UCX. Every rank runs this binary under
-// rr-run (env:// variables set) and every rank runs the same tests in the
-// same order, so each TEST is one collective conversation.
+// Multi-process collectives over UCX (allreduce, reduce-scatter, all-gather,
+// broadcast, reduce, gather, scatter, all-to-all, barrier, send/recv).
+// Every rank runs this binary under rr-run (env:// variables set) and every
+// rank runs the same tests in the same order, so each TEST is one collective
+// conversation.
 //
 // Inputs are random but reproducible: every rank can generate every rank's
 // input, so each checks its result against a reference computed in double
@@ -18,6 +20,9 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "reduce/half.hpp"
 
@@ -459,6 +464,219 @@ TEST(AllReduce, BadArgumentsNameTheArgument) {
   float y = 1;
   ASSERT_EQ(rrAllReduce(&y, &y, 1, rrFloat32, rrSum, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
   EXPECT_EQ(y, static_cast<float>(g_size));
+}
+
+// The roots every rooted collective is tried with: the first and the last rank.
+std::vector<int> roots() {
+  std::vector<int> r = {0};
+  if (g_size > 1) r.push_back(g_size - 1);
+  return r;
+}
+
+class BroadcastEveryType : public ::testing::TestWithParam<rrDataType_t> {};
+
+TEST_P(BroadcastEveryType, EveryRankGetsTheRootsData) {
+  const rrDataType_t t = GetParam();
+  const size_t elem = type_size(t);
+  uint64_t seed = 3000 + static_cast<uint64_t>(t) * 16;
+  for (int root : roots()) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1031}, (size_t{3} << 20) / elem + 5}) {
+      for (bool in_place : {false, true}) {
+        ++seed;
+        rrComm_t comm = count > 2000 ? g_comm : g_small_comm;
+        SCOPED_TRACE("broadcast " + std::string(type_name(t)) + " root=" + std::to_string(root) + " count=" +
+                     std::to_string(count) + (in_place ? " in place" : ""));
+        std::vector<uint8_t> send(count * elem + 1, 0xAB), recv(count * elem + 8, 0xCD);
+        if (g_rank == root) {
+          uint8_t* src = in_place ? recv.data() : send.data();
+          for (size_t i = 0; i < count; ++i) store(t, src, i, input_value(t, rrSum, root, i, seed));
+        }
+        const void* src = g_rank != root ? nullptr : in_place ? recv.data() : send.data();
+        ASSERT_EQ(rrBroadcast(src, recv.data(), count, t, root, comm, nullptr), rrSuccess) << rrGetLastError(comm);
+        size_t wrong = 0;
+        for (size_t i = 0; i < count; ++i) {
+          if (load(t, recv.data(), i) != input_value(t, rrSum, root, i, seed) && wrong++ < 5) {
+            ADD_FAILURE() << "element " << i;
+          }
+        }
+        EXPECT_EQ(wrong, 0u);
+        for (int k = 0; k < 8; ++k) ASSERT_EQ(recv[count * elem + static_cast<size_t>(k)], 0xCD) << "wrote past count";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, BroadcastEveryType, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<rrDataType_t>& info) { return std::string(type_name(info.param)); });
+
+class ReduceEveryTypeAndOp : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ReduceEveryTypeAndOp, RootGetsTheReductionOthersAreUntouched) {
+  const Case c = GetParam();
+  const size_t elem = type_size(c.dtype);
+  uint64_t seed = 4000 + static_cast<uint64_t>(c.dtype) * 16 + static_cast<uint64_t>(c.op);
+  for (int root : roots()) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1031}, (size_t{2} << 20) / elem + 5}) {
+      ++seed;
+      rrComm_t comm = count > 2000 ? g_comm : g_small_comm;
+      SCOPED_TRACE("reduce " + std::string(type_name(c.dtype)) + " " + op_name(c.op) + " root=" + std::to_string(root) +
+                   " count=" + std::to_string(count));
+      std::vector<uint8_t> send(count * elem + 1), recv(count * elem + 8, 0xCD);
+      for (size_t i = 0; i < count; ++i) store(c.dtype, send.data(), i, input_value(c.dtype, c.op, g_rank, i, seed));
+      const std::vector<uint8_t> original = send;
+      ASSERT_EQ(rrReduce(send.data(), recv.data(), count, c.dtype, c.op, root, comm, nullptr), rrSuccess)
+          << rrGetLastError(comm);
+      EXPECT_EQ(send, original) << "the send buffer was modified";
+      if (g_rank == root) {
+        check_reduced(c.dtype, c.op, recv.data(), 0, count, seed);
+      } else {
+        for (uint8_t b : recv) ASSERT_EQ(b, 0xCD) << "a non-root's recvbuff was written";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, ReduceEveryTypeAndOp, ::testing::ValuesIn(all_cases()), case_name);
+
+class GatherScatterAllToAll : public ::testing::TestWithParam<rrDataType_t> {};
+
+TEST_P(GatherScatterAllToAll, BlocksLandWhereTheyBelong) {
+  const rrDataType_t t = GetParam();
+  const size_t elem = type_size(t);
+  const size_t n = static_cast<size_t>(g_size);
+  uint64_t seed = 5000 + static_cast<uint64_t>(t) * 16;
+  // Value of element i of the block rank `from` sends to rank `to`.
+  auto value = [&](int from, int to, size_t i) { return input_value(t, rrSum, from * 64 + to, i, seed); };
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}}) {
+    ++seed;
+    for (int root : roots()) {
+      SCOPED_TRACE("gather/scatter " + std::string(type_name(t)) + " root=" + std::to_string(root) + " count=" + std::to_string(count));
+      // Gather: rank r's block r ends up at the root.
+      std::vector<uint8_t> mine(count * elem + 1), all(n * count * elem + 1, 0xCD);
+      for (size_t i = 0; i < count; ++i) store(t, mine.data(), i, value(g_rank, root, i));
+      ASSERT_EQ(rrGather(mine.data(), all.data(), count, t, root, g_small_comm, nullptr), rrSuccess) << rrGetLastError(g_small_comm);
+      if (g_rank == root) {
+        for (int r = 0; r < g_size; ++r)
+          for (size_t i = 0; i < count; ++i) ASSERT_EQ(load(t, all.data(), static_cast<size_t>(r) * count + i), value(r, root, i)) << "block " << r;
+      }
+      // Scatter: the root's block r ends up at rank r.
+      std::vector<uint8_t> blocks(n * count * elem + 1), got(count * elem + 8, 0xCD);
+      if (g_rank == root) {
+        for (int r = 0; r < g_size; ++r)
+          for (size_t i = 0; i < count; ++i) store(t, blocks.data(), static_cast<size_t>(r) * count + i, value(root, r, i));
+      }
+      ASSERT_EQ(rrScatter(blocks.data(), got.data(), count, t, root, g_small_comm, nullptr), rrSuccess) << rrGetLastError(g_small_comm);
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(load(t, got.data(), i), value(root, g_rank, i));
+      for (int k = 0; k < 8; ++k) ASSERT_EQ(got[count * elem + static_cast<size_t>(k)], 0xCD);
+    }
+    // All-to-all: rank p's block r ends up at rank r's block p.
+    std::vector<uint8_t> out(n * count * elem + 1), in(n * count * elem + 8, 0xCD);
+    for (int r = 0; r < g_size; ++r)
+      for (size_t i = 0; i < count; ++i) store(t, out.data(), static_cast<size_t>(r) * count + i, value(g_rank, r, i));
+    ASSERT_EQ(rrAllToAll(out.data(), in.data(), count, t, g_small_comm, nullptr), rrSuccess) << rrGetLastError(g_small_comm);
+    for (int p = 0; p < g_size; ++p)
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(load(t, in.data(), static_cast<size_t>(p) * count + i), value(p, g_rank, i)) << "from " << p;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, GatherScatterAllToAll, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<rrDataType_t>& info) { return std::string(type_name(info.param)); });
+
+TEST(Barrier, NoRankLeavesBeforeAllArrived) {
+  // Each rank leaves a marker file, then waits at the barrier; after it,
+  // every marker must exist. The rank with the most work arrives last.
+  const std::string dir = "/tmp/rr-barrier-" + std::string(std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT") : "0");
+  for (int round = 0; round < 3; ++round) {
+    if (g_rank == 0) mkdir(dir.c_str(), 0700);
+    ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+    volatile double spin = 0;
+    for (int i = 0; i < 200000 * (g_rank + 1); ++i) spin += i;  // arrive at different times
+    const std::string marker = dir + "/" + std::to_string(round) + "-" + std::to_string(g_rank);
+    FILE* f = std::fopen(marker.c_str(), "w");
+    ASSERT_NE(f, nullptr) << marker;
+    std::fclose(f);
+    ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+    for (int r = 0; r < g_size; ++r) {
+      const std::string theirs = dir + "/" + std::to_string(round) + "-" + std::to_string(r);
+      EXPECT_EQ(access(theirs.c_str(), F_OK), 0) << "rank " << r << " had not arrived: " << theirs;
+    }
+    ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess);
+    unlink(marker.c_str());
+    ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess);
+    if (g_rank == 0) rmdir(dir.c_str());
+  }
+}
+
+TEST(SendRecv, GroupedRingShiftEveryType) {
+  // Every rank sends to its right and receives from its left at once: only
+  // a group can do that without deadlock.
+  for (rrDataType_t t : kTypes) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{4099}, (size_t{1} << 20) + 3}) {
+      const size_t elem = type_size(t);
+      const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+      std::vector<uint8_t> out(count * elem + 1), in(count * elem + 1);
+      for (size_t i = 0; i < count; ++i) store(t, out.data(), i, input_value(t, rrSum, g_rank, i, 77));
+      ASSERT_EQ(rrGroupStart(), rrSuccess);
+      ASSERT_EQ(rrSend(out.data(), count, t, right, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+      ASSERT_EQ(rrRecv(in.data(), count, t, left, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+      ASSERT_EQ(rrGroupEnd(), rrSuccess) << rrGetLastError(g_comm);
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(load(t, in.data(), i), input_value(t, rrSum, left, i, 77)) << type_name(t) << " " << i;
+    }
+  }
+}
+
+TEST(SendRecv, BlockingPairsArriveInOrder) {
+  // Ranks pair up (0-1, 2-3, ...); the lower sends five messages, the higher
+  // receives them in the order sent, then they swap roles.
+  const int partner = g_rank % 2 == 0 ? g_rank + 1 : g_rank - 1;
+  if (partner >= g_size) GTEST_SKIP() << "rank " << g_rank << " has no partner";
+  for (int phase = 0; phase < 2; ++phase) {
+    const bool sender = (g_rank % 2 == 0) == (phase == 0);
+    for (int m = 0; m < 5; ++m) {
+      std::vector<int64_t> msg(1000 + static_cast<size_t>(m) * 100000);
+      if (sender) {
+        for (size_t i = 0; i < msg.size(); ++i) msg[i] = m * 1000003 + static_cast<int64_t>(i);
+        ASSERT_EQ(rrSend(msg.data(), msg.size(), rrInt64, partner, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+      } else {
+        ASSERT_EQ(rrRecv(msg.data(), msg.size(), rrInt64, partner, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+        for (size_t i = 0; i < msg.size(); ++i) ASSERT_EQ(msg[i], m * 1000003 + static_cast<int64_t>(i)) << "message " << m;
+      }
+    }
+  }
+}
+
+TEST(SendRecv, SelfSendInsideAGroup) {
+  std::vector<float> out(100, static_cast<float>(g_rank)), in(100, -1.0f);
+  ASSERT_EQ(rrGroupStart(), rrSuccess);
+  ASSERT_EQ(rrRecv(in.data(), in.size(), rrFloat32, g_rank, g_comm, nullptr), rrSuccess);
+  ASSERT_EQ(rrSend(out.data(), out.size(), rrFloat32, g_rank, g_comm, nullptr), rrSuccess);
+  ASSERT_EQ(rrGroupEnd(), rrSuccess) << rrGetLastError(g_comm);
+  EXPECT_EQ(in, out);
+  float x = 0;
+  EXPECT_EQ(rrSend(&x, 1, rrFloat32, g_rank, g_comm, nullptr), rrInvalidUsage);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("itself"), std::string::npos) << rrGetLastError(g_comm);
+}
+
+TEST(Collectives, BadRootsAndPeersAreNamedOnEveryRank) {
+  float x = 0, y = 0;
+  EXPECT_EQ(rrBroadcast(&x, &y, 1, rrFloat32, g_size, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("root=" + std::to_string(g_size)), std::string::npos);
+  EXPECT_EQ(rrReduce(&x, &y, 1, rrFloat32, rrSum, -1, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("root=-1"), std::string::npos);
+  EXPECT_EQ(rrGather(&x, &y, 1, rrFloat32, g_size + 3, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_EQ(rrScatter(&x, &y, 1, rrFloat32, -2, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_EQ(rrSend(&x, 1, rrFloat32, g_size, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("peer=" + std::to_string(g_size)), std::string::npos);
+  EXPECT_EQ(rrRecv(&x, 1, rrFloat32, -1, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_EQ(rrGroupEnd(), rrInvalidUsage);
+  std::vector<float> both(4 * static_cast<size_t>(g_size));
+  EXPECT_EQ(rrAllToAll(both.data(), both.data() + 1, 2, rrFloat32, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("overlap"), std::string::npos);
+  // recvbuff inside sendbuff but not at block `rank`: neither in place nor apart.
+  EXPECT_EQ(rrReduceScatter(both.data(), both.data() + 1, 2, rrFloat32, rrSum, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("in place"), std::string::npos);
+  // Still usable afterwards: nothing was sent.
+  ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
 }
 
 }  // namespace

@@ -1,0 +1,234 @@
+#include "report.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+namespace rrbench {
+
+namespace {
+
+const char* redop_column(const Row& row) { return row.coll->has_op ? op_name(row.op) : "none"; }
+
+std::string format_wrong(double wrong) {
+  if (wrong < 0) return "N/A";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", wrong);
+  return text;
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// JSON has no NaN or infinity: a time that is not finite is written as null.
+std::string json_number(double value) {
+  if (!(value == value) || value > 1e300 || value < -1e300) return "null";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+std::string json_measurement(const Measurement& m) {
+  return "{\"time_us\": " + json_number(m.time_us) + ", \"algbw_GBps\": " + json_number(m.algbw) +
+         ", \"busbw_GBps\": " + json_number(m.busbw) + ", \"wrong\": " + (m.wrong < 0 ? "null" : json_number(m.wrong)) +
+         "}";
+}
+
+// Per backend, in order of first appearance: mean busbw over every row and placement.
+std::vector<std::pair<std::string, double>> average_busbw(const std::vector<Row>& rows) {
+  std::vector<std::pair<std::string, double>> averages;
+  std::map<std::string, std::pair<double, int>> sums;
+  for (const Row& row : rows) {
+    auto& sum = sums[row.backend];
+    if (sum.second == 0) averages.emplace_back(row.backend, 0.0);
+    sum.first += row.out_of_place.busbw + row.in_place.busbw;
+    sum.second += 2;
+  }
+  for (auto& average : averages) average.second = sums[average.first].first / sums[average.first].second;
+  return averages;
+}
+
+FILE* open_or_throw(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  return file;
+}
+
+void close_or_throw(FILE* file, const std::string& path) {
+  const bool failed = std::ferror(file) != 0;
+  if (std::fclose(file) != 0 || failed) throw std::runtime_error("writing " + path + " failed: " + std::strerror(errno));
+}
+
+}  // namespace
+
+std::string format_time_us(double time_us) {
+  char text[32];
+  if (time_us >= 10000.0) {
+    std::snprintf(text, sizeof text, "%7.0f", time_us);
+  } else if (time_us >= 100.0) {
+    std::snprintf(text, sizeof text, "%7.1f", time_us);
+  } else {
+    std::snprintf(text, sizeof text, "%7.2f", time_us);
+  }
+  return text;
+}
+
+void Report::print_header(const RunInfo& info) {
+  memcpy_gbps_ = info.memcpy_gbps;
+  std::fprintf(out_, "# rr-bench: %s\n", info.command.c_str());
+  std::fprintf(out_, "# %d ranks under %s; %d iterations after %d warm-up; check %s; blocking %d "
+                     "(host buffers: every call blocks)\n",
+               info.nranks, info.launcher.c_str(), info.iters, info.warmup_iters, info.check ? "on" : "off",
+               info.blocking ? 1 : 0);
+  std::string built;
+  for (const std::string& name : info.built) built += (built.empty() ? "" : ", ") + name;
+  std::fprintf(out_, "# built with: %s\n", built.c_str());
+  for (const auto& library : info.libraries) {
+    std::fprintf(out_, "# library %-11s %s\n", library.first.c_str(), library.second.c_str());
+  }
+  for (const auto& backend : info.backends) {
+    std::fprintf(out_, "# backend %-17s %s\n", backend.first.c_str(), backend.second.c_str());
+  }
+  std::fprintf(out_, "# physical reference: single-thread memcpy %.2f GB/s (rank 0, 256 MiB, best of 5)\n",
+               info.memcpy_gbps);
+  std::fprintf(out_, "# time: the slowest rank's mean per call; algbw = size / time; busbw = algbw x the "
+                     "collective's factor; bus/cpy = out-of-place busbw / memcpy\n");
+  std::fprintf(out_, "#\n");
+  // The placement labels centred over their four columns (33 characters
+  // each, after the 52 of size..root), as nccl-tests lays them out.
+  std::string groups = "#" + std::string(51, ' ');
+  for (const char* label : {"out-of-place", "in-place"}) {
+    const std::size_t width = 33, length = std::strlen(label);
+    const std::size_t left = (width - length) / 2 + 1;
+    groups += std::string(left, ' ') + label + std::string(width - left - length, ' ');
+  }
+  std::fprintf(out_, "%s\n", groups.c_str());
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %s\n", "size",
+               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+               "#wrong", "bus/cpy", "backend");
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %s\n", "(B)",
+               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "");
+  std::fflush(out_);
+}
+
+void Report::print_note(const std::string& line) {
+  std::fprintf(out_, "# %s\n", line.c_str());
+  std::fflush(out_);
+}
+
+void Report::add_row(const Row& row) {
+  rows_.push_back(row);
+  std::fprintf(out_, "%12zu  %12zu  %8s  %6s  %6d", row.size, row.count, type_name(row.type), redop_column(row),
+               row.root);
+  for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+    std::fprintf(out_, "  %7s  %6.2f  %6.2f  %6s", format_time_us(m->time_us).c_str(), m->algbw, m->busbw,
+                 format_wrong(m->wrong).c_str());
+  }
+  std::fprintf(out_, "  %7.3f  %s\n", memcpy_gbps_ > 0 ? row.out_of_place.busbw / memcpy_gbps_ : 0.0,
+               row.backend.c_str());
+  std::fflush(out_);
+}
+
+void Report::print_footer(const RunInfo& info) {
+  const double wrong = total_wrong();
+  std::fprintf(out_, "# Out of bounds values : %.0f %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  for (const auto& average : average_busbw(rows_)) {
+    std::fprintf(out_, "# Avg bus bandwidth    : %.3f GB/s  (%.3f x memcpy)  %s\n", average.second,
+                 info.memcpy_gbps > 0 ? average.second / info.memcpy_gbps : 0.0, average.first.c_str());
+  }
+  std::fprintf(out_, "#\n");
+  std::fflush(out_);
+}
+
+double Report::total_wrong() const {
+  double wrong = 0;
+  for (const Row& row : rows_) {
+    if (row.out_of_place.wrong > 0) wrong += row.out_of_place.wrong;
+    if (row.in_place.wrong > 0) wrong += row.in_place.wrong;
+  }
+  return wrong;
+}
+
+void Report::write_json(const std::string& path, const RunInfo& info) const {
+  FILE* file = open_or_throw(path);
+  std::fprintf(file, "{\n  \"tool\": \"rr-bench\",\n  \"command\": %s,\n", json_string(info.command).c_str());
+  std::fprintf(file, "  \"launcher\": %s,\n  \"nranks\": %d,\n  \"iters\": %d,\n  \"warmup_iters\": %d,\n",
+               json_string(info.launcher).c_str(), info.nranks, info.iters, info.warmup_iters);
+  std::fprintf(file, "  \"check\": %s,\n  \"memcpy_GBps\": %s,\n", info.check ? "true" : "false",
+               json_number(info.memcpy_gbps).c_str());
+  std::fprintf(file, "  \"built\": [");
+  for (std::size_t i = 0; i < info.built.size(); ++i) {
+    std::fprintf(file, "%s%s", i ? ", " : "", json_string(info.built[i]).c_str());
+  }
+  std::fprintf(file, "],\n  \"libraries\": {");
+  for (std::size_t i = 0; i < info.libraries.size(); ++i) {
+    std::fprintf(file, "%s\n    %s: %s", i ? "," : "", json_string(info.libraries[i].first).c_str(),
+                 json_string(info.libraries[i].second).c_str());
+  }
+  std::fprintf(file, "\n  },\n  \"backends\": {");
+  for (std::size_t i = 0; i < info.backends.size(); ++i) {
+    std::fprintf(file, "%s\n    %s: %s", i ? "," : "", json_string(info.backends[i].first).c_str(),
+                 json_string(info.backends[i].second).c_str());
+  }
+  std::fprintf(file, "\n  },\n  \"rows\": [");
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    const Row& row = rows_[i];
+    const double ratio = info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0;
+    std::fprintf(file,
+                 "%s\n    {\"backend\": %s, \"collective\": %s, \"size\": %zu, \"count\": %zu, \"type\": %s, "
+                 "\"redop\": %s, \"root\": %d, \"bus_factor\": %s, \"out_of_place\": %s, \"in_place\": %s, "
+                 "\"busbw_over_memcpy\": %s}",
+                 i ? "," : "", json_string(row.backend).c_str(), json_string(row.coll->name).c_str(), row.size,
+                 row.count, json_string(type_name(row.type)).c_str(), json_string(redop_column(row)).c_str(), row.root,
+                 json_number(row.coll->bus_factor(info.nranks)).c_str(), json_measurement(row.out_of_place).c_str(),
+                 json_measurement(row.in_place).c_str(), json_number(ratio).c_str());
+  }
+  std::fprintf(file, "\n  ],\n  \"avg_busbw_GBps\": {");
+  const auto averages = average_busbw(rows_);
+  for (std::size_t i = 0; i < averages.size(); ++i) {
+    std::fprintf(file, "%s\n    %s: %s", i ? "," : "", json_string(averages[i].first).c_str(),
+                 json_number(averages[i].second).c_str());
+  }
+  std::fprintf(file, "\n  },\n  \"wrong\": %s\n}\n", json_number(total_wrong()).c_str());
+  close_or_throw(file, path);
+}
+
+void Report::write_csv(const std::string& path, const RunInfo& info) const {
+  FILE* file = open_or_throw(path);
+  std::fprintf(file,
+               "backend,collective,nranks,size,count,type,redop,root,"
+               "oop_time_us,oop_algbw_GBps,oop_busbw_GBps,oop_wrong,"
+               "ip_time_us,ip_algbw_GBps,ip_busbw_GBps,ip_wrong,memcpy_GBps,busbw_over_memcpy\n");
+  for (const Row& row : rows_) {
+    std::fprintf(file, "%s,%s,%d,%zu,%zu,%s,%s,%d", row.backend.c_str(), row.coll->name, info.nranks, row.size,
+                 row.count, type_name(row.type), redop_column(row), row.root);
+    for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+      std::fprintf(file, ",%.3f,%.4f,%.4f,%s", m->time_us, m->algbw, m->busbw,
+                   m->wrong < 0 ? "" : format_wrong(m->wrong).c_str());
+    }
+    std::fprintf(file, ",%.3f,%.4f\n", info.memcpy_gbps,
+                 info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0);
+  }
+  close_or_throw(file, path);
+}
+
+}  // namespace rrbench

@@ -1,0 +1,120 @@
+#include "exec/batch.hpp"
+
+#include <sched.h>
+
+#include "exec/wait_policy.hpp"
+
+namespace rr::exec {
+
+void Batch::add_send(int peer, uint64_t tag, const void* buf, size_t bytes) {
+  Transfer t;
+  t.is_send = true;
+  t.peer = peer;
+  t.tag = tag;
+  t.buf = const_cast<void*>(buf);
+  t.bytes = bytes;
+  transfers_.push_back(t);
+}
+
+void Batch::add_recv(int peer, uint64_t tag, void* buf, size_t bytes) {
+  Transfer t;
+  t.peer = peer;
+  t.tag = tag;
+  t.buf = buf;
+  t.bytes = bytes;
+  transfers_.push_back(t);
+}
+
+Status Batch::check(const Transfer& t, const std::string& what) const {
+  if (t.done.failed) {
+    return RemoteError(what + ": rank " + std::to_string(transport_->rank()) + " failed to " +
+                       (t.is_send ? "send " : "receive ") + std::to_string(t.bytes) + " bytes " +
+                       (t.is_send ? "to" : "from") + " rank " + std::to_string(t.peer) + ": " +
+                       transport_->describe_error(t.done) +
+                       (t.is_send ? "" : " (a longer message than the receive's count?)"));
+  }
+  if (!t.is_send && t.done.bytes != t.bytes) {
+    return RemoteError(what + ": rank " + std::to_string(t.peer) + " sent " + std::to_string(t.done.bytes) +
+                       " bytes, rank " + std::to_string(transport_->rank()) + " expected " + std::to_string(t.bytes) +
+                       " (do both sides pass the same count and datatype?)");
+  }
+  return Status::Ok();
+}
+
+Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point deadline) {
+  Status status;
+  // Receives first: every rank's sends then find a matching receive posted.
+  for (Transfer& t : transfers_) {
+    t.done.reset();
+    t.done.done = true;  // not posted yet: nothing to wait for
+  }
+  for (int pass = 0; pass < 2 && status.ok(); ++pass) {
+    for (Transfer& t : transfers_) {
+      if (t.is_send != (pass == 1)) continue;
+      if (t.bytes == 0) continue;  // both sides skip empty messages
+      status = t.is_send ? transport_->post_send(t.peer, t.tag, t.buf, t.bytes, &t.done)
+                         : transport_->post_recv(t.peer, t.tag, t.buf, t.bytes, &t.done);
+      if (!status.ok()) {
+        t.done.done = true;
+        status = Status(status.code(), what + ": " + status.message());
+        break;
+      }
+    }
+  }
+  WaitPolicy wait(transport_, deadline);
+  size_t finished = 0;
+  while (status.ok()) {
+    const bool moved = transport_->progress();
+    size_t now_finished = 0;
+    for (const Transfer& t : transfers_) {
+      if (!t.done.done) continue;
+      ++now_finished;
+      status = check(t, what);
+      if (!status.ok()) break;
+    }
+    if (!status.ok() || now_finished == transfers_.size()) break;
+    if (now_finished != finished || moved) {
+      finished = now_finished;
+      wait.reset();
+      continue;
+    }
+    // Name the first transfer still waiting, and its peer if it has failed.
+    const Transfer* waiting = nullptr;
+    for (const Transfer& t : transfers_) {
+      if (!t.done.done) {
+        waiting = &t;
+        break;
+      }
+    }
+    Status alive = transport_->peer_status(waiting->peer);
+    const std::string where = what + ": rank " + std::to_string(transport_->rank()) + " waited to " +
+                              (waiting->is_send ? "send " : "receive ") + std::to_string(waiting->bytes) +
+                              " bytes " + (waiting->is_send ? "to" : "from") + " rank " +
+                              std::to_string(waiting->peer);
+    if (!alive.ok()) {
+      status = RemoteError(where + ": " + alive.message());
+      break;
+    }
+    if (wait.expired()) {
+      status = Timeout(where + " (" + std::to_string(finished) + " of " + std::to_string(transfers_.size()) +
+                       " transfers done)");
+      break;
+    }
+    wait.idle();
+  }
+  if (!status.ok()) {
+    for (Transfer& t : transfers_) {
+      if (!t.done.done && !t.is_send) transport_->cancel(&t.done);
+    }
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (;;) {
+      bool pending = false;
+      for (const Transfer& t : transfers_) pending |= !t.done.done && !(t.is_send && !transport_->peer_status(t.peer).ok());
+      if (!pending || std::chrono::steady_clock::now() > limit) break;
+      if (!transport_->progress()) sched_yield();
+    }
+  }
+  return status;
+}
+
+}  // namespace rr::exec

@@ -1,0 +1,49 @@
+#pragma once
+// A batch of point-to-point transfers posted together and completed together:
+// what gather, scatter, all-to-all and a group of sends and receives are made
+// of. Posting every receive before any send means a batch in which every rank
+// both sends and receives (a ring shift) cannot deadlock.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.hpp"
+#include "transport/transport.hpp"
+
+namespace rr::exec {
+
+struct Transfer {
+  bool is_send = false;
+  int peer = -1;
+  uint64_t tag = 0;
+  void* buf = nullptr;  // const for sends
+  size_t bytes = 0;
+  transport::Completion done;
+};
+
+class Batch {
+ public:
+  explicit Batch(transport::Transport* transport) : transport_(transport) {}
+
+  void clear() { transfers_.clear(); }
+  // Keeps room for `n` transfers so that add() does not allocate on the data path.
+  void reserve(size_t n) { transfers_.reserve(n); }
+  void add_send(int peer, uint64_t tag, const void* buf, size_t bytes);
+  void add_recv(int peer, uint64_t tag, void* buf, size_t bytes);
+  size_t size() const { return transfers_.size(); }
+
+  // Posts every receive, then every send, and waits until all completed, a
+  // peer failed, or `deadline` passed. `what` names the operation in errors.
+  // On failure, pending receives are canceled before it returns.
+  Status run(const std::string& what, std::chrono::steady_clock::time_point deadline);
+
+ private:
+  Status check(const Transfer& t, const std::string& what) const;
+
+  transport::Transport* transport_;
+  std::vector<Transfer> transfers_;
+};
+
+}  // namespace rr::exec

@@ -1,0 +1,201 @@
+#include "exec/chain_executor.hpp"
+
+#include <sched.h>
+
+#include <cstring>
+#include <string>
+
+#include "algo/ring.hpp"
+#include "exec/tags.hpp"
+#include "exec/wait_policy.hpp"
+#include "reduce/reduce.hpp"
+
+namespace rr::exec {
+
+ChainExecutor::ChainExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth, int nranks,
+                             int rank)
+    : transport_(transport), pool_(pool), nranks_(nranks), rank_(rank), columns_(static_cast<size_t>(depth)) {}
+
+Status ChainExecutor::start(Column& column, size_t slot, size_t chunk) {
+  column.chunk = chunk;
+  column.active = true;
+  column.received = false;
+  column.recv.reset();
+  column.recv.done = true;
+  column.send.reset();
+  column.send.done = true;
+  const algo::Range range = algo::split(call_->count, chunks_, chunk);
+  const size_t bytes = range.count * elem_bytes_;
+  const uint64_t tag = collective_tag(call_->sequence, 0, chunk);
+  const int left = (rank_ + nranks_ - 1) % nranks_;
+  const int right = (rank_ + 1) % nranks_;
+  if (position_ == 0) {
+    // The head of the chain sends its own data and receives nothing.
+    column.received = true;
+    const void* src = static_cast<const uint8_t*>(call_->send) + range.offset * elem_bytes_;
+    if (call_->kind == ChainKind::kBroadcast && call_->recv != call_->send) {
+      std::memcpy(static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_, src, bytes);
+    }
+    Status s = transport_->post_send(right, tag, src, bytes, &column.send);
+    if (!s.ok()) column.send.done = true;
+    return s;
+  }
+  void* dst = call_->kind == ChainKind::kBroadcast ? static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_
+                                                    : pool_->slot(2 * slot);
+  Status s = transport_->post_recv(left, tag, dst, bytes, &column.recv);
+  if (!s.ok()) column.recv.done = true;
+  return s;
+}
+
+Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
+  *finished = false;
+  const algo::Range range = algo::split(call_->count, chunks_, column.chunk);
+  const size_t bytes = range.count * elem_bytes_;
+  const int left = (rank_ + nranks_ - 1) % nranks_;
+  if (!column.received && column.recv.done) {
+    if (column.recv.failed) {
+      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
+                         std::to_string(rank_) + " failed to receive chunk " + std::to_string(column.chunk) +
+                         " from rank " + std::to_string(left) + ": " + transport_->describe_error(column.recv));
+    }
+    if (column.recv.bytes != bytes) {
+      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
+                         std::to_string(left) + " sent " + std::to_string(column.recv.bytes) + " bytes for chunk " +
+                         std::to_string(column.chunk) + ", rank " + std::to_string(rank_) + " expected " +
+                         std::to_string(bytes) + " (do the ranks pass the same count, datatype and root?)");
+    }
+    column.received = true;
+    const void* forward = static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_;
+    if (call_->kind == ChainKind::kReduce) {
+      void* staged = pool_->slot(2 * slot);
+      const void* mine = static_cast<const uint8_t*>(call_->send) + range.offset * elem_bytes_;
+      if (position_ == nranks_ - 1) {
+        // The root: the last addition, and avg's division, into its output.
+        reduce::reduce_last(static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_, mine, staged,
+                            range.count, call_->dtype, call_->op, nranks_);
+      } else {
+        reduce::reduce(staged, mine, staged, range.count, call_->dtype, call_->op);
+      }
+      forward = staged;
+    }
+    if (position_ < nranks_ - 1) {
+      Status s = transport_->post_send((rank_ + 1) % nranks_, collective_tag(call_->sequence, 0, column.chunk),
+                                       forward, bytes, &column.send);
+      if (!s.ok()) {
+        column.send.done = true;
+        return s;
+      }
+    }
+  }
+  if (column.received && column.send.done) {
+    if (column.send.failed) {
+      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
+                         std::to_string(rank_) + " failed to send chunk " + std::to_string(column.chunk) +
+                         " to rank " + std::to_string((rank_ + 1) % nranks_) + ": " +
+                         transport_->describe_error(column.send));
+    }
+    column.active = false;
+    *finished = true;
+  }
+  return Status::Ok();
+}
+
+Status ChainExecutor::stall(Code code, const std::string& detail) const {
+  const Column* oldest = nullptr;
+  for (const Column& c : columns_) {
+    if (c.active && (!oldest || c.chunk < oldest->chunk)) oldest = &c;
+  }
+  std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
+                     (code == Code::kTimeout ? " timed out" : " failed") + ": rank " + std::to_string(rank_);
+  if (oldest && !oldest->received) {
+    text += " waited for chunk " + std::to_string(oldest->chunk) + " from rank " +
+            std::to_string((rank_ + nranks_ - 1) % nranks_);
+  } else if (oldest) {
+    text += " waited for rank " + std::to_string((rank_ + 1) % nranks_) + " to take chunk " +
+            std::to_string(oldest->chunk);
+  }
+  text += " (" + std::to_string(chunks_done_) + " of " + std::to_string(chunks_) + " chunks done)";
+  if (!detail.empty()) text += ": " + detail;
+  return Status(code, text);
+}
+
+void ChainExecutor::drain() {
+  for (Column& c : columns_) {
+    if (c.active && !c.recv.done) transport_->cancel(&c.recv);
+  }
+  const bool right_failed = !transport_->peer_status((rank_ + 1) % nranks_).ok();
+  const auto limit = Clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    bool pending = false;
+    for (const Column& c : columns_) {
+      if (!c.active) continue;
+      pending |= !c.recv.done || (!c.send.done && !right_failed);
+    }
+    if (!pending || Clock::now() > limit) break;
+    if (!transport_->progress()) sched_yield();
+  }
+  for (Column& c : columns_) c.active = false;
+}
+
+Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
+  call_ = &call;
+  elem_bytes_ = reduce::dtype_size(call.dtype);
+  chunks_ = (call.count + chunk_elems - 1) / chunk_elems;
+  chunks_done_ = 0;
+  const int head = call.kind == ChainKind::kBroadcast ? call.root : (call.root + 1) % nranks_;
+  position_ = (rank_ - head + nranks_) % nranks_;
+
+  size_t next = 0;
+  Status status;
+  for (size_t slot = 0; slot < columns_.size() && next < chunks_ && status.ok(); ++slot) {
+    status = start(columns_[slot], slot, next++);
+  }
+  WaitPolicy wait(transport_, call.deadline);
+  while (status.ok() && chunks_done_ < chunks_) {
+    const bool transport_moved = transport_->progress();
+    bool moved = false;
+    for (size_t slot = 0; slot < columns_.size() && status.ok(); ++slot) {
+      Column& column = columns_[slot];
+      if (!column.active) continue;
+      const bool was_received = column.received;
+      bool finished = false;
+      status = advance(column, slot, &finished);
+      moved |= finished || column.received != was_received;
+      if (finished) {
+        ++chunks_done_;
+        if (next < chunks_ && status.ok()) status = start(column, slot, next++);
+      }
+    }
+    if (!status.ok()) break;
+    if (moved) {
+      wait.reset();
+      continue;
+    }
+    for (int peer : {(rank_ + nranks_ - 1) % nranks_, (rank_ + 1) % nranks_}) {
+      Status alive = transport_->peer_status(peer);
+      if (!alive.ok()) {
+        status = stall(Code::kRemoteError, alive.message());
+        break;
+      }
+    }
+    if (!status.ok()) break;
+    if (wait.expired()) {
+      status = stall(Code::kTimeout, "");
+      break;
+    }
+    if (transport_moved) {
+      wait.reset();
+    } else {
+      wait.idle();
+    }
+  }
+  if (!status.ok() && status.message().find(call.name) != 0) {
+    status = Status(status.code(), std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
+                                       std::to_string(rank_) + ": " + status.message());
+  }
+  if (!status.ok()) drain();
+  call_ = nullptr;
+  return status;
+}
+
+}  // namespace rr::exec

@@ -1,0 +1,71 @@
+#pragma once
+// Broadcast and reduce as a pipelined chain along the ring order: chunks flow
+// from position 0 to position N-1, each rank forwarding chunk c as soon as it
+// has it, so for a large message every link carries the whole buffer once
+// and all links work at the same time (busbw = algbw, the optimum for both).
+//
+//   broadcast: position p = (rank - root) mod N; the root starts the chain,
+//              every other rank receives straight into its output.
+//   reduce:    position p = (rank - root - 1) mod N; rank root+1 starts with
+//              its input, each later rank adds its own, the root ends it.
+
+#include <chrono>
+#include <vector>
+
+#include "common/status.hpp"
+#include "exec/ring_executor.hpp"
+#include "memory/staging_pool.hpp"
+#include "transport/transport.hpp"
+
+namespace rr::exec {
+
+enum class ChainKind { kBroadcast, kReduce };
+
+struct ChainCall {
+  ChainKind kind = ChainKind::kBroadcast;
+  const char* name = "broadcast";
+  uint64_t sequence = 0;
+  const void* send = nullptr;  // broadcast: the root's data; reduce: every rank's input
+  void* recv = nullptr;        // broadcast: every rank's output; reduce: the root's result
+  size_t count = 0;
+  rrDataType_t dtype = rrFloat32;
+  rrRedOp_t op = rrSum;
+  int root = 0;
+  Clock::time_point deadline;
+};
+
+class ChainExecutor {
+ public:
+  // `pool` must hold at least 2 x depth slots of chunk_bytes.
+  ChainExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth, int nranks, int rank);
+
+  Status run(const ChainCall& call, size_t chunk_elems);
+
+ private:
+  struct Column {
+    size_t chunk = 0;
+    bool active = false;
+    bool received = false;  // the receive completed and was consumed
+    transport::Completion recv;
+    transport::Completion send;
+  };
+
+  Status start(Column& column, size_t slot, size_t chunk);
+  Status advance(Column& column, size_t slot, bool* finished);
+  Status stall(Code code, const std::string& detail) const;
+  void drain();
+
+  transport::Transport* transport_;
+  memory::StagingPool* pool_;
+  int nranks_;
+  int rank_;
+  std::vector<Column> columns_;
+
+  const ChainCall* call_ = nullptr;
+  int position_ = 0;
+  size_t chunks_ = 0;
+  size_t elem_bytes_ = 0;
+  size_t chunks_done_ = 0;
+};
+
+}  // namespace rr::exec

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# rr-bench end to end with 2 ranks and small sizes, every built backend:
+#   - under rr-run: ringreduce (+ Gloo), every type and op, JSON and CSV checked;
+#   - a result corrupted on purpose (RR_BENCH_INJECT_CORRUPTION) is caught by
+#     -c 1: #wrong > 0, the footer says FAILED, exit status 1;
+#   - under mpirun (when Open MPI was built in): ringreduce beside both MPI rows.
+# Correctness and well-formed output only; no timing is asserted.
+# Usage: rr_bench_smoke_test.sh rr-bench rr-run [mpirun|""] check_rr_bench_json.py
+set -u
+
+BENCH=${1:?usage: rr_bench_smoke_test.sh rr-bench rr-run mpirun checker}
+RUN=${2:?}
+MPIRUN=${3:-}
+CHECKER=${4:?}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+BUILT=$("$BENCH" --list-backends)
+SMALL=(-b 1K -e 64K -f 8 -n 2 -w 1 -c 1 -T 60)
+
+pass() { passed=$((passed + 1)); echo "PASS: $1"; }
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $1"
+  sed 's/^/  | /' "$TMP/out"
+}
+built() { grep -qx "$1" <<<"$BUILT"; }
+
+# 1. rr-run: ringreduce and Gloo, every type and op.
+backends=(--backend ringreduce)
+names=(ringreduce)
+if built gloo; then
+  backends+=(--backend gloo)
+  names+=(gloo-ring gloo-ringchunked)
+fi
+timeout 90 "$RUN" -n 2 --timeout 80 -- "$BENCH" "${backends[@]}" "${SMALL[@]}" -d all -o all \
+  --json "$TMP/env.json" --csv "$TMP/env.csv" >"$TMP/out" 2>&1 </dev/null
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q "# Out of bounds values : 0 OK" "$TMP/out" &&
+   python3 "$CHECKER" "$TMP/env.json" "${names[@]}" --csv "$TMP/env.csv" >>"$TMP/out" 2>&1; then
+  pass "rr-run -n 2: ${names[*]}, every type and op, correct, JSON and CSV well formed"
+else
+  fail "rr-run -n 2: ${names[*]} (exit $rc)"
+fi
+
+# 2. A corrupted result must be counted and fail the run.
+timeout 60 "$RUN" -n 2 --timeout 50 -x RR_BENCH_INJECT_CORRUPTION=ringreduce -- "$BENCH" --backend ringreduce \
+  -b 4K -e 4K -n 1 -w 0 -c 1 --json "$TMP/bad.json" >"$TMP/out" 2>&1 </dev/null
+rc=$?
+if [[ $rc -eq 1 ]] && grep -q "# Out of bounds values : [1-9][0-9]* FAILED" "$TMP/out" &&
+   python3 "$CHECKER" "$TMP/bad.json" ringreduce --expect-wrong >>"$TMP/out" 2>&1; then
+  pass "-c 1 catches an injected corruption (exit 1, #wrong > 0)"
+else
+  fail "-c 1 with an injected corruption (exit $rc, wanted 1 and #wrong > 0)"
+fi
+
+# 3. mpirun: ringreduce beside MPI's default and ring rows.
+if built mpi && [[ -n $MPIRUN ]]; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  root_flags=()
+  [[ $(id -u) -eq 0 ]] && root_flags=(--allow-run-as-root)
+  timeout 90 "$MPIRUN" "${root_flags[@]}" --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" \
+    "$BENCH" --backend ringreduce --backend mpi "${SMALL[@]}" -d float -d int32 -o sum -o max \
+    --json "$TMP/mpi.json" >"$TMP/out" 2>&1 </dev/null
+  rc=$?
+  if [[ $rc -eq 0 ]] && python3 "$CHECKER" "$TMP/mpi.json" ringreduce mpi-default mpi-ring >>"$TMP/out" 2>&1; then
+    pass "mpirun -np 2: ringreduce, mpi-default, mpi-ring correct, JSON well formed"
+  else
+    fail "mpirun -np 2: ringreduce + mpi (exit $rc)"
+  fi
+else
+  echo "SKIP: mpirun run (rr-bench built without mpi, or no mpirun)"
+fi
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
