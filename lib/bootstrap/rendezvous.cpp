@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "bootstrap/file_store.hpp"
+#include "bootstrap/launcher.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -59,18 +60,21 @@ std::string next_prefix(const std::string& method, int rank) {
   return "c" + std::to_string(generation_registry()[method + " rank " + std::to_string(rank)]++) + "/";
 }
 
-Status parse_rank_size(int nranks, int rank, Rendezvous* rv) {
-  int64_t value = 0;
-  bool found = false;
+// Rank and size not given as arguments come from the launcher's variables.
+Status parse_rank_size(int nranks, int rank, const LaunchInfo& launch, Rendezvous* rv) {
   if (nranks < 0) {
-    RR_RETURN_IF_ERROR(env_int("WORLD_SIZE", 1, 1 << 24, &value, &found));
-    if (!found) return InvalidArgument("nranks not given and WORLD_SIZE is not set");
-    nranks = static_cast<int>(value);
+    if (launch.size < 0) {
+      return InvalidArgument("nranks not given and no launcher variables found (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, "
+                             "PMI_SIZE or SLURM_NTASKS)");
+    }
+    nranks = launch.size;
   }
   if (rank < 0) {
-    RR_RETURN_IF_ERROR(env_int("RANK", 0, (1 << 24) - 1, &value, &found));
-    if (!found) return InvalidArgument("rank not given and RANK is not set");
-    rank = static_cast<int>(value);
+    if (launch.rank < 0) {
+      return InvalidArgument("rank not given and no launcher variables found (RANK, OMPI_COMM_WORLD_RANK, "
+                             "PMI_RANK or SLURM_PROCID)");
+    }
+    rank = launch.rank;
   }
   if (nranks <= 0) return InvalidArgument("nranks=" + std::to_string(nranks) + ": must be >= 1");
   if (rank >= nranks) {
@@ -172,12 +176,27 @@ std::string hex(const uint8_t* p, size_t n) {
 Status rendezvous_from_url(const std::string& url, int nranks, int rank, Clock::time_point deadline,
                            Rendezvous* out) {
   Rendezvous rv;
+  LaunchInfo launch;
+  RR_RETURN_IF_ERROR(detect_launcher(&launch));
   if (url == "env://" || url.rfind("env://", 0) == 0) {
-    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, &rv));
+    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, launch, &rv));
     const char* addr = env_str("MASTER_ADDR");
     const char* port = env_str("MASTER_PORT");
-    if (!addr) return InvalidArgument("env://: MASTER_ADDR is not set");
+    // A launcher that put every rank on this host needs no MASTER_ADDR, and
+    // one with a job id needs no MASTER_PORT: every rank derives the same.
+    const std::string derived_port = launch.job_id.empty() ? "" : std::to_string(default_master_port(launch.job_id));
+    if (!addr && launch.single_host) addr = "127.0.0.1";
+    if (!port && !derived_port.empty()) port = derived_port.c_str();
+    if (!addr) {
+      return InvalidArgument("env://: MASTER_ADDR is not set" +
+                             (launch.launcher.empty() ? std::string() : " (launched by " + launch.launcher +
+                                                                            " across several hosts: set it to rank 0's host)"));
+    }
     if (!port) return InvalidArgument("env://: MASTER_PORT is not set");
+    if (!launch.launcher.empty()) {
+      RR_LOG(LogLevel::kInfo, "env://: launched by %s, rank %d of %d, rendezvous %s:%s", launch.launcher.c_str(),
+             rv.rank, rv.size, addr, port);
+    }
     std::string host;
     uint16_t p = 0;
     RR_RETURN_IF_ERROR(parse_host_port(std::string(addr).find(':') != std::string::npos
@@ -186,13 +205,13 @@ Status rendezvous_from_url(const std::string& url, int nranks, int rank, Clock::
                                        "env:// MASTER_ADDR:MASTER_PORT", &host, &p));
     RR_RETURN_IF_ERROR(tcp_rendezvous("env://" + host + ":" + std::to_string(p), host, p, deadline, &rv));
   } else if (url.rfind("tcp://", 0) == 0) {
-    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, &rv));
+    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, launch, &rv));
     std::string host;
     uint16_t p = 0;
     RR_RETURN_IF_ERROR(parse_host_port(url.substr(6), "init url", &host, &p));
     RR_RETURN_IF_ERROR(tcp_rendezvous(url, host, p, deadline, &rv));
   } else if (url.rfind("file://", 0) == 0) {
-    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, &rv));
+    RR_RETURN_IF_ERROR(parse_rank_size(nranks, rank, launch, &rv));
     const std::string path = url.substr(7);
     if (path.empty() || path[0] != '/') return InvalidArgument("init url '" + url + "': expected file:///absolute/path");
     std::unique_ptr<FileStore> store;

@@ -204,6 +204,29 @@ TEST(Init, EnvWithoutMasterAddrSaysSo) {
   unsetenv("RR_CHUNK_BYTES");
 }
 
+TEST(Init, FromEnvUnderOpenMpiVariablesNeedsNoMasterAddress) {
+  // What a one-rank mpirun sets: no MASTER_ADDR, MASTER_PORT, RANK or WORLD_SIZE.
+  for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"}) unsetenv(v);
+  setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "1", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1", 1);
+  setenv("PMIX_NAMESPACE", ("init-test-" + std::to_string(getpid())).c_str(), 1);
+  rrComm_t comm = nullptr;
+  ASSERT_EQ(rrCommInitFromEnv(&comm), rrSuccess) << rrGetLastError(nullptr);
+  int size = 0;
+  EXPECT_EQ(rrCommCount(comm, &size), rrSuccess);
+  EXPECT_EQ(size, 1);
+  EXPECT_EQ(rrCommDestroy(comm), rrSuccess);
+  // Across hosts, the missing MASTER_ADDR is named with the launcher.
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  EXPECT_EQ(rrCommInitFromEnv(&comm), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(nullptr)).find("MASTER_ADDR"), std::string::npos) << rrGetLastError(nullptr);
+  EXPECT_NE(std::string(rrGetLastError(nullptr)).find("OpenMPI"), std::string::npos) << rrGetLastError(nullptr);
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_NAMESPACE"}) {
+    unsetenv(v);
+  }
+}
+
 TEST(Api, VersionAndErrorStrings) {
   int v = 0;
   ASSERT_EQ(rrGetVersion(&v), rrSuccess);
