@@ -110,6 +110,14 @@ rrResult_t rrCommInitUrl(rrComm_t* comm, const char* url, int nranks, int rank,
 /* rrCommInitUrl(comm, "env://", -1, -1, NULL). */
 rrResult_t rrCommInitFromEnv(rrComm_t* comm);
 
+/* As MPI_Comm_split / ncclCommSplit: collective over comm; ranks passing the
+ * same color >= 0 form *newcomm, ranked by key (ties by rank in comm); a
+ * negative color (RR_SPLIT_NOCOLOR) gets *newcomm = NULL. config NULL: the
+ * parent's settings; otherwise resolved as at init. The new communicator has
+ * its own transport and runs beside its parent, even on another thread. */
+#define RR_SPLIT_NOCOLOR (-1)
+rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newcomm, const rrConfig_t* config);
+
 rrResult_t rrCommDestroy(rrComm_t comm);
 rrResult_t rrCommCount(const rrComm_t comm, int* count);
 rrResult_t rrCommUserRank(const rrComm_t comm, int* rank);

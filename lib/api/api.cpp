@@ -138,6 +138,23 @@ RR_API rrResult_t rrCommInitUrl(rrComm_t* comm, const char* url, int nranks, int
 
 RR_API rrResult_t rrCommInitFromEnv(rrComm_t* comm) { return rrCommInitUrl(comm, "env://", -1, -1, nullptr); }
 
+RR_API rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newcomm, const rrConfig_t* config) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommSplit: comm is NULL");
+  if (!newcomm) return fail(comm, rr::Code::kInvalidArgument, "rrCommSplit: newcomm is NULL");
+  return guarded(comm, [&] {
+    rr::Settings settings = comm->impl->settings();
+    if (config) {
+      rr::Status s = rr::resolve_settings(config, &settings);
+      if (!s.ok()) return fail(comm, s);
+    }
+    std::unique_ptr<rr::Communicator> child;
+    rr::Status s = comm->impl->split(color, key, settings, &child);
+    if (!s.ok()) return fail(comm, s);
+    *newcomm = child ? new rrComm{std::move(child)} : nullptr;
+    return rrSuccess;
+  });
+}
+
 RR_API rrResult_t rrCommDestroy(rrComm_t comm) {
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
   return guarded(nullptr, [&] {

@@ -293,4 +293,55 @@ Status Communicator::flush_group() {
   return run_batch(*group_, "group of " + std::to_string(group_->size()) + " sends and receives");
 }
 
+Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {
+  RR_RETURN_IF_ERROR(check_usable());
+  // 1. Everyone learns everyone's (color, key).
+  const int64_t mine[2] = {color, key};
+  std::vector<int64_t> all(2 * static_cast<size_t>(size_));
+  RR_RETURN_IF_ERROR(all_gather(mine, all.data(), 2, rrInt64));
+  // 2. My group, ordered by (key, rank here).
+  std::vector<int> members;
+  for (int r = 0; r < size_ && color >= 0; ++r) {
+    if (all[2 * static_cast<size_t>(r)] == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return all[2 * static_cast<size_t>(a) + 1] < all[2 * static_cast<size_t>(b) + 1];
+  });
+  const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  const int new_size = static_cast<int>(members.size());
+  // 3. A transport of its own, so the new communicator's traffic never meets
+  //    this one's; its addresses travel over this communicator.
+  std::unique_ptr<transport::Transport> child;
+  Status made = color >= 0 ? transport_->make_sibling(new_rank, new_size, &child) : Status::Ok();
+  // Every rank takes part in the exchange even when it opted out or failed,
+  // so that no rank is left waiting; a failure is reported after it.
+  const std::vector<uint8_t> none;
+  const std::vector<uint8_t>& address = child ? child->local_address() : none;
+  const uint64_t length = address.size();
+  std::vector<uint64_t> lengths(static_cast<size_t>(size_));
+  RR_RETURN_IF_ERROR(all_gather(&length, lengths.data(), 1, rrUint64));
+  const uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::vector<uint8_t> padded(longest), addresses(longest * static_cast<size_t>(size_));
+  std::copy(address.begin(), address.end(), padded.begin());
+  RR_RETURN_IF_ERROR(all_gather(padded.data(), addresses.data(), longest, rrUint8));
+  RR_RETURN_IF_ERROR(made);
+  if (color < 0) {
+    out->reset();
+    return Status::Ok();
+  }
+  std::vector<std::vector<uint8_t>> theirs;
+  for (int m : members) {
+    const uint8_t* p = addresses.data() + static_cast<size_t>(m) * longest;
+    theirs.emplace_back(p, p + lengths[static_cast<size_t>(m)]);
+  }
+  std::vector<int> neighbours;
+  if (new_size > 1) neighbours.push_back((new_rank + 1) % new_size);
+  if (new_size > 2) neighbours.push_back((new_rank + new_size - 1) % new_size);
+  RR_RETURN_IF_ERROR(child->connect(std::move(theirs), neighbours));
+  auto comm = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(child), keepalive_);
+  RR_RETURN_IF_ERROR(comm->init());
+  *out = std::move(comm);
+  return Status::Ok();
+}
+
 }  // namespace rr

@@ -41,6 +41,11 @@ class Communicator {
   // recv[r * sendcount ...] = rank r's send, on every rank.
   Status all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype);
 
+  // MPI_Comm_split: ranks passing the same color >= 0 form a new communicator,
+  // ranked by (key, rank here); a negative color opts out (*out stays null).
+  // Collective over this communicator. `settings` are the new one's.
+  Status split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out);
+
   // Pipelined chains: recv = root's send on every rank; root's recv = op over ranks of send.
   Status broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
   Status reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.hpp"
 
@@ -49,6 +51,13 @@ class Transport {
   virtual bool progress() = 0;
   // Sleeps until the transport may have something to progress, at most timeout_ms.
   virtual void wait_for_events(int timeout_ms) = 0;
+
+  // Sub-communicators: a fresh transport of the same kind for `size` ranks,
+  // whose address (local_address) the caller exchanges and hands to connect().
+  virtual Status make_sibling(int rank, int size, std::unique_ptr<Transport>* out) const = 0;
+  virtual const std::vector<uint8_t>& local_address() const = 0;
+  // Takes every rank's address (indexed by rank); connects to `eager_peers` now.
+  virtual Status connect(std::vector<std::vector<uint8_t>> addresses, const std::vector<int>& eager_peers) = 0;
 
   // Registers host memory that will be sent from or received into often
   // (the staging pool), for transports that profit from it.

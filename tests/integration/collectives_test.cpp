@@ -19,6 +19,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/stat.h>
@@ -677,6 +678,72 @@ TEST(Collectives, BadRootsAndPeersAreNamedOnEveryRank) {
   EXPECT_NE(std::string(rrGetLastError(g_comm)).find("in place"), std::string::npos);
   // Still usable afterwards: nothing was sent.
   ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+}
+
+TEST(CommSplit, EvenAndOddRanksReversedByKey) {
+  // Colors: parity of the rank; the last rank of 3 or more opts out. Keys
+  // reverse the order, so new rank 0 is the highest parent rank of its color.
+  const bool opts_out = g_size >= 3 && g_rank == g_size - 1;
+  const int color = opts_out ? RR_SPLIT_NOCOLOR : g_rank % 2;
+  rrComm_t sub = nullptr;
+  ASSERT_EQ(rrCommSplit(g_comm, color, -g_rank, &sub, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  if (opts_out) {
+    EXPECT_EQ(sub, nullptr);
+    return;
+  }
+  ASSERT_NE(sub, nullptr);
+  std::vector<int> members;
+  for (int r = g_size - 1; r >= 0; --r) {
+    if (r % 2 == color && !(g_size >= 3 && r == g_size - 1)) members.push_back(r);
+  }
+  int size = 0, rank = -1;
+  ASSERT_EQ(rrCommCount(sub, &size), rrSuccess);
+  ASSERT_EQ(rrCommUserRank(sub, &rank), rrSuccess);
+  EXPECT_EQ(size, static_cast<int>(members.size()));
+  ASSERT_GE(rank, 0);
+  EXPECT_EQ(members[static_cast<size_t>(rank)], g_rank);
+  // Every collective works on the sub-communicator.
+  std::vector<int64_t> v(1001, g_rank + 1);
+  ASSERT_EQ(rrAllReduce(v.data(), v.data(), v.size(), rrInt64, rrSum, sub, nullptr), rrSuccess) << rrGetLastError(sub);
+  int64_t expect = 0;
+  for (int m : members) expect += m + 1;
+  for (int64_t x : v) ASSERT_EQ(x, expect);
+  std::vector<int32_t> ranks(static_cast<size_t>(size));
+  const int32_t me = g_rank;
+  ASSERT_EQ(rrAllGather(&me, ranks.data(), 1, rrInt32, sub, nullptr), rrSuccess);
+  for (int i = 0; i < size; ++i) EXPECT_EQ(ranks[static_cast<size_t>(i)], members[static_cast<size_t>(i)]);
+  int32_t from_root = g_rank;
+  ASSERT_EQ(rrBroadcast(&from_root, &from_root, 1, rrInt32, size - 1, sub, nullptr), rrSuccess);
+  EXPECT_EQ(from_root, members.back());
+  ASSERT_EQ(rrBarrier(sub, nullptr), rrSuccess);
+  EXPECT_EQ(rrCommDestroy(sub), rrSuccess);
+}
+
+TEST(CommSplit, ParentAndChildRunConcurrentlyWithoutCrosstalk) {
+  // One thread drives the whole-world communicator while another drives a
+  // split of it; both carry different data at once.
+  rrComm_t sub = nullptr;
+  ASSERT_EQ(rrCommSplit(g_comm, 0, g_rank, &sub, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  const size_t count = (size_t{1} << 18) + 5;
+  std::vector<float> parent_data(count), child_data(count);
+  bool child_ok = true;
+  std::thread child([&] {
+    for (int i = 0; i < 20 && child_ok; ++i) {
+      std::fill(child_data.begin(), child_data.end(), 2.0f);
+      child_ok = rrAllReduce(child_data.data(), child_data.data(), count, rrFloat32, rrSum, sub, nullptr) == rrSuccess &&
+                 child_data[count / 2] == 2.0f * g_size;
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    std::fill(parent_data.begin(), parent_data.end(), 1.0f);
+    ASSERT_EQ(rrAllReduce(parent_data.data(), parent_data.data(), count, rrFloat32, rrMax, g_comm, nullptr), rrSuccess)
+        << rrGetLastError(g_comm);
+    ASSERT_EQ(parent_data[count - 1], 1.0f);
+  }
+  child.join();
+  EXPECT_TRUE(child_ok) << rrGetLastError(sub);
+  for (float x : child_data) ASSERT_EQ(x, 2.0f * g_size);
+  EXPECT_EQ(rrCommDestroy(sub), rrSuccess);
 }
 
 }  // namespace

@@ -33,6 +33,11 @@ class LoopbackTransport final : public Transport {
   bool progress() override;
   void wait_for_events(int timeout_ms) override;
   Status register_memory(void*, size_t) override { return Status::Ok(); }
+  Status make_sibling(int, int, std::unique_ptr<Transport>*) const override {
+    return InvalidUsage("the loopback transport cannot make sub-communicators");
+  }
+  const std::vector<uint8_t>& local_address() const override { return no_address_; }
+  Status connect(std::vector<std::vector<uint8_t>>, const std::vector<int>&) override { return Status::Ok(); }
   Status peer_status(int peer) const override;
   std::string describe_error(const Completion& c) const override;
 
@@ -52,6 +57,7 @@ class LoopbackTransport final : public Transport {
   int rank_;
   std::vector<PostedRecv> posted_;
   std::vector<Counters> counters_;
+  std::vector<uint8_t> no_address_;
 };
 
 // The shared medium: one inbox per rank.

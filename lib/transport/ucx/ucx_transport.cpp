@@ -121,6 +121,13 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
   return Status::Ok();
 }
 
+Status UcxTransport::make_sibling(int rank, int size, std::unique_ptr<Transport>* out) const {
+  std::unique_ptr<UcxTransport> sibling;
+  RR_RETURN_IF_ERROR(Create(rank, size, &sibling));
+  *out = std::move(sibling);
+  return Status::Ok();
+}
+
 UcxTransport::~UcxTransport() {
   close_endpoints();
   for (Peer& p : peers_) {

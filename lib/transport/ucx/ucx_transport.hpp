@@ -27,9 +27,10 @@ class UcxTransport final : public Transport {
 
   // What peers need to reach this rank, to publish through the bootstrap
   // store: [host identity : 16][pid : 4][UCX worker address].
-  const std::vector<uint8_t>& local_address() const { return local_address_; }
+  const std::vector<uint8_t>& local_address() const override { return local_address_; }
   // Takes every rank's worker address (indexed by rank) and connects to `eager_peers` now.
-  Status connect(std::vector<std::vector<uint8_t>> addresses, const std::vector<int>& eager_peers);
+  Status connect(std::vector<std::vector<uint8_t>> addresses, const std::vector<int>& eager_peers) override;
+  Status make_sibling(int rank, int size, std::unique_ptr<Transport>* out) const override;
 
   // Names of the transports UCX chose to reach `peer`, e.g. "sysv/memory cma/memory".
   std::string describe_path(int peer) const;
