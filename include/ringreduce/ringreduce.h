@@ -178,6 +178,21 @@ rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer,
 rrResult_t rrGroupStart(void);
 rrResult_t rrGroupEnd(void);
 
+/* Non-blocking point-to-point, as torch.distributed's isend/irecv: the
+ * transfer starts now; rrTest reports whether it finished and rrWait blocks
+ * until it has (within the communicator's timeout). Once rrWait returns, or
+ * rrTest sets *done = 1, the request is released and its handle is no longer
+ * valid; the buffer may be reused. Requests may be waited in any order. They
+ * complete in the order posted between one pair of ranks, interleaved
+ * correctly with rrSend/rrRecv. */
+typedef struct rrRequest* rrRequest_t;
+rrResult_t rrIsend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer,
+                   rrComm_t comm, rrRequest_t* request);
+rrResult_t rrIrecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer,
+                   rrComm_t comm, rrRequest_t* request);
+rrResult_t rrTest(rrRequest_t request, int* done);
+rrResult_t rrWait(rrRequest_t request);
+
 /* Observability. Payload bytes this rank has sent to / received from `peer`
  * since the communicator was made (headers not counted). */
 rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,

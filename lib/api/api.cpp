@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <unordered_set>
 #include <new>
 #include <string>
 #include <vector>
@@ -396,6 +398,98 @@ RR_API rrResult_t rrGroupEnd(void) {
   }
   return first;
 }
+
+struct rrRequest {
+  rrComm_t comm;
+  bool is_send;
+  int peer;
+  size_t bytes;
+  rr::transport::Completion done;
+};
+
+namespace {
+
+// Every request issued and not yet finished: a wait on anything else (a
+// request already finished, or never issued) is refused, not followed.
+std::mutex& requests_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<rrRequest_t>& live_requests() {
+  static auto* live = new std::unordered_set<rrRequest_t>();
+  return *live;
+}
+
+bool take_if_live(rrRequest_t request, bool erase) {
+  std::lock_guard<std::mutex> lock(requests_mutex());
+  auto it = live_requests().find(request);
+  if (it == live_requests().end()) return false;
+  if (erase) live_requests().erase(it);
+  return true;
+}
+
+rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                        rrRequest_t* request) {
+  const char* call = is_send ? "rrIsend" : "rrIrecv";
+  rr::Status s = check_call(call, comm, datatype, nullptr, nullptr);
+  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (s.ok() && !request) s = rr::InvalidArgument(std::string(call) + ": request is NULL");
+  if (!s.ok()) return fail(comm, s);
+  return guarded(comm, [&] {
+    auto req = std::make_unique<rrRequest>();
+    req->comm = comm;
+    req->is_send = is_send;
+    req->peer = peer;
+    req->bytes = count * rr::reduce::dtype_size(datatype);
+    rr::Status posted = comm->impl->post_p2p(is_send, buf, count, datatype, peer, &req->done);
+    if (!posted.ok()) return fail(comm, posted);
+    {
+      std::lock_guard<std::mutex> lock(requests_mutex());
+      live_requests().insert(req.get());
+    }
+    *request = req.release();
+    return rrSuccess;
+  });
+}
+
+rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
+  const char* call = block ? "rrWait" : "rrTest";
+  if (!request || !take_if_live(request, false)) {
+    return fail(nullptr, rr::Code::kInvalidUsage,
+                std::string(call) + ": request is not in flight (already finished, never issued, or NULL)");
+  }
+  rrComm_t comm = request->comm;
+  return guarded(comm, [&] {
+    bool finished = false;
+    rr::Status s = comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, block, &finished);
+    if (done) *done = finished ? 1 : 0;
+    // A failed or finished request is released; a pending one stays for the next test or wait.
+    if (finished || !s.ok()) {
+      if (!request->done.done) comm->impl->transport().cancel(&request->done);
+      if (take_if_live(request, true) && request->done.done) delete request;  // else UCX still holds it: leak, never dangle
+    }
+    return fail(comm, s);
+  });
+}
+
+}  // namespace
+
+RR_API rrResult_t rrIsend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                          rrRequest_t* request) {
+  return post_request(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, request);
+}
+
+RR_API rrResult_t rrIrecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                          rrRequest_t* request) {
+  return post_request(false, recvbuff, count, datatype, peer, comm, request);
+}
+
+RR_API rrResult_t rrTest(rrRequest_t request, int* done) {
+  if (!done) return fail(nullptr, rr::Code::kInvalidArgument, "rrTest: done is NULL");
+  return finish_request(request, false, done);
+}
+
+RR_API rrResult_t rrWait(rrRequest_t request) { return finish_request(request, true, nullptr); }
 
 RR_API rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent, uint64_t* bytes_received) {
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");

@@ -6,6 +6,7 @@
 #include "algo/ring.hpp"
 #include "common/log.hpp"
 #include "exec/tags.hpp"
+#include "exec/wait_policy.hpp"
 #include "reduce/reduce.hpp"
 
 namespace rr {
@@ -341,6 +342,55 @@ Status Communicator::split(int color, int key, const Settings& settings, std::un
   auto comm = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(child), keepalive_);
   RR_RETURN_IF_ERROR(comm->init());
   *out = std::move(comm);
+  return Status::Ok();
+}
+
+Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer,
+                              transport::Completion* done) {
+  RR_RETURN_IF_ERROR(check_usable());
+  RR_RETURN_IF_ERROR(check_peer(is_send ? "rrIsend" : "rrIrecv", "peer", peer));
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  done->reset();
+  done->peer = peer;
+  if (bytes == 0) {
+    done->done = true;  // both sides skip empty messages
+    return Status::Ok();
+  }
+  return is_send ? transport_->post_send(peer, exec::kP2pTag, buf, bytes, done)
+                 : transport_->post_recv(peer, exec::kP2pTag, buf, bytes, done);
+}
+
+Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, bool block,
+                              bool* finished) {
+  const std::string what = std::string(is_send ? "send of " : "receive of ") + std::to_string(bytes) + " bytes " +
+                           (is_send ? "to" : "from") + " rank " + std::to_string(peer);
+  exec::WaitPolicy wait(transport_.get(), deadline());
+  *finished = false;
+  for (;;) {
+    const bool moved = transport_->progress();
+    if (done.done) break;
+    Status alive = transport_->peer_status(peer);
+    if (!alive.ok()) return RemoteError(what + ": " + alive.message());
+    if (!block) return Status::Ok();
+    if (wait.expired()) {
+      return Timeout(what + ": rank " + std::to_string(rank_) + " waited " + std::to_string(settings_.timeout_ms) +
+                     " ms");
+    }
+    if (moved) {
+      wait.reset();
+    } else {
+      wait.idle();
+    }
+  }
+  *finished = true;
+  if (done.failed) {
+    return RemoteError(what + " failed: " + transport_->describe_error(done) +
+                       (is_send ? "" : " (a longer message than the receive's count?)"));
+  }
+  if (!is_send && done.bytes != bytes) {
+    return RemoteError(what + ": rank " + std::to_string(peer) + " sent " + std::to_string(done.bytes) +
+                       " bytes, expected " + std::to_string(bytes));
+  }
   return Status::Ok();
 }
 

@@ -61,6 +61,11 @@ class Communicator {
   Status send(const void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
   Status recv(void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
   Status flush_group();
+  // Non-blocking point-to-point: post now, finish in wait_p2p (or once
+  // test_p2p sees it done). `done` must stay put until then.
+  Status post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, transport::Completion* done);
+  // Drives progress until `done` (block) or once (!block); *finished says which.
+  Status wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, bool block, bool* finished);
   bool has_grouped() const { return group_->size() != 0; }
 
   // The last error's text; rrGetLastError(comm) returns it.

@@ -746,6 +746,61 @@ TEST(CommSplit, ParentAndChildRunConcurrentlyWithoutCrosstalk) {
   EXPECT_EQ(rrCommDestroy(sub), rrSuccess);
 }
 
+TEST(NonBlocking, ManyOutstandingRequestsWaitedInReverseOrder) {
+  const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+  constexpr int kMessages = 16;
+  std::vector<std::vector<int32_t>> out(kMessages), in(kMessages);
+  std::vector<rrRequest_t> requests;
+  for (int m = 0; m < kMessages; ++m) {
+    const size_t count = 1 + static_cast<size_t>(m) * 20011;  // eager and rendezvous sizes mixed
+    out[m].assign(count, g_rank * 1000 + m);
+    in[m].assign(count, -1);
+    rrRequest_t r = nullptr;
+    ASSERT_EQ(rrIrecv(in[m].data(), count, rrInt32, left, g_comm, &r), rrSuccess) << rrGetLastError(g_comm);
+    requests.push_back(r);
+    ASSERT_EQ(rrIsend(out[m].data(), count, rrInt32, right, g_comm, &r), rrSuccess) << rrGetLastError(g_comm);
+    requests.push_back(r);
+  }
+  for (auto it = requests.rbegin(); it != requests.rend(); ++it) {
+    ASSERT_EQ(rrWait(*it), rrSuccess) << rrGetLastError(g_comm);
+  }
+  for (int m = 0; m < kMessages; ++m) {
+    for (int32_t x : in[m]) ASSERT_EQ(x, left * 1000 + m) << "message " << m << " arrived out of order or wrong";
+  }
+}
+
+TEST(NonBlocking, TestPollsUntilDoneThenTheHandleIsGone) {
+  const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
+  std::vector<double> out(50000, g_rank + 0.5), in(50000);
+  rrRequest_t recv = nullptr, send = nullptr;
+  ASSERT_EQ(rrIrecv(in.data(), in.size(), rrFloat64, left, g_comm, &recv), rrSuccess);
+  ASSERT_EQ(rrIsend(out.data(), out.size(), rrFloat64, right, g_comm, &send), rrSuccess);
+  int done = 0;
+  while (!done) ASSERT_EQ(rrTest(recv, &done), rrSuccess) << rrGetLastError(g_comm);
+  ASSERT_EQ(rrWait(send), rrSuccess) << rrGetLastError(g_comm);
+  EXPECT_EQ(in[49999], left + 0.5);
+  // Both handles are finished now: using them again is refused, not followed.
+  EXPECT_EQ(rrWait(recv), rrInvalidUsage);
+  EXPECT_NE(std::string(rrGetLastError(nullptr)).find("not in flight"), std::string::npos) << rrGetLastError(nullptr);
+  EXPECT_EQ(rrTest(send, &done), rrInvalidUsage);
+  EXPECT_EQ(rrWait(nullptr), rrInvalidUsage);
+}
+
+TEST(NonBlocking, ReceiveSmallerThanTheMessageIsAnError) {
+  if (g_size < 2) GTEST_SKIP() << "needs two ranks";
+  if (g_rank > 1) return;
+  std::vector<int8_t> big(64, 7), small(16);
+  if (g_rank == 0) {
+    ASSERT_EQ(rrSend(big.data(), big.size(), rrInt8, 1, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  } else {
+    rrRequest_t r = nullptr;
+    ASSERT_EQ(rrIrecv(small.data(), small.size(), rrInt8, 0, g_comm, &r), rrSuccess);
+    EXPECT_EQ(rrWait(r), rrRemoteError);
+    const std::string error = rrGetLastError(g_comm);
+    EXPECT_NE(error.find("receive of 16 bytes from rank 0"), std::string::npos) << error;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
