@@ -10,14 +10,9 @@ namespace rrbench {
 
 namespace {
 
-std::size_t same_count(const RowSpec& row) { return row.count; }
-std::size_t at_start(const RowSpec&) { return 0; }
+using namespace collective_parts;
 
-void fill_input(const RowSpec& row, void* send) {
-  for (std::size_t i = 0; i < row.count; ++i) {
-    store_value(row.type, send, i, input_value(row.type, row.op, row.rank, i, row.seed));
-  }
-}
+void fill_input(const RowSpec& row, void* send) { fill_rank_input(row, row.count, send); }
 
 std::size_t count_wrong(const RowSpec& row, const void* recv) {
   std::vector<double> inputs(static_cast<std::size_t>(row.nranks));
@@ -38,9 +33,12 @@ const Collective kAllReduce = {
     "allreduce",
     /*has_op=*/true,
     /*has_root=*/false,
-    /*send_count=*/same_count,
-    /*recv_count=*/same_count,
-    /*in_place_offset=*/at_start,
+    /*has_in_place=*/true,
+    /*row_count=*/whole,
+    /*send_count=*/row_elements,
+    /*recv_count=*/row_elements,
+    /*in_place_send_offset=*/at_start,
+    /*in_place_recv_offset=*/at_start,
     fill_input,
     count_wrong,
 };

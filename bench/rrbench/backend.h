@@ -26,12 +26,16 @@ class BackendError : public std::runtime_error {
 
 struct CallArgs {
   const Collective* coll;
-  const void* send;  // == recv for in-place calls
+  const void* send;  // in place: inside the same buffer as recv (Collective's offsets)
   void* recv;
-  std::size_t count;  // the row's count column
+  std::size_t count;       // the row's count column
+  std::size_t send_count;  // elements this rank sends (count / N for allgather)
+  std::size_t recv_count;  // elements this rank receives (count / N for reduce-scatter)
   DataType type;
   RedOp op;
   int root;
+  int rank;
+  int nranks;
   bool in_place;
 };
 
@@ -43,6 +47,12 @@ class Backend {
   virtual std::string settings() const = 0;
   // Empty when this backend runs `coll` on (type, op); otherwise why it cannot.
   virtual std::string unsupported(const Collective& coll, DataType type, RedOp op) const = 0;
+  // False when the backend's in-place form of `coll` lays out its buffers
+  // differently from NCCL's (MPI's reduce-scatter): those columns read N/A.
+  virtual bool runs_in_place(const Collective& coll) const {
+    (void)coll;
+    return true;
+  }
   // Called on every rank, in the same order, before the calls of one row on
   // these buffers: Gloo builds its algorithm objects, which pair buffers with
   // the peers, here.
@@ -70,9 +80,6 @@ class Library {
   virtual void allreduce_max(double* values, std::size_t n) = 0;
   virtual void allreduce_sum(double* values, std::size_t n) = 0;
 };
-
-// How the ranks were started, which decides the libraries that can run.
-enum class Launcher { kEnv, kMpirun };
 
 // Factories, one per library; each is compiled only when its peer was found
 // at configure time. They throw BackendError when initialization fails.

@@ -212,7 +212,9 @@ class GlooBackend : public Backend {
                     : "gloo::AllreduceRing (whole buffer each of N-1 rounds), in place; out of place = memcpy + in place";
   }
   std::string unsupported(const Collective& coll, DataType type, RedOp op) const override {
-    if (coll.kind != CollKind::kAllReduce) return std::string("rr-bench's gloo backend has no ") + coll.name + " yet";
+    if (coll.kind != CollKind::kAllReduce) {
+      return std::string("rr-bench drives Gloo's ring allreduce only, not ") + coll.name;
+    }
     if (type == DataType::kBfloat16) return "gloo has no bfloat16 type";
     if (op == RedOp::kAvg) return "gloo has no avg reduction";
     return {};

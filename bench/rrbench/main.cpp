@@ -9,8 +9,6 @@
 // (OMPI_COMM_WORLD_RANK/SIZE); ringreduce and Gloo still meet at
 // MASTER_ADDR:MASTER_PORT, which mpirun -x must pass.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +31,9 @@ namespace {
 
 constexpr int kExitWrong = 1;
 constexpr int kExitUsage = 2;
+
+// How the ranks were started, which decides the libraries that can run.
+enum class Launcher { kEnv, kMpirun };
 
 // The backends this binary was built with, in --backend all order.
 std::vector<std::string> built_libraries() {
@@ -167,17 +168,22 @@ class Runner {
 
   Measurement measure(Backend& backend, const RowSpec& spec, const Collective& coll, const Placement& placement) {
     const std::size_t type_bytes = type_size(spec.type);
-    const std::size_t send_bytes = coll.send_count(spec) * type_bytes;
-    const std::size_t recv_bytes = coll.recv_count(spec) * type_bytes;
-    if (buffers_.send.size() < send_bytes) buffers_.send.resize(send_bytes);
+    const std::size_t send_count = coll.send_count(spec);
+    const std::size_t recv_count = coll.recv_count(spec);
+    // In place, the receive buffer holds both, at the collective's offsets.
+    const std::size_t recv_bytes = placement.in_place ? std::max(send_count, recv_count) * type_bytes
+                                                      : recv_count * type_bytes;
+    if (buffers_.send.size() < send_count * type_bytes) buffers_.send.resize(send_count * type_bytes);
     if (buffers_.recv.size() < recv_bytes) buffers_.recv.resize(recv_bytes);
-    unsigned char* recv = buffers_.recv.data();
-    void* send = placement.in_place ? recv + coll.in_place_offset(spec) * type_bytes : buffers_.send.data();
+    unsigned char* base = buffers_.recv.data();
+    unsigned char* send = placement.in_place ? base + coll.in_place_send_offset(spec) * type_bytes : buffers_.send.data();
+    unsigned char* recv = placement.in_place ? base + coll.in_place_recv_offset(spec) * type_bytes : base;
     // A call that writes nothing must fail the check, whatever an earlier
     // backend left in the output.
-    std::memset(recv, 0xA5, recv_bytes);
+    std::memset(base, 0xA5, recv_bytes);
     coll.fill_input(spec, send);
-    const CallArgs args{&coll, send, recv, spec.count, spec.type, spec.op, spec.root, placement.in_place};
+    const CallArgs args{&coll,     send,    recv,      spec.count, send_count,  recv_count,
+                        spec.type, spec.op, spec.root, spec.rank,  spec.nranks, placement.in_place};
     const std::string what = std::string(coll.name) + " " + std::to_string(spec.count * type_bytes) + " B " +
                              type_name(spec.type) + " " + op_name(spec.op) + " on " + backend.name() + ", " +
                              placement.label;
@@ -185,7 +191,7 @@ class Runner {
     watchdog_->arm(what);
     backend.prepare(args);
     backend.run(args);
-    inject_corruption(backend.name(), spec.rank, recv, coll.recv_count(spec), spec.type);
+    inject_corruption(backend.name(), spec.rank, recv, recv_count, spec.type);
     double wrong = options_.check ? static_cast<double>(coll.count_wrong(spec, recv)) : -1.0;
     for (int i = 0; i < options_.warmup_iters; ++i) backend.run(args);
     control_->barrier();
@@ -198,6 +204,7 @@ class Runner {
     control_->allreduce_max(&seconds, 1);
     if (options_.check) control_->allreduce_sum(&wrong, 1);
     Measurement m;
+    m.measured = true;
     m.time_us = seconds * 1e6;
     const double bytes = static_cast<double>(spec.count * type_bytes);
     m.algbw = alg_bandwidth(bytes, seconds);
@@ -297,8 +304,14 @@ int run(const Options& options, const std::vector<Variant>& variants, Launcher l
   const Placement kPlacements[] = {{false, "out of place"}, {true, "in place"}};
   double wrong = 0;
   uint64_t row_index = 0;
+  std::vector<std::string> skip_notes;  // each reason once per backend
   try {
     for (const Collective* coll : options.collectives) {
+      if (rank == 0 && options.collectives.size() > 1) {
+        char factor[32];
+        std::snprintf(factor, sizeof factor, "%.4g", coll->bus_factor(nranks));
+        report.print_note(std::string("collective ") + coll->name + ": busbw = algbw x " + factor);
+      }
       for (DataType type : options.types) {
         const std::vector<RedOp> ops = coll->has_op ? options.ops : std::vector<RedOp>{RedOp::kSum};
         for (RedOp op : ops) {
@@ -308,12 +321,15 @@ int run(const Options& options, const std::vector<Variant>& variants, Launcher l
             if (why.empty()) {
               able.push_back(backend.get());
             } else if (rank == 0) {
-              report.print_note(backend->name() + " skips " + coll->name + " " + type_name(type) + " " +
-                                op_name(op) + ": " + why);
+              const std::string note = backend->name() + " skips rows: " + why;
+              if (std::find(skip_notes.begin(), skip_notes.end(), note) == skip_notes.end()) {
+                skip_notes.push_back(note);
+                report.print_note(note);
+              }
             }
           }
           for (std::size_t size : sizes) {
-            const std::size_t count = size / type_size(type);
+            const std::size_t count = coll->row_count(size / type_size(type), nranks);
             for (std::size_t b = 0; b < able.size(); ++b) {
               Row row;
               row.backend = able[b]->name();
@@ -325,6 +341,9 @@ int run(const Options& options, const std::vector<Variant>& variants, Launcher l
               row.root = coll->has_root ? options.root : -1;
               Measurement* results[] = {&row.out_of_place, &row.in_place};
               for (int p = 0; p < 2; ++p) {
+                if (kPlacements[p].in_place && !(coll->has_in_place && able[b]->runs_in_place(*coll))) {
+                  continue;  // stays unmeasured: N/A
+                }
                 // A fresh input per row, backend and placement: a result left
                 // over from an earlier call cannot pass the check.
                 const uint64_t seed = ((row_index * 16 + b) * 2 + static_cast<uint64_t>(p)) + 1;

@@ -189,23 +189,72 @@ class MpiBackend : public Backend {
   std::string name() const override { return ring_ ? "mpi-ring" : "mpi-default"; }
   std::string settings() const override {
     return ring_ ? "MPI_Allreduce, coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=4 (ring)"
-                 : "MPI_Allreduce, coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=0 "
-                   "(tuned's fixed decision rules, as with no MCA settings)";
+                 : "MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce, MPI_Alltoall, "
+                   "MPI_Sendrecv; coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=0 (tuned's fixed "
+                   "decision rules, as with no MCA settings)";
   }
   std::string unsupported(const Collective& coll, DataType type, RedOp op) const override {
-    if (coll.kind != CollKind::kAllReduce) return std::string("rr-bench's mpi backend has no ") + coll.name + " yet";
+    if (ring_ && coll.kind != CollKind::kAllReduce) {
+      return "coll_tuned_allreduce_algorithm changes allreduce only (mpi-default runs this)";
+    }
     if (to_mpi(type) == MPI_DATATYPE_NULL) return std::string("MPI has no ") + type_name(type) + " type";
-    if (to_mpi(op) == MPI_OP_NULL) return std::string("MPI has no ") + op_name(op) + " operation";
+    if (coll.has_op && to_mpi(op) == MPI_OP_NULL) return std::string("MPI has no ") + op_name(op) + " operation";
     return {};
   }
-  void run(const CallArgs& args) override {
-    if (args.count > static_cast<std::size_t>(INT_MAX)) {
-      throw BackendError("MPI_Allreduce takes an int count; " + std::to_string(args.count) + " is too many");
+  // MPI's in-place reduce-scatter leaves rank r's block at the start of the
+  // buffer, not at r x recvcount as NCCL's does.
+  bool runs_in_place(const Collective& coll) const override { return coll.kind != CollKind::kReduceScatter; }
+  void run(const CallArgs& a) override {
+    if (a.count > static_cast<std::size_t>(INT_MAX)) {
+      throw BackendError("MPI takes int counts; " + std::to_string(a.count) + " elements is too many");
     }
-    const void* send = args.in_place ? MPI_IN_PLACE : args.send;
-    check(MPI_Allreduce(send, args.recv, static_cast<int>(args.count), to_mpi(args.type), to_mpi(args.op),
-                        library_->comm(ring_)),
-          "MPI_Allreduce");
+    MPI_Comm comm = library_->comm(ring_);
+    const MPI_Datatype type = to_mpi(a.type);
+    const int count = static_cast<int>(a.count);
+    switch (a.coll->kind) {
+      case CollKind::kAllReduce:
+        check(MPI_Allreduce(a.in_place ? MPI_IN_PLACE : a.send, a.recv, count, type, to_mpi(a.op), comm),
+              "MPI_Allreduce");
+        return;
+      case CollKind::kReduceScatter:
+        check(MPI_Reduce_scatter_block(a.send, a.recv, static_cast<int>(a.recv_count), type, to_mpi(a.op), comm),
+              "MPI_Reduce_scatter_block");
+        return;
+      case CollKind::kAllGather:
+        if (a.in_place) {
+          check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a.recv, static_cast<int>(a.send_count), type, comm),
+                "MPI_Allgather");
+        } else {
+          check(MPI_Allgather(a.send, static_cast<int>(a.send_count), type, a.recv, static_cast<int>(a.send_count),
+                              type, comm),
+                "MPI_Allgather");
+        }
+        return;
+      case CollKind::kBroadcast:
+        // MPI_Bcast has one buffer: out of place, the root copies its input
+        // there first, inside the timing.
+        if (!a.in_place && a.rank == a.root) std::memcpy(a.recv, a.send, a.count * type_size(a.type));
+        check(MPI_Bcast(a.recv, count, type, a.root, comm), "MPI_Bcast");
+        return;
+      case CollKind::kReduce: {
+        const void* send = a.in_place && a.rank == a.root ? MPI_IN_PLACE : a.send;
+        check(MPI_Reduce(send, a.recv, count, type, to_mpi(a.op), a.root, comm), "MPI_Reduce");
+        return;
+      }
+      case CollKind::kAllToAll: {
+        const int block = static_cast<int>(a.count / static_cast<std::size_t>(a.nranks));
+        check(MPI_Alltoall(a.send, block, type, a.recv, block, type, comm), "MPI_Alltoall");
+        return;
+      }
+      case CollKind::kSendRecv: {
+        const int right = (a.rank + 1) % a.nranks;
+        const int left = (a.rank + a.nranks - 1) % a.nranks;
+        check(MPI_Sendrecv(a.send, count, type, right, 0, a.recv, count, type, left, 0, comm, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+        return;
+      }
+    }
+    throw BackendError(std::string("mpi backend: no call for ") + a.coll->name);
   }
 
  private:

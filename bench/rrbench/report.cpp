@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 namespace rrbench {
@@ -48,6 +49,7 @@ std::string json_number(double value) {
 }
 
 std::string json_measurement(const Measurement& m) {
+  if (!m.measured) return "null";
   return "{\"time_us\": " + json_number(m.time_us) + ", \"algbw_GBps\": " + json_number(m.algbw) +
          ", \"busbw_GBps\": " + json_number(m.busbw) + ", \"wrong\": " + (m.wrong < 0 ? "null" : json_number(m.wrong)) +
          "}";
@@ -58,12 +60,21 @@ std::vector<std::pair<std::string, double>> average_busbw(const std::vector<Row>
   std::vector<std::pair<std::string, double>> averages;
   std::map<std::string, std::pair<double, int>> sums;
   for (const Row& row : rows) {
-    auto& sum = sums[row.backend];
-    if (sum.second == 0) averages.emplace_back(row.backend, 0.0);
-    sum.first += row.out_of_place.busbw + row.in_place.busbw;
-    sum.second += 2;
+    auto found = sums.find(row.backend);
+    if (found == sums.end()) {
+      averages.emplace_back(row.backend, 0.0);
+      found = sums.emplace(row.backend, std::make_pair(0.0, 0)).first;
+    }
+    for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+      if (!m->measured) continue;
+      found->second.first += m->busbw;
+      found->second.second += 1;
+    }
   }
-  for (auto& average : averages) average.second = sums[average.first].first / sums[average.first].second;
+  for (auto& average : averages) {
+    const auto& sum = sums[average.first];
+    average.second = sum.second ? sum.first / sum.second : 0.0;
+  }
   return averages;
 }
 
@@ -140,8 +151,12 @@ void Report::add_row(const Row& row) {
   std::fprintf(out_, "%12zu  %12zu  %8s  %6s  %6d", row.size, row.count, type_name(row.type), redop_column(row),
                row.root);
   for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
-    std::fprintf(out_, "  %7s  %6.2f  %6.2f  %6s", format_time_us(m->time_us).c_str(), m->algbw, m->busbw,
-                 format_wrong(m->wrong).c_str());
+    if (m->measured) {
+      std::fprintf(out_, "  %7s  %6.2f  %6.2f  %6s", format_time_us(m->time_us).c_str(), m->algbw, m->busbw,
+                   format_wrong(m->wrong).c_str());
+    } else {
+      std::fprintf(out_, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+    }
   }
   std::fprintf(out_, "  %7.3f  %s\n", memcpy_gbps_ > 0 ? row.out_of_place.busbw / memcpy_gbps_ : 0.0,
                row.backend.c_str());
@@ -222,8 +237,12 @@ void Report::write_csv(const std::string& path, const RunInfo& info) const {
     std::fprintf(file, "%s,%s,%d,%zu,%zu,%s,%s,%d", row.backend.c_str(), row.coll->name, info.nranks, row.size,
                  row.count, type_name(row.type), redop_column(row), row.root);
     for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
-      std::fprintf(file, ",%.3f,%.4f,%.4f,%s", m->time_us, m->algbw, m->busbw,
-                   m->wrong < 0 ? "" : format_wrong(m->wrong).c_str());
+      if (m->measured) {
+        std::fprintf(file, ",%.3f,%.4f,%.4f,%s", m->time_us, m->algbw, m->busbw,
+                     m->wrong < 0 ? "" : format_wrong(m->wrong).c_str());
+      } else {
+        std::fprintf(file, ",,,,");
+      }
     }
     std::fprintf(file, ",%.3f,%.4f\n", info.memcpy_gbps,
                  info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0);

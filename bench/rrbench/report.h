@@ -15,6 +15,7 @@
 namespace rrbench {
 
 struct Measurement {
+  bool measured = false;  // false: this placement does not exist for the row (N/A)
   double time_us = 0;  // the slowest rank's mean time per call
   double algbw = 0;    // GB/s
   double busbw = 0;    // GB/s

@@ -101,15 +101,47 @@ class RingreduceBackend : public Backend {
 
   std::string name() const override { return "ringreduce"; }
   std::string settings() const override {
-    return "rrAllReduce, blocking host call; " + setting("RR_CHUNK_BYTES") + ", " + setting("RR_PIPELINE_DEPTH");
+    return "rrAllReduce and friends, blocking host calls; " + setting("RR_CHUNK_BYTES") + ", " +
+           setting("RR_PIPELINE_DEPTH");
   }
-  std::string unsupported(const Collective& coll, DataType, RedOp) const override {
-    if (coll.kind == CollKind::kAllReduce) return {};
-    return std::string("ringreduce has no ") + coll.name + " in its C API yet";
-  }
-  void run(const CallArgs& args) override {
-    check(rrAllReduce(args.send, args.recv, args.count, to_rr(args.type), to_rr(args.op), library_->comm(), nullptr),
-          library_->comm(), "rrAllReduce");
+  std::string unsupported(const Collective&, DataType, RedOp) const override { return {}; }
+  void run(const CallArgs& a) override {
+    rrComm_t comm = library_->comm();
+    const rrDataType_t type = to_rr(a.type);
+    switch (a.coll->kind) {
+      case CollKind::kAllReduce:
+        check(rrAllReduce(a.send, a.recv, a.count, type, to_rr(a.op), comm, nullptr), comm, "rrAllReduce");
+        return;
+      case CollKind::kReduceScatter:
+        check(rrReduceScatter(a.send, a.recv, a.recv_count, type, to_rr(a.op), comm, nullptr), comm,
+              "rrReduceScatter");
+        return;
+      case CollKind::kAllGather:
+        check(rrAllGather(a.send, a.recv, a.send_count, type, comm, nullptr), comm, "rrAllGather");
+        return;
+      case CollKind::kBroadcast:
+        check(rrBroadcast(a.send, a.recv, a.count, type, a.root, comm, nullptr), comm, "rrBroadcast");
+        return;
+      case CollKind::kReduce:
+        check(rrReduce(a.send, a.recv, a.count, type, to_rr(a.op), a.root, comm, nullptr), comm, "rrReduce");
+        return;
+      case CollKind::kAllToAll:
+        check(rrAllToAll(a.send, a.recv, a.count / static_cast<std::size_t>(a.nranks), type, comm, nullptr), comm,
+              "rrAllToAll");
+        return;
+      case CollKind::kSendRecv: {
+        // Both at once in a group, as nccl-tests' sendrecv: a blocking send
+        // first would wait for the neighbour's matching receive forever.
+        const int right = (a.rank + 1) % a.nranks;
+        const int left = (a.rank + a.nranks - 1) % a.nranks;
+        check(rrGroupStart(), comm, "rrGroupStart");
+        check(rrSend(a.send, a.count, type, right, comm, nullptr), comm, "rrSend to the right neighbour");
+        check(rrRecv(a.recv, a.count, type, left, comm, nullptr), comm, "rrRecv from the left neighbour");
+        check(rrGroupEnd(), comm, "rrGroupEnd (sendrecv)");
+        return;
+      }
+    }
+    throw BackendError(std::string("ringreduce backend: no call for ") + a.coll->name);
   }
 
  private:

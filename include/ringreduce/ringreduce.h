@@ -193,6 +193,31 @@ rrResult_t rrIrecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer
 rrResult_t rrTest(rrRequest_t request, int* done);
 rrResult_t rrWait(rrRequest_t request);
 
+/* Non-blocking collectives (torch.distributed's async_op=True): the same
+ * arguments as the blocking form, without stream, plus a request finished by
+ * rrTest / rrWait. They run in the order issued, which must be the same on
+ * every rank (as for blocking calls); several may be in flight on one
+ * communicator and their requests may be waited in any order. Blocking calls
+ * issued after them run after them. Buffers belong to the call until it
+ * finished. */
+rrResult_t rrAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                            rrRedOp_t op, rrComm_t comm, rrRequest_t* request);
+rrResult_t rrReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request);
+rrResult_t rrAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
+                            rrComm_t comm, rrRequest_t* request);
+rrResult_t rrBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                            int root, rrComm_t comm, rrRequest_t* request);
+rrResult_t rrReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                         rrRedOp_t op, int root, rrComm_t comm, rrRequest_t* request);
+rrResult_t rrGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
+                         int root, rrComm_t comm, rrRequest_t* request);
+rrResult_t rrScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype,
+                          int root, rrComm_t comm, rrRequest_t* request);
+rrResult_t rrAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                           rrComm_t comm, rrRequest_t* request);
+rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request);
+
 /* Observability. Payload bytes this rank has sent to / received from `peer`
  * since the communicator was made (headers not counted). */
 rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,

@@ -3,7 +3,10 @@
 
 #include <cstring>
 #include <memory>
+#include <chrono>
+#include <functional>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 #include <new>
 #include <string>
@@ -150,7 +153,7 @@ RR_API rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newco
       if (!s.ok()) return fail(comm, s);
     }
     std::unique_ptr<rr::Communicator> child;
-    rr::Status s = comm->impl->split(color, key, settings, &child);
+    rr::Status s = comm->impl->queue().run([&] { return comm->impl->split(color, key, settings, &child); });
     if (!s.ok()) return fail(comm, s);
     *newcomm = child ? new rrComm{std::move(child)} : nullptr;
     return rrSuccess;
@@ -178,6 +181,61 @@ RR_API rrResult_t rrCommUserRank(const rrComm_t comm, int* rank) {
   *rank = comm->impl->rank();
   return rrSuccess;
 }
+
+struct rrRequest {
+  rrComm_t comm;
+  bool is_send;
+  int peer;
+  size_t bytes;
+  rr::transport::Completion done;                 // point-to-point requests
+  std::shared_ptr<rr::AsyncOperation> operation;  // collective requests
+};
+
+namespace {
+
+// Every request issued and not yet finished: a wait on anything else (a
+// request already finished, or never issued) is refused, not followed.
+std::mutex& requests_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<rrRequest_t>& live_requests() {
+  static auto* live = new std::unordered_set<rrRequest_t>();
+  return *live;
+}
+
+bool take_if_live(rrRequest_t request, bool erase) {
+  std::lock_guard<std::mutex> lock(requests_mutex());
+  auto it = live_requests().find(request);
+  if (it == live_requests().end()) return false;
+  if (erase) live_requests().erase(it);
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Runs a checked collective now (request == NULL) or queues it and hands back
+// a request for rrTest / rrWait. `body` captures its arguments by value.
+template <typename Body>
+rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* request, Body body) {
+  if (!checked.ok()) return fail(comm, checked);
+  return guarded(comm, [&] {
+    if (!request) return fail(comm, comm->impl->queue().run(body));
+    auto req = std::make_unique<rrRequest>();
+    req->comm = comm;
+    req->operation = comm->impl->queue().enqueue(std::function<rr::Status()>(body));
+    {
+      std::lock_guard<std::mutex> lock(requests_mutex());
+      live_requests().insert(req.get());
+    }
+    *request = req.release();
+    return rrSuccess;
+  });
+}
+
+}  // namespace
 
 namespace {
 
@@ -224,34 +282,28 @@ rr::Status check_blocks(const char* call, const char* big_name, const void* big,
 
 }  // namespace
 
-RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype,
-                                  rrRedOp_t op, rrComm_t comm, void* stream) {
+static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrReduceScatter", comm, datatype, &op, stream);
   if (s.ok()) {
     s = check_blocks("rrReduceScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff",
                      recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); });
 }
 
-RR_API rrResult_t rrAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
-                              rrComm_t comm, void* stream) {
+static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrAllGather", comm, datatype, nullptr, stream);
   if (s.ok()) {
     s = check_blocks("rrAllGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff,
                      sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); });
 }
 
-RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
-                              rrRedOp_t op, rrComm_t comm, void* stream) {
+static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
   if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); });
 }
 
 namespace {
@@ -279,28 +331,23 @@ thread_local Group group;
 
 }  // namespace
 
-RR_API rrResult_t rrBroadcast(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root,
-                              rrComm_t comm, void* stream) {
+static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrBroadcast", comm, datatype, nullptr, stream);
   if (s.ok()) s = check_root("rrBroadcast", comm, root);
   if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count);
   if (s.ok()) s = need("rrBroadcast", "recvbuff", recvbuff, count);
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root); });
 }
 
-RR_API rrResult_t rrReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op,
-                           int root, rrComm_t comm, void* stream) {
+static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrReduce", comm, datatype, &op, stream);
   if (s.ok()) s = check_root("rrReduce", comm, root);
   if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count);
   if (s.ok() && comm->impl->rank() == root) s = check_buffers("rrReduce", sendbuff, recvbuff, count, datatype);
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root); });
 }
 
-RR_API rrResult_t rrGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root,
-                           rrComm_t comm, void* stream) {
+static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrGather", comm, datatype, nullptr, stream);
   if (s.ok()) s = check_root("rrGather", comm, root);
   if (s.ok()) s = need("rrGather", "sendbuff", sendbuff, sendcount);
@@ -308,12 +355,10 @@ RR_API rrResult_t rrGather(const void* sendbuff, void* recvbuff, size_t sendcoun
     s = check_blocks("rrGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff, sendcount, root,
                      rr::reduce::dtype_size(datatype));
   }
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); });
 }
 
-RR_API rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root,
-                            rrComm_t comm, void* stream) {
+static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrScatter", comm, datatype, nullptr, stream);
   if (s.ok()) s = check_root("rrScatter", comm, root);
   if (s.ok()) s = need("rrScatter", "recvbuff", recvbuff, recvcount);
@@ -321,12 +366,10 @@ RR_API rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcou
     s = check_blocks("rrScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff", recvbuff, recvcount, root,
                      rr::reduce::dtype_size(datatype));
   }
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); });
 }
 
-RR_API rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm,
-                             void* stream) {
+static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrAllToAll", comm, datatype, nullptr, stream);
   if (s.ok()) {
     const size_t n = static_cast<size_t>(comm->impl->size());
@@ -344,14 +387,93 @@ RR_API rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count,
       }
     }
   }
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->all_to_all(sendbuff, recvbuff, count, datatype)); });
+  return dispatch(comm, s, request, [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); });
+}
+
+static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
+  return dispatch(comm, s, request, [=] { return comm->impl->barrier(); });
+}
+
+RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceScatterAsync: request is NULL");
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream) {
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllGatherAsync: request is NULL");
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllReduceAsync: request is NULL");
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrBroadcast(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBroadcastAsync: request is NULL");
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream) {
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceAsync: request is NULL");
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrGatherAsync: request is NULL");
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrScatterAsync: request is NULL");
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream) {
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllAsync: request is NULL");
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, nullptr, request);
 }
 
 RR_API rrResult_t rrBarrier(rrComm_t comm, void* stream) {
-  rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] { return fail(comm, comm->impl->barrier()); });
+  return barrier_call(comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBarrierAsync: request is NULL");
+  return barrier_call(comm, nullptr, request);
 }
 
 namespace {
@@ -365,8 +487,12 @@ rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t da
   return guarded(comm, [&] {
     const bool grouped = group.depth > 0;
     if (grouped && !comm->impl->has_grouped()) group.comms.push_back(comm);
-    return fail(comm, is_send ? comm->impl->send(buf, count, datatype, peer, grouped)
-                              : comm->impl->recv(buf, count, datatype, peer, grouped));
+    return fail(comm, comm->impl->queue().run(
+                          [&] {
+                            return is_send ? comm->impl->send(buf, count, datatype, peer, grouped)
+                                           : comm->impl->recv(buf, count, datatype, peer, grouped);
+                          },
+                          /*overtake=*/true));
   });
 }
 
@@ -393,40 +519,15 @@ RR_API rrResult_t rrGroupEnd(void) {
   comms.swap(group.comms);
   rrResult_t first = rrSuccess;
   for (rrComm_t comm : comms) {
-    rrResult_t r = guarded(comm, [&] { return fail(comm, comm->impl->flush_group()); });
+    rrResult_t r = guarded(comm, [&] {
+      return fail(comm, comm->impl->queue().run([&] { return comm->impl->flush_group(); }, /*overtake=*/true));
+    });
     if (first == rrSuccess) first = r;
   }
   return first;
 }
 
-struct rrRequest {
-  rrComm_t comm;
-  bool is_send;
-  int peer;
-  size_t bytes;
-  rr::transport::Completion done;
-};
-
 namespace {
-
-// Every request issued and not yet finished: a wait on anything else (a
-// request already finished, or never issued) is refused, not followed.
-std::mutex& requests_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::unordered_set<rrRequest_t>& live_requests() {
-  static auto* live = new std::unordered_set<rrRequest_t>();
-  return *live;
-}
-
-bool take_if_live(rrRequest_t request, bool erase) {
-  std::lock_guard<std::mutex> lock(requests_mutex());
-  auto it = live_requests().find(request);
-  if (it == live_requests().end()) return false;
-  if (erase) live_requests().erase(it);
-  return true;
-}
 
 rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
                         rrRequest_t* request) {
@@ -441,7 +542,8 @@ rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t data
     req->is_send = is_send;
     req->peer = peer;
     req->bytes = count * rr::reduce::dtype_size(datatype);
-    rr::Status posted = comm->impl->post_p2p(is_send, buf, count, datatype, peer, &req->done);
+    rr::Status posted = comm->impl->queue().run(
+        [&] { return comm->impl->post_p2p(is_send, buf, count, datatype, peer, &req->done); }, /*overtake=*/true);
     if (!posted.ok()) return fail(comm, posted);
     {
       std::lock_guard<std::mutex> lock(requests_mutex());
@@ -460,13 +562,48 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
   }
   rrComm_t comm = request->comm;
   return guarded(comm, [&] {
+    rr::OperationQueue& queue = comm->impl->queue();
     bool finished = false;
-    rr::Status s = comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, block, &finished);
+    rr::Status s;
+    if (request->operation) {
+      if (block) {
+        s = queue.wait(*request->operation);
+        finished = true;
+      } else {
+        finished = queue.test(*request->operation, &s);
+      }
+    } else {
+      // Point-to-point: poll a little at a time, so queued collectives keep
+      // running between polls (a peer may need them before it sends).
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(comm->impl->settings().timeout_ms);
+      for (int polls = 0;; ++polls) {
+        s = queue.run([&] {
+          return comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, false, &finished);
+        }, /*overtake=*/true);
+        if (finished || !s.ok() || !block) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+          s = rr::Timeout(std::string(request->is_send ? "send of " : "receive of ") + std::to_string(request->bytes) +
+                          " bytes " + (request->is_send ? "to" : "from") + " rank " + std::to_string(request->peer) +
+                          " did not finish within " + std::to_string(comm->impl->settings().timeout_ms) + " ms");
+          break;
+        }
+        if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        else std::this_thread::yield();
+      }
+    }
     if (done) *done = finished ? 1 : 0;
     // A failed or finished request is released; a pending one stays for the next test or wait.
     if (finished || !s.ok()) {
-      if (!request->done.done) comm->impl->transport().cancel(&request->done);
-      if (take_if_live(request, true) && request->done.done) delete request;  // else UCX still holds it: leak, never dangle
+      const bool in_flight = !request->operation && !request->done.done;
+      if (in_flight) {
+        queue.run([&] {
+          comm->impl->transport().cancel(&request->done);
+          return rr::Status::Ok();
+        }, true);
+      }
+      // A transfer UCX may still hold is leaked rather than left dangling.
+      if (take_if_live(request, true) && !(in_flight && !request->done.done)) delete request;
     }
     return fail(comm, s);
   });

@@ -26,6 +26,8 @@ Communicator::Communicator(int rank, int size, Settings settings,
       keepalive_(std::move(keepalive)) {}
 
 Communicator::~Communicator() {
+  // Queued operations finish (or time out) before their transport goes.
+  queue_.stop();
   // The transport goes first: closing it may still complete requests into the
   // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "algo/ring.hpp"
+#include "comm/operation_queue.hpp"
 #include "comm/settings.hpp"
 #include "common/status.hpp"
 #include "exec/batch.hpp"
@@ -68,6 +69,9 @@ class Communicator {
   Status wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, bool block, bool* finished);
   bool has_grouped() const { return group_->size() != 0; }
 
+  // Every operation of this communicator runs through it (lib/api/ does so).
+  OperationQueue& queue() { return queue_; }
+
   // The last error's text; rrGetLastError(comm) returns it.
   std::string& last_error() { return last_error_; }
 
@@ -97,6 +101,7 @@ class Communicator {
   std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
   std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group
   uint64_t sequence_ = 0;
+  OperationQueue queue_;  // last member: its worker stops before anything it uses goes
   Status broken_;  // set once an operation left the transport in an unknown state
   std::string last_error_;
 };

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 #include "bandwidth.h"
 #include "collective.h"
 
@@ -45,11 +47,28 @@ TEST(Bandwidth, AlgbwIsBytesOverTimeInGBps) {
   EXPECT_DOUBLE_EQ(alg_bandwidth(1e9, 0.0), 0.0);
 }
 
-TEST(Collectives, RegistryFindsAllreduceByItsCliName) {
-  EXPECT_EQ(find_collective("allreduce"), &kAllReduce);
+TEST(Collectives, EachFileCarriesItsPublishedFactor) {
+  // nccl-tests' names (all_reduce_perf -> allreduce) and factors at 4 ranks.
+  const struct {
+    const char* name;
+    double factor;
+  } kExpected[] = {{"allreduce", 1.5}, {"reducescatter", 0.75}, {"allgather", 0.75}, {"broadcast", 1.0},
+                   {"reduce", 1.0},    {"alltoall", 0.75},      {"sendrecv", 1.0}};
+  ASSERT_EQ(all_collectives().size(), std::size(kExpected));
+  for (const auto& e : kExpected) {
+    const Collective* coll = find_collective(e.name);
+    ASSERT_NE(coll, nullptr) << e.name;
+    EXPECT_DOUBLE_EQ(coll->bus_factor(4), e.factor) << e.name;
+  }
   EXPECT_EQ(find_collective("all_reduce"), nullptr);
-  ASSERT_FALSE(all_collectives().empty());
-  EXPECT_EQ(all_collectives().front(), &kAllReduce);
+}
+
+TEST(Collectives, SplittingCollectivesRoundTheCountToRanks) {
+  EXPECT_EQ(kReduceScatter.row_count(1001, 4), 1000u);
+  EXPECT_EQ(kAllGather.row_count(3, 4), 0u);
+  EXPECT_EQ(kAllToAll.row_count(1024, 3), 1023u);
+  EXPECT_EQ(kAllReduce.row_count(1001, 4), 1001u);
+  EXPECT_EQ(kBroadcast.row_count(7, 4), 7u);
 }
 
 }  // namespace

@@ -68,10 +68,13 @@ TEST(Options, ParsesEveryNcclTestsFlag) {
   EXPECT_EQ(o.csv_path, "out.csv");
 }
 
-TEST(Options, AllTypesAndAllOps) {
-  const Options o = parse({"-d", "all", "-o", "all"});
+TEST(Options, AllTypesOpsAndCollectives) {
+  const Options o = parse({"-d", "all", "-o", "all", "--coll", "all"});
   EXPECT_EQ(o.types.size(), 10u);
   EXPECT_EQ(o.ops.size(), 5u);
+  EXPECT_EQ(o.collectives, all_collectives());
+  EXPECT_EQ(parse({"--coll", "reducescatter", "--coll", "sendrecv"}).collectives,
+            (std::vector<const Collective*>{&kReduceScatter, &kSendRecv}));
 }
 
 TEST(Options, SweepFollowsNcclTestsStepRule) {
@@ -92,7 +95,7 @@ TEST(Options, BadFlagsNameTheFault) {
   EXPECT_NE(usage_error({"-c", "2"}).find("-c takes 0 or 1"), std::string::npos);
   EXPECT_NE(usage_error({"-d", "float8"}).find("unknown datatype 'float8'"), std::string::npos);
   EXPECT_NE(usage_error({"-o", "xor"}).find("unknown op 'xor'"), std::string::npos);
-  EXPECT_NE(usage_error({"--coll", "alltoall"}).find("unknown collective 'alltoall'"), std::string::npos);
+  EXPECT_NE(usage_error({"--coll", "hypercube"}).find("unknown collective 'hypercube'"), std::string::npos);
   EXPECT_NE(usage_error({"-b", "2M", "-e", "1M"}).find("larger than -e"), std::string::npos);
   EXPECT_NE(usage_error({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "collective.h"
@@ -80,6 +81,39 @@ TEST(AllReduceCheck, CountsEveryWrongElement) {
   result[5] += 1.0f;
   result[63] = NAN;
   EXPECT_EQ(kAllReduce.count_wrong(row, result.data()), 2u);
+}
+
+}  // namespace
+}  // namespace rrbench
+
+namespace rrbench {
+namespace {
+
+// A check that passes a result nobody wrote would make every row "correct":
+// each collective must count a poisoned output as wrong.
+TEST(CollectiveChecks, CountPoisonedOutputsAsWrong) {
+  for (const Collective* coll : all_collectives()) {
+    const RowSpec row{DataType::kInt32, RedOp::kSum, /*root=*/1, coll->row_count(48, 3), /*rank=*/1, 3, 5};
+    std::vector<unsigned char> poisoned(coll->recv_count(row) * sizeof(int32_t), 0xA5);
+    EXPECT_EQ(coll->count_wrong(row, poisoned.data()), coll->recv_count(row)) << coll->name;
+  }
+}
+
+TEST(CollectiveChecks, AllGatherAcceptsEveryRanksBlockInOrder) {
+  const RowSpec row{DataType::kFloat32, RedOp::kSum, -1, 12, /*rank=*/2, 3, 9};
+  std::vector<float> result(12);
+  for (std::size_t i = 0; i < 12; ++i) {
+    result[i] = static_cast<float>(input_value(DataType::kFloat32, RedOp::kSum, static_cast<int>(i / 4), i % 4, 9));
+  }
+  EXPECT_EQ(kAllGather.count_wrong(row, result.data()), 0u);
+  std::swap(result[0], result[4]);  // rank 0's and rank 1's first elements exchanged
+  EXPECT_EQ(kAllGather.count_wrong(row, result.data()), 2u);
+}
+
+TEST(CollectiveChecks, ReduceChecksTheRootOnly) {
+  const RowSpec row{DataType::kInt32, RedOp::kSum, /*root=*/0, 8, /*rank=*/1, 2, 3};
+  std::vector<int32_t> untouched(8, 0);
+  EXPECT_EQ(kReduce.count_wrong(row, untouched.data()), 0u);
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ expect 2 "unknown datatype 'float8'" -- -d float8
 expect 2 "unknown op 'xor'" -- -o xor
 expect 2 "-c takes 0 or 1" -- -c yes
 expect 2 "larger than -e" -- -b 2M -e 1M
-expect 2 "unknown collective 'alltoall'" -- --coll alltoall
+expect 2 "unknown collective 'hypercube'" -- --coll hypercube
 expect 2 "unknown backend 'rccl'" -- --backend rccl
 expect 2 "no NCCL backend" -- --backend nccl
 expect 2 "no ranks to run" -- -b 1K -e 1K

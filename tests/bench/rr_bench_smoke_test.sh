@@ -3,7 +3,9 @@
 #   - under rr-run: ringreduce (+ Gloo), every type and op, JSON and CSV checked;
 #   - a result corrupted on purpose (RR_BENCH_INJECT_CORRUPTION) is caught by
 #     -c 1: #wrong > 0, the footer says FAILED, exit status 1;
-#   - under mpirun (when Open MPI was built in): ringreduce beside both MPI rows.
+#   - 3 ranks, every collective (ringreduce);
+#   - under mpirun (when Open MPI was built in): ringreduce beside both MPI
+#     rows, every collective.
 # Correctness and well-formed output only; no timing is asserted.
 # Usage: rr_bench_smoke_test.sh rr-bench rr-run [mpirun|""] check_rr_bench_json.py
 set -u
@@ -44,6 +46,18 @@ else
   fail "rr-run -n 2: ${names[*]} (exit $rc)"
 fi
 
+# 1b. Every collective on 3 ranks (blocks that do not divide evenly, the root
+#     last), checked element by element.
+timeout 90 "$RUN" -n 3 --timeout 80 -- "$BENCH" --backend ringreduce --coll all -r 2 "${SMALL[@]}" -d float -d int8 \
+  -o sum -o max --json "$TMP/coll.json" >"$TMP/out" 2>&1 </dev/null
+rc=$?
+if [[ $rc -eq 0 ]] && python3 "$CHECKER" "$TMP/coll.json" ringreduce >>"$TMP/out" 2>&1 &&
+   [[ $(grep -c '# collective ' "$TMP/out") -eq 7 ]]; then
+  pass "rr-run -n 3: ringreduce, every collective, correct"
+else
+  fail "rr-run -n 3: ringreduce --coll all (exit $rc)"
+fi
+
 # 2. A corrupted result must be counted and fail the run.
 timeout 60 "$RUN" -n 2 --timeout 50 -x RR_BENCH_INJECT_CORRUPTION=ringreduce -- "$BENCH" --backend ringreduce \
   -b 4K -e 4K -n 1 -w 0 -c 1 --json "$TMP/bad.json" >"$TMP/out" 2>&1 </dev/null
@@ -61,11 +75,11 @@ if built mpi && [[ -n $MPIRUN ]]; then
   root_flags=()
   [[ $(id -u) -eq 0 ]] && root_flags=(--allow-run-as-root)
   timeout 90 "$MPIRUN" "${root_flags[@]}" --oversubscribe -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT="$port" \
-    "$BENCH" --backend ringreduce --backend mpi "${SMALL[@]}" -d float -d int32 -o sum -o max \
+    "$BENCH" --backend ringreduce --backend mpi --coll all -r 1 "${SMALL[@]}" -d float -d int32 -o sum -o max \
     --json "$TMP/mpi.json" >"$TMP/out" 2>&1 </dev/null
   rc=$?
   if [[ $rc -eq 0 ]] && python3 "$CHECKER" "$TMP/mpi.json" ringreduce mpi-default mpi-ring >>"$TMP/out" 2>&1; then
-    pass "mpirun -np 2: ringreduce, mpi-default, mpi-ring correct, JSON well formed"
+    pass "mpirun -np 2: ringreduce, mpi-default, mpi-ring, every collective, correct, JSON well formed"
   else
     fail "mpirun -np 2: ringreduce + mpi (exit $rc)"
   fi

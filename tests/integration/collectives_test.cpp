@@ -801,6 +801,67 @@ TEST(NonBlocking, ReceiveSmallerThanTheMessageIsAnError) {
   }
 }
 
+TEST(AsyncCollectives, ManyInFlightWaitedInAnyOrder) {
+  // Eight allreduces, a broadcast, an all-gather and a reduce-scatter in
+  // flight at once; waited in reverse, then in an interleaved order.
+  for (int round = 0; round < 2; ++round) {
+    constexpr int kReduces = 8;
+    std::vector<std::vector<int64_t>> sums(kReduces);
+    std::vector<rrRequest_t> requests;
+    for (int k = 0; k < kReduces; ++k) {
+      sums[k].assign(1000 + static_cast<size_t>(k) * 30011, g_rank + k);
+      rrRequest_t r = nullptr;
+      ASSERT_EQ(rrAllReduceAsync(sums[k].data(), sums[k].data(), sums[k].size(), rrInt64, rrSum, g_comm, &r), rrSuccess)
+          << rrGetLastError(g_comm);
+      requests.push_back(r);
+    }
+    int32_t word = g_rank == g_size - 1 ? 4242 : 0;
+    rrRequest_t r = nullptr;
+    ASSERT_EQ(rrBroadcastAsync(&word, &word, 1, rrInt32, g_size - 1, g_comm, &r), rrSuccess);
+    requests.push_back(r);
+    std::vector<int32_t> ranks(static_cast<size_t>(g_size));
+    const int32_t me = g_rank;
+    ASSERT_EQ(rrAllGatherAsync(&me, ranks.data(), 1, rrInt32, g_comm, &r), rrSuccess);
+    requests.push_back(r);
+    std::vector<float> blocks(static_cast<size_t>(g_size) * 3, 1.0f), mine(3);
+    ASSERT_EQ(rrReduceScatterAsync(blocks.data(), mine.data(), 3, rrFloat32, rrSum, g_comm, &r), rrSuccess);
+    requests.push_back(r);
+    if (round == 0) {
+      for (auto it = requests.rbegin(); it != requests.rend(); ++it) ASSERT_EQ(rrWait(*it), rrSuccess) << rrGetLastError(g_comm);
+    } else {
+      for (size_t i = 1; i < requests.size(); i += 2) ASSERT_EQ(rrWait(requests[i]), rrSuccess) << rrGetLastError(g_comm);
+      for (size_t i = 0; i < requests.size(); i += 2) ASSERT_EQ(rrWait(requests[i]), rrSuccess) << rrGetLastError(g_comm);
+    }
+    for (int k = 0; k < kReduces; ++k) {
+      const int64_t expect = static_cast<int64_t>(g_size) * (g_size - 1) / 2 + static_cast<int64_t>(g_size) * k;
+      for (int64_t x : sums[k]) ASSERT_EQ(x, expect) << "allreduce " << k;
+    }
+    EXPECT_EQ(word, 4242);
+    for (int i = 0; i < g_size; ++i) EXPECT_EQ(ranks[static_cast<size_t>(i)], i);
+    for (float x : mine) EXPECT_EQ(x, static_cast<float>(g_size));
+  }
+}
+
+TEST(AsyncCollectives, BlockingCallsRunAfterQueuedOnesAndTestPolls) {
+  std::vector<double> first(200003, 1.0), second(7, 2.0);
+  rrRequest_t r = nullptr;
+  ASSERT_EQ(rrAllReduceAsync(first.data(), first.data(), first.size(), rrFloat64, rrSum, g_comm, &r), rrSuccess);
+  // Issued after: runs after, on every rank, whatever this thread does next.
+  ASSERT_EQ(rrAllReduce(second.data(), second.data(), second.size(), rrFloat64, rrMax, g_comm, nullptr), rrSuccess)
+      << rrGetLastError(g_comm);
+  int done = 0;
+  while (!done) ASSERT_EQ(rrTest(r, &done), rrSuccess) << rrGetLastError(g_comm);
+  EXPECT_EQ(first[200002], static_cast<double>(g_size));
+  EXPECT_EQ(second[6], 2.0);
+  rrRequest_t barrier = nullptr;
+  ASSERT_EQ(rrBarrierAsync(g_comm, &barrier), rrSuccess);
+  ASSERT_EQ(rrWait(barrier), rrSuccess);
+  EXPECT_EQ(rrWait(barrier), rrInvalidUsage) << "a finished request must be refused";
+  EXPECT_EQ(rrAllReduceAsync(second.data(), second.data(), 1, rrFloat64, rrSum, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_EQ(rrBroadcastAsync(&done, &done, 1, rrInt32, g_size, g_comm, &barrier), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("root="), std::string::npos);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {

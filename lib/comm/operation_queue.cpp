@@ -1,0 +1,54 @@
+#include "comm/operation_queue.hpp"
+
+namespace rr {
+
+std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> body) {
+  auto op = std::make_shared<AsyncOperation>(std::move(body));
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue_.push_back(op);
+  if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
+  changed_.notify_all();
+  return op;
+}
+
+void OperationQueue::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
+    if (queue_.empty()) return;  // stopping, and nothing left to run
+    std::shared_ptr<AsyncOperation> op = queue_.front();
+    queue_.pop_front();
+    running_ = true;
+    lock.unlock();
+    Status status = op->body_();
+    op->body_ = nullptr;  // release what the body captured
+    lock.lock();
+    op->status_ = std::move(status);
+    op->done_ = true;
+    running_ = false;
+    changed_.notify_all();
+  }
+}
+
+Status OperationQueue::wait(AsyncOperation& op) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return op.done_; });
+  return op.status_;
+}
+
+bool OperationQueue::test(AsyncOperation& op, Status* status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (op.done_) *status = op.status_;
+  return op.done_;
+}
+
+void OperationQueue::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    changed_.notify_all();
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+}  // namespace rr

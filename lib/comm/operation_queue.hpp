@@ -1,0 +1,84 @@
+#pragma once
+// Orders a communicator's operations. Collectives must run in the order the
+// program issued them, the same on every rank; non-blocking collectives are
+// queued and run by one worker thread per communicator, so requests may be
+// waited in any order without deadlock. A blocking call runs on the calling
+// thread when nothing is queued (no thread hop, no allocation), else it
+// queues behind the others and waits. Point-to-point progress may overtake
+// queued collectives, but never runs while another operation does: the
+// transport is driven by one thread at a time.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/status.hpp"
+
+namespace rr {
+
+class AsyncOperation {
+ public:
+  explicit AsyncOperation(std::function<Status()> body) : body_(std::move(body)) {}
+
+ private:
+  friend class OperationQueue;
+  std::function<Status()> body_;
+  bool done_ = false;
+  Status status_;
+};
+
+class OperationQueue {
+ public:
+  OperationQueue() = default;
+  ~OperationQueue() { stop(); }
+  OperationQueue(const OperationQueue&) = delete;
+  OperationQueue& operator=(const OperationQueue&) = delete;
+
+  // Runs `body` in program order: now on this thread when the queue is idle,
+  // else after everything queued before it. `overtake` lets point-to-point
+  // work skip queued operations (it still waits for the running one).
+  template <typename Body>
+  Status run(Body&& body, bool overtake = false) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (overtake) {
+        changed_.wait(lock, [&] { return !running_; });
+      }
+      if (!running_ && (overtake || queue_.empty())) {
+        running_ = true;
+        lock.unlock();
+        Status status = body();
+        lock.lock();
+        running_ = false;
+        changed_.notify_all();
+        return status;
+      }
+    }
+    auto op = enqueue(std::function<Status()>(std::forward<Body>(body)));
+    return wait(*op);
+  }
+
+  // Queues `body` to run on the worker thread; returns at once.
+  std::shared_ptr<AsyncOperation> enqueue(std::function<Status()> body);
+  // Blocks until `op` ran; its result.
+  Status wait(AsyncOperation& op);
+  // Whether `op` ran, and its result when it did.
+  bool test(AsyncOperation& op, Status* status);
+  // Waits for the queue to drain, then ends the worker thread.
+  void stop();
+
+ private:
+  void work();
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::shared_ptr<AsyncOperation>> queue_;
+  bool running_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace rr
