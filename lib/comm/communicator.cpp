@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algo/ring.hpp"
+#include "algo/tree.hpp"
 #include "common/log.hpp"
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
@@ -178,7 +179,22 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
     if (recv != send) std::memcpy(recv, send, count * reduce::dtype_size(dtype));
     return Status::Ok();
   }
-  return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root);
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  if (size_ <= 2 || bytes > tree_bytes()) {
+    return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root);
+  }
+  // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
+  const algo::BinomialTree tree(size_, rank_, root);
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  const std::string name = "broadcast #" + std::to_string(sequence_ - 1);
+  if (tree.parent() < 0) {
+    if (recv != send) std::memcpy(recv, send, bytes);
+  } else {
+    batch_->add_recv(tree.parent(), tag, recv, bytes);
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  }
+  for (int child : tree.children()) batch_->add_send(child, tag, recv, bytes);
+  return run_batch(*batch_, name);
 }
 
 Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
@@ -189,7 +205,28 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
     reduce::finish(recv, send, count, dtype, op, 1);
     return Status::Ok();
   }
-  return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root);
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  const algo::BinomialTree tree(size_, rank_, root);
+  const std::vector<int> children = tree.children();
+  // Each child's partial result needs a staging slot of its own, beside the accumulator.
+  if (size_ <= 2 || bytes > tree_bytes() || children.size() + 1 > pool_.slots()) {
+    return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root);
+  }
+  // Small: a binomial tree. Gather the children's partial results, add them
+  // to this rank's input in a fixed order, pass the sum to the parent.
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  const std::string name = "reduce #" + std::to_string(sequence_ - 1);
+  void* acc = tree.parent() < 0 ? recv : pool_.slot(0);
+  if (acc != send) std::memmove(acc, send, bytes);
+  for (size_t c = 0; c < children.size(); ++c) batch_->add_recv(children[c], tag, pool_.slot(c + 1), bytes);
+  RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  for (size_t c = 0; c < children.size(); ++c) reduce::reduce(acc, acc, pool_.slot(c + 1), count, dtype, op);
+  if (tree.parent() >= 0) {
+    batch_->add_send(tree.parent(), tag, acc, bytes);
+    return run_batch(*batch_, name);
+  }
+  reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, at the root
+  return Status::Ok();
 }
 
 Status Communicator::gather(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {

@@ -3,6 +3,7 @@
 // staging pool and the executor. It holds a transport through the interface
 // only: how bytes move is not its business.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -83,6 +84,10 @@ class Communicator {
   Status run_batch(exec::Batch& batch, const std::string& name);
   Status run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
                    rrDataType_t dtype, rrRedOp_t op, int root);
+  // Broadcasts and reduces up to this size take a binomial tree (log2 N hops,
+  // latency-bound) instead of the chain (N - 1 hops, bandwidth-bound); one
+  // chunk, so a partial result always fits a staging slot.
+  size_t tree_bytes() const { return std::min<size_t>(settings_.chunk_bytes, size_t{64} << 10); }
   exec::Clock::time_point deadline() const {
     return exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
   }

@@ -206,3 +206,43 @@ TEST(RingSchedule, RotatedAllGatherDeliversEverySegmentOnce) {
 
 }  // namespace
 }  // namespace rr::algo
+
+#include "algo/tree.hpp"
+
+namespace rr::algo {
+namespace {
+
+TEST(BinomialTree, EveryRankReachedOnceWithinLogDepth) {
+  for (int n = 1; n <= 33; ++n) {
+    for (int root = 0; root < n; ++root) {
+      std::vector<int> parent_of(n, -2);
+      std::vector<int> depth(n, 0);
+      for (int r = 0; r < n; ++r) {
+        BinomialTree t(n, r, root);
+        parent_of[r] = t.parent();
+        EXPECT_EQ(parent_of[r] == -1, r == root) << "n=" << n << " root=" << root << " rank=" << r;
+        for (int c : t.children()) {
+          EXPECT_EQ(BinomialTree(n, c, root).parent(), r) << "n=" << n << " root=" << root << " child " << c;
+        }
+      }
+      // Walking up from every rank reaches the root within ceil(log2 n) hops.
+      int log2n = 0;
+      while ((1 << log2n) < n) ++log2n;
+      for (int r = 0; r < n; ++r) {
+        int hops = 0;
+        for (int v = r; v != root; v = parent_of[v]) {
+          ASSERT_GE(parent_of[v], 0);
+          ASSERT_LE(++hops, log2n) << "n=" << n << " root=" << root << " rank=" << r;
+        }
+      }
+      // Every non-root is the child of exactly one rank.
+      std::vector<int> times(n, 0);
+      for (int r = 0; r < n; ++r)
+        for (int c : BinomialTree(n, r, root).children()) ++times[c];
+      for (int r = 0; r < n; ++r) EXPECT_EQ(times[r], r == root ? 0 : 1) << "n=" << n << " root=" << root;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rr::algo
