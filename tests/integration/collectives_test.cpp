@@ -862,6 +862,49 @@ TEST(AsyncCollectives, BlockingCallsRunAfterQueuedOnesAndTestPolls) {
   EXPECT_NE(std::string(rrGetLastError(g_comm)).find("root="), std::string::npos);
 }
 
+TEST(CommSplit, TwoSubCommunicatorsReduceAtOnce) {
+  rrComm_t a = nullptr, b = nullptr;
+  ASSERT_EQ(rrCommSplit(g_comm, 0, g_rank, &a, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  ASSERT_EQ(rrCommSplit(g_comm, 1, -g_rank, &b, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  const size_t count = (size_t{1} << 17) + 3;
+  bool a_ok = true, b_ok = true;
+  auto drive = [&](rrComm_t comm, float value, bool* ok) {
+    std::vector<float> v(count);
+    for (int i = 0; i < 20 && *ok; ++i) {
+      std::fill(v.begin(), v.end(), value);
+      *ok = rrAllReduce(v.data(), v.data(), count, rrFloat32, rrSum, comm, nullptr) == rrSuccess &&
+            v[count - 1] == value * g_size && v[0] == value * g_size;
+    }
+  };
+  std::thread ta(drive, a, 1.0f, &a_ok), tb(drive, b, 3.0f, &b_ok);
+  ta.join();
+  tb.join();
+  EXPECT_TRUE(a_ok) << rrGetLastError(a);
+  EXPECT_TRUE(b_ok) << rrGetLastError(b);
+  EXPECT_EQ(rrCommDestroy(a), rrSuccess);
+  EXPECT_EQ(rrCommDestroy(b), rrSuccess);
+}
+
+TEST(SendRecv, StormEveryPairTalks) {
+  // Every rank sends a distinct message to every rank (itself included) and
+  // receives one from each, all in one group, five rounds in a row.
+  const size_t count = 3001;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::vector<int32_t>> out(static_cast<size_t>(g_size)), in(static_cast<size_t>(g_size));
+    ASSERT_EQ(rrGroupStart(), rrSuccess);
+    for (int p = 0; p < g_size; ++p) {
+      out[static_cast<size_t>(p)].assign(count, round * 10000 + g_rank * 100 + p);
+      in[static_cast<size_t>(p)].assign(count, -1);
+      ASSERT_EQ(rrRecv(in[static_cast<size_t>(p)].data(), count, rrInt32, p, g_comm, nullptr), rrSuccess);
+      ASSERT_EQ(rrSend(out[static_cast<size_t>(p)].data(), count, rrInt32, p, g_comm, nullptr), rrSuccess);
+    }
+    ASSERT_EQ(rrGroupEnd(), rrSuccess) << rrGetLastError(g_comm);
+    for (int p = 0; p < g_size; ++p) {
+      for (int32_t x : in[static_cast<size_t>(p)]) ASSERT_EQ(x, round * 10000 + p * 100 + g_rank) << "from " << p;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
