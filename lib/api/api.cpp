@@ -597,7 +597,7 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
     if (finished || !s.ok()) {
       const bool in_flight = !request->operation && !request->done.done;
       if (in_flight) {
-        queue.run([&] {
+        (void)queue.run([&] {  // canceling cannot fail
           comm->impl->transport().cancel(&request->done);
           return rr::Status::Ok();
         }, true);

@@ -297,30 +297,25 @@ Status Communicator::barrier() {
   return run_ring("barrier", &token, &token, 1, rrUint8, rrMax, 0, algo::RingPhases::kBoth);
 }
 
-Status Communicator::send(const void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped) {
+Status Communicator::point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer,
+                                    bool grouped) {
   RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer("rrSend", "peer", peer));
+  RR_RETURN_IF_ERROR(check_peer(is_send ? "rrSend" : "rrRecv", "peer", peer));
   const size_t bytes = count * reduce::dtype_size(dtype);
-  if (grouped) {
-    group_->add_send(peer, exec::kP2pTag, buf, bytes);
-    return Status::Ok();
+  exec::Batch& batch = grouped ? *group_ : *batch_;
+  if (is_send) {
+    batch.add_send(peer, exec::kP2pTag, buf, bytes);
+  } else {
+    batch.add_recv(peer, exec::kP2pTag, buf, bytes);
   }
-  if (peer == rank_) return InvalidUsage("rrSend: a send to itself (peer=" + std::to_string(peer) + ") can only complete inside rrGroupStart/rrGroupEnd with its rrRecv");
-  batch_->add_send(peer, exec::kP2pTag, buf, bytes);
-  return run_batch(*batch_, "send to rank " + std::to_string(peer));
-}
-
-Status Communicator::recv(void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped) {
-  RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer("rrRecv", "peer", peer));
-  const size_t bytes = count * reduce::dtype_size(dtype);
-  if (grouped) {
-    group_->add_recv(peer, exec::kP2pTag, buf, bytes);
-    return Status::Ok();
+  if (grouped) return Status::Ok();  // posted by flush_group()
+  if (peer == rank_) {
+    batch.clear();
+    return InvalidUsage(std::string(is_send ? "rrSend: a send to itself" : "rrRecv: a receive from itself") +
+                        " (peer=" + std::to_string(peer) +
+                        ") can only complete inside rrGroupStart/rrGroupEnd with its partner call");
   }
-  if (peer == rank_) return InvalidUsage("rrRecv: a receive from itself (peer=" + std::to_string(peer) + ") can only complete inside rrGroupStart/rrGroupEnd with its rrSend");
-  batch_->add_recv(peer, exec::kP2pTag, buf, bytes);
-  return run_batch(*batch_, "receive from rank " + std::to_string(peer));
+  return run_batch(batch, (is_send ? "send to rank " : "receive from rank ") + std::to_string(peer));
 }
 
 Status Communicator::flush_group() {

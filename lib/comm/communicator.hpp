@@ -60,8 +60,12 @@ class Communicator {
 
   // Point-to-point. Inside a group (group_depth > 0) they are queued and
   // posted together by flush_group(); otherwise each completes before it returns.
-  Status send(const void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
-  Status recv(void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
+  Status send(const void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped) {
+    return point_to_point(true, const_cast<void*>(buf), count, dtype, peer, grouped);
+  }
+  Status recv(void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped) {
+    return point_to_point(false, buf, count, dtype, peer, grouped);
+  }
   Status flush_group();
   // Non-blocking point-to-point: post now, finish in wait_p2p (or once
   // test_p2p sees it done). `done` must stay put until then.
@@ -79,6 +83,7 @@ class Communicator {
  private:
   Status check_usable() const;
   Status check_peer(const char* what, const char* name, int peer) const;
+  Status point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
   // Runs `batch_` as operation `name`, marking the communicator unusable when
   // a failure may have left transfers in flight.
   Status run_batch(exec::Batch& batch, const std::string& name);
