@@ -23,6 +23,39 @@ struct rrComm {
   std::unique_ptr<rr::Communicator> impl;
 };
 
+struct rrRequest {
+  rrComm_t comm;
+  bool is_send;
+  int peer;
+  size_t bytes;
+  rr::transport::Completion done;                 // point-to-point requests
+  std::shared_ptr<rr::AsyncOperation> operation;  // collective requests
+};
+
+namespace {
+
+// Every request issued and not yet finished: a wait on anything else (a
+// request already finished, or never issued) is refused, not followed.
+std::mutex& requests_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<rrRequest_t>& live_requests() {
+  static auto* live = new std::unordered_set<rrRequest_t>();
+  return *live;
+}
+
+bool take_if_live(rrRequest_t request, bool erase) {
+  std::lock_guard<std::mutex> lock(requests_mutex());
+  auto it = live_requests().find(request);
+  if (it == live_requests().end()) return false;
+  if (erase) live_requests().erase(it);
+  return true;
+}
+
+}  // namespace
+
+
 namespace {
 
 thread_local std::string thread_last_error;
@@ -45,7 +78,7 @@ rrResult_t to_result(rr::Code code) {
 rrResult_t fail(rrComm_t comm, const rr::Status& status) {
   if (status.ok()) return rrSuccess;
   thread_last_error = status.message();
-  if (comm && comm->impl) comm->impl->last_error() = status.message();
+  if (comm && comm->impl) comm->impl->set_last_error(status.message());
   return to_result(status.code());
 }
 
@@ -118,7 +151,9 @@ RR_API const char* rrGetErrorString(rrResult_t result) {
 }
 
 RR_API const char* rrGetLastError(rrComm_t comm) {
-  if (comm && comm->impl) return comm->impl->last_error().c_str();
+  // A copy on the calling thread: another thread may replace the
+  // communicator's text while the caller still reads this one.
+  if (comm && comm->impl) thread_last_error = comm->impl->last_error();
   return thread_last_error.c_str();
 }
 
@@ -162,6 +197,16 @@ RR_API rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newco
 
 RR_API rrResult_t rrCommDestroy(rrComm_t comm) {
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  {
+    std::lock_guard<std::mutex> lock(requests_mutex());
+    size_t live = 0;
+    for (rrRequest_t r : live_requests()) live += r->comm == comm ? 1 : 0;
+    if (live > 0) {
+      return fail(comm, rr::Code::kInvalidUsage,
+                  "rrCommDestroy: " + std::to_string(live) + " request(s) on this communicator are still in flight; "
+                  "wait for them first");
+    }
+  }
   return guarded(nullptr, [&] {
     delete comm;
     return rrSuccess;
@@ -181,38 +226,6 @@ RR_API rrResult_t rrCommUserRank(const rrComm_t comm, int* rank) {
   *rank = comm->impl->rank();
   return rrSuccess;
 }
-
-struct rrRequest {
-  rrComm_t comm;
-  bool is_send;
-  int peer;
-  size_t bytes;
-  rr::transport::Completion done;                 // point-to-point requests
-  std::shared_ptr<rr::AsyncOperation> operation;  // collective requests
-};
-
-namespace {
-
-// Every request issued and not yet finished: a wait on anything else (a
-// request already finished, or never issued) is refused, not followed.
-std::mutex& requests_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::unordered_set<rrRequest_t>& live_requests() {
-  static auto* live = new std::unordered_set<rrRequest_t>();
-  return *live;
-}
-
-bool take_if_live(rrRequest_t request, bool erase) {
-  std::lock_guard<std::mutex> lock(requests_mutex());
-  auto it = live_requests().find(request);
-  if (it == live_requests().end()) return false;
-  if (erase) live_requests().erase(it);
-  return true;
-}
-
-}  // namespace
 
 namespace {
 
@@ -476,37 +489,6 @@ RR_API rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request) {
   return barrier_call(comm, nullptr, request);
 }
 
-namespace {
-
-rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
-                          void* stream) {
-  const char* call = is_send ? "rrSend" : "rrRecv";
-  rr::Status s = check_call(call, comm, datatype, nullptr, stream);
-  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
-  if (!s.ok()) return fail(comm, s);
-  return guarded(comm, [&] {
-    const bool grouped = group.depth > 0;
-    if (grouped && !comm->impl->has_grouped()) group.comms.push_back(comm);
-    return fail(comm, comm->impl->queue().run(
-                          [&] {
-                            return is_send ? comm->impl->send(buf, count, datatype, peer, grouped)
-                                           : comm->impl->recv(buf, count, datatype, peer, grouped);
-                          },
-                          /*overtake=*/true));
-  });
-}
-
-}  // namespace
-
-RR_API rrResult_t rrSend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
-                         void* stream) {
-  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
-}
-
-RR_API rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm, void* stream) {
-  return point_to_point(false, recvbuff, count, datatype, peer, comm, stream);
-}
-
 RR_API rrResult_t rrGroupStart(void) {
   ++group.depth;
   return rrSuccess;
@@ -610,6 +592,45 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
 }
 
 }  // namespace
+
+namespace {
+
+rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                          void* stream) {
+  const char* call = is_send ? "rrSend" : "rrRecv";
+  rr::Status s = check_call(call, comm, datatype, nullptr, stream);
+  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (!s.ok()) return fail(comm, s);
+  const bool grouped = group.depth > 0;
+  if (!grouped && peer != comm->impl->rank()) {
+    // Post, then poll in short turns, so queued collectives keep running
+    // while this rank waits (its peer may need them before it answers).
+    rrRequest_t request = nullptr;
+    rrResult_t posted = post_request(is_send, buf, count, datatype, peer, comm, &request);
+    if (posted != rrSuccess) return posted;
+    return finish_request(request, true, nullptr);
+  }
+  return guarded(comm, [&] {
+    if (grouped && !comm->impl->has_grouped()) group.comms.push_back(comm);
+    return fail(comm, comm->impl->queue().run(
+                          [&] {
+                            return is_send ? comm->impl->send(buf, count, datatype, peer, grouped)
+                                           : comm->impl->recv(buf, count, datatype, peer, grouped);
+                          },
+                          /*overtake=*/true));
+  });
+}
+
+}  // namespace
+
+RR_API rrResult_t rrSend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                         void* stream) {
+  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+}
+
+RR_API rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm, void* stream) {
+  return point_to_point(false, recvbuff, count, datatype, peer, comm, stream);
+}
 
 RR_API rrResult_t rrIsend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
                           rrRequest_t* request) {

@@ -208,8 +208,12 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   const size_t bytes = count * reduce::dtype_size(dtype);
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
-  // Each child's partial result needs a staging slot of its own, beside the accumulator.
-  if (size_ <= 2 || bytes > tree_bytes() || children.size() + 1 > pool_.slots()) {
+  // Each child's partial result needs a staging slot of its own, beside the
+  // accumulator. The root has the most children, ceil(log2 N): decide by that
+  // bound, so that every rank takes the same path.
+  size_t most_children = 0;
+  while ((size_t{1} << most_children) < static_cast<size_t>(size_)) ++most_children;
+  if (size_ <= 2 || bytes > tree_bytes() || most_children + 1 > pool_.slots()) {
     return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root);
   }
   // Small: a binomial tree. Gather the children's partial results, add them
@@ -361,6 +365,10 @@ Status Communicator::split(int color, int key, const Settings& settings, std::un
   RR_RETURN_IF_ERROR(all_gather(padded.data(), addresses.data(), longest, rrUint8));
   RR_RETURN_IF_ERROR(made);
   if (color < 0) {
+    // Take part in the members' final agreement, then stay out.
+    const int32_t failed = 0;
+    std::vector<int32_t> failures(static_cast<size_t>(size_));
+    RR_RETURN_IF_ERROR(all_gather(&failed, failures.data(), 1, rrInt32));
     out->reset();
     return Status::Ok();
   }
@@ -372,9 +380,20 @@ Status Communicator::split(int color, int key, const Settings& settings, std::un
   std::vector<int> neighbours;
   if (new_size > 1) neighbours.push_back((new_rank + 1) % new_size);
   if (new_size > 2) neighbours.push_back((new_rank + new_size - 1) % new_size);
-  RR_RETURN_IF_ERROR(child->connect(std::move(theirs), neighbours));
+  Status ready = child->connect(std::move(theirs), neighbours);
   auto comm = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(child), keepalive_);
-  RR_RETURN_IF_ERROR(comm->init());
+  if (ready.ok()) ready = comm->init();
+  // Nobody keeps a sub-communicator that a member failed to make: its first
+  // collective would wait for that member until the timeout.
+  const int32_t failed = ready.ok() ? 0 : 1;
+  std::vector<int32_t> failures(static_cast<size_t>(size_));
+  RR_RETURN_IF_ERROR(all_gather(&failed, failures.data(), 1, rrInt32));
+  RR_RETURN_IF_ERROR(ready);
+  for (int r = 0; r < size_; ++r) {
+    if (failures[static_cast<size_t>(r)] != 0) {
+      return RemoteError("split: rank " + std::to_string(r) + " failed to make its sub-communicator");
+    }
+  }
   *out = std::move(comm);
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "algo/ring.hpp"
@@ -77,8 +78,16 @@ class Communicator {
   // Every operation of this communicator runs through it (lib/api/ does so).
   OperationQueue& queue() { return queue_; }
 
-  // The last error's text; rrGetLastError(comm) returns it.
-  std::string& last_error() { return last_error_; }
+  // The last error's text; rrGetLastError(comm) returns a copy. Threads may
+  // fail on one communicator at once, hence the lock.
+  std::string last_error() const {
+    std::lock_guard<std::mutex> lock(last_error_mutex_);
+    return last_error_;
+  }
+  void set_last_error(const std::string& text) {
+    std::lock_guard<std::mutex> lock(last_error_mutex_);
+    last_error_ = text;
+  }
 
  private:
   Status check_usable() const;
@@ -113,6 +122,7 @@ class Communicator {
   uint64_t sequence_ = 0;
   OperationQueue queue_;  // last member: its worker stops before anything it uses goes
   Status broken_;  // set once an operation left the transport in an unknown state
+  mutable std::mutex last_error_mutex_;
   std::string last_error_;
 };
 

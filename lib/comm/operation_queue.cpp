@@ -5,6 +5,11 @@ namespace rr {
 std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> body) {
   auto op = std::make_shared<AsyncOperation>(std::move(body));
   std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) {
+    op->status_ = InvalidUsage("the communicator is being destroyed");
+    op->done_ = true;
+    return op;
+  }
   queue_.push_back(op);
   if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
   changed_.notify_all();
@@ -14,13 +19,13 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
 void OperationQueue::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
+    changed_.wait(lock, [&] { return !running_ && overtakers_ == 0 && (!queue_.empty() || stopping_); });
     if (queue_.empty()) return;  // stopping, and nothing left to run
     std::shared_ptr<AsyncOperation> op = queue_.front();
     queue_.pop_front();
     running_ = true;
     lock.unlock();
-    Status status = op->body_();
+    Status status = run_guarded(op->body_);
     op->body_ = nullptr;  // release what the body captured
     lock.lock();
     op->status_ = std::move(status);

@@ -12,6 +12,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -45,12 +48,15 @@ class OperationQueue {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       if (overtake) {
+        // The worker lets waiting overtakers in between two queued operations.
+        ++overtakers_;
         changed_.wait(lock, [&] { return !running_; });
+        --overtakers_;
       }
       if (!running_ && (overtake || queue_.empty())) {
         running_ = true;
         lock.unlock();
-        Status status = body();
+        Status status = run_guarded(body);
         lock.lock();
         running_ = false;
         changed_.notify_all();
@@ -72,12 +78,24 @@ class OperationQueue {
 
  private:
   void work();
+  // An escaping exception becomes a status: the token must always come back.
+  template <typename Body>
+  static Status run_guarded(Body& body) {
+    try {
+      return body();
+    } catch (const std::bad_alloc&) {
+      return SystemError("out of host memory");
+    } catch (const std::exception& e) {
+      return InternalError(std::string("internal error: ") + e.what());
+    }
+  }
 
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<AsyncOperation>> queue_;
   bool running_ = false;
   bool stopping_ = false;
+  int overtakers_ = 0;  // threads waiting to slip point-to-point work in
   std::thread worker_;
 };
 

@@ -2,6 +2,7 @@
 // The transport: post a send or a receive of a byte range to a peer with a
 // tag, progress, cancel, and count bytes. It knows nothing of collectives.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,7 +27,7 @@ struct Completion {
   size_t bytes = 0;     // bytes received (receives only)
   int peer = -1;
   void* handle = nullptr;  // the transport's request, while in flight
-  uint64_t* received_counter = nullptr;  // the transport's per-peer byte counter
+  std::atomic<uint64_t>* received_counter = nullptr;  // the transport's per-peer byte counter
 
   void reset() { *this = Completion(); }
 };
@@ -67,13 +68,14 @@ class Transport {
   virtual Status peer_status(int peer) const = 0;
   virtual std::string describe_error(const Completion& c) const = 0;
 
-  uint64_t bytes_sent(int peer) const { return counters(peer).sent; }
-  uint64_t bytes_received(int peer) const { return counters(peer).received; }
+  // Safe to read from any thread while another drives the transport.
+  uint64_t bytes_sent(int peer) const { return counters(peer).sent.load(std::memory_order_relaxed); }
+  uint64_t bytes_received(int peer) const { return counters(peer).received.load(std::memory_order_relaxed); }
 
  protected:
   struct Counters {
-    uint64_t sent = 0;
-    uint64_t received = 0;
+    std::atomic<uint64_t> sent{0};
+    std::atomic<uint64_t> received{0};
   };
   virtual const Counters& counters(int peer) const = 0;
 };

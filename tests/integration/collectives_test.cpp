@@ -905,6 +905,57 @@ TEST(SendRecv, StormEveryPairTalks) {
   }
 }
 
+TEST(Reduce, EveryRankTakesTheSamePathAtPipelineDepthOne) {
+  // Depth 1 leaves two staging slots: too few for the root's tree children on
+  // 3+ ranks, so every rank must take the chain, leaves included.
+  rrConfig_t config = RR_CONFIG_INITIALIZER;
+  config.pipeline_depth = 1;
+  rrComm_t shallow = nullptr;
+  ASSERT_EQ(rrCommSplit(g_comm, 0, g_rank, &shallow, &config), rrSuccess) << rrGetLastError(g_comm);
+  for (int root : roots()) {
+    int64_t mine = g_rank + 1, total = -1;
+    ASSERT_EQ(rrReduce(&mine, &total, 1, rrInt64, rrSum, root, shallow, nullptr), rrSuccess) << rrGetLastError(shallow);
+    if (g_rank == root) EXPECT_EQ(total, static_cast<int64_t>(g_size) * (g_size + 1) / 2);
+  }
+  EXPECT_EQ(rrCommDestroy(shallow), rrSuccess);
+}
+
+TEST(AsyncCollectives, BlockingReceiveDoesNotStarveAQueuedCollective) {
+  // Rank 0 waits for rank 1's message while its queued allreduce has not
+  // run yet; rank 1 sends only after that allreduce finished everywhere.
+  std::vector<int32_t> v(100000, 1);
+  rrRequest_t r = nullptr;
+  ASSERT_EQ(rrAllReduceAsync(v.data(), v.data(), v.size(), rrInt32, rrSum, g_comm, &r), rrSuccess);
+  int32_t message = -1;
+  if (g_size >= 2 && g_rank == 0) {
+    ASSERT_EQ(rrRecv(&message, 1, rrInt32, 1, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+    EXPECT_EQ(message, 7);
+  }
+  ASSERT_EQ(rrWait(r), rrSuccess) << rrGetLastError(g_comm);
+  if (g_size >= 2 && g_rank == 1) {
+    message = 7;
+    ASSERT_EQ(rrSend(&message, 1, rrInt32, 0, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  }
+  EXPECT_EQ(v[99999], g_size);
+}
+
+TEST(NonBlocking, DestroyWithARequestInFlightIsRefused) {
+  rrComm_t sub = nullptr;
+  ASSERT_EQ(rrCommSplit(g_comm, 0, g_rank, &sub, nullptr), rrSuccess);
+  int32_t x = 0;
+  rrRequest_t r = nullptr;
+  ASSERT_EQ(rrIrecv(&x, 1, rrInt32, g_rank, sub, &r), rrSuccess);  // from itself: never matched yet
+  EXPECT_EQ(rrCommDestroy(sub), rrInvalidUsage);
+  EXPECT_NE(std::string(rrGetLastError(sub)).find("still in flight"), std::string::npos) << rrGetLastError(sub);
+  const int32_t y = 5;
+  rrRequest_t s = nullptr;
+  ASSERT_EQ(rrIsend(&y, 1, rrInt32, g_rank, sub, &s), rrSuccess);
+  ASSERT_EQ(rrWait(r), rrSuccess) << rrGetLastError(sub);
+  ASSERT_EQ(rrWait(s), rrSuccess) << rrGetLastError(sub);
+  EXPECT_EQ(x, 5);
+  EXPECT_EQ(rrCommDestroy(sub), rrSuccess);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
