@@ -123,6 +123,48 @@ class Comm {
     all_reduce(data.data(), data.data(), data.size(), op);
   }
 
+  // In place from `root`.
+  template <typename T>
+  void broadcast(std::vector<T>& data, int root) {
+    check(rrBroadcast(data.data(), data.data(), data.size(), datatype_of<T>(), root, comm_, nullptr), comm_);
+  }
+  // The root's result lands in `result` (sized like `data` there; untouched elsewhere).
+  template <typename T>
+  void reduce(const std::vector<T>& data, std::vector<T>& result, int root, rrRedOp_t op = rrSum) {
+    check(rrReduce(data.data(), result.data(), data.size(), datatype_of<T>(), op, root, comm_, nullptr), comm_);
+  }
+  // Every rank's `mine`, concatenated in rank order.
+  template <typename T>
+  std::vector<T> all_gather(const std::vector<T>& mine) {
+    std::vector<T> all(mine.size() * static_cast<size_t>(size()));
+    check(rrAllGather(mine.data(), all.data(), mine.size(), datatype_of<T>(), comm_, nullptr), comm_);
+    return all;
+  }
+  // Block `rank` of the reduction of every rank's `blocks` (size() equal blocks).
+  template <typename T>
+  std::vector<T> reduce_scatter(const std::vector<T>& blocks, rrRedOp_t op = rrSum) {
+    std::vector<T> mine(blocks.size() / static_cast<size_t>(size()));
+    check(rrReduceScatter(blocks.data(), mine.data(), mine.size(), datatype_of<T>(), op, comm_, nullptr), comm_);
+    return mine;
+  }
+  template <typename T>
+  void send(const std::vector<T>& data, int peer) {
+    check(rrSend(data.data(), data.size(), datatype_of<T>(), peer, comm_, nullptr), comm_);
+  }
+  template <typename T>
+  void recv(std::vector<T>& data, int peer) {
+    check(rrRecv(data.data(), data.size(), datatype_of<T>(), peer, comm_, nullptr), comm_);
+  }
+  void barrier() { check(rrBarrier(comm_, nullptr), comm_); }
+
+  // MPI_Comm_split; an empty Comm for a negative color.
+  Comm split(int color, int key, const rrConfig_t* config = nullptr) const {
+    rrComm_t c = nullptr;
+    check(rrCommSplit(comm_, color, key, &c, config), comm_);
+    return Comm(c);
+  }
+  explicit operator bool() const { return comm_ != nullptr; }
+
  private:
   rrComm_t comm_ = nullptr;
 };

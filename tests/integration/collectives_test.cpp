@@ -915,7 +915,9 @@ TEST(Reduce, EveryRankTakesTheSamePathAtPipelineDepthOne) {
   for (int root : roots()) {
     int64_t mine = g_rank + 1, total = -1;
     ASSERT_EQ(rrReduce(&mine, &total, 1, rrInt64, rrSum, root, shallow, nullptr), rrSuccess) << rrGetLastError(shallow);
-    if (g_rank == root) EXPECT_EQ(total, static_cast<int64_t>(g_size) * (g_size + 1) / 2);
+    if (g_rank == root) {
+      EXPECT_EQ(total, static_cast<int64_t>(g_size) * (g_size + 1) / 2);
+    }
   }
   EXPECT_EQ(rrCommDestroy(shallow), rrSuccess);
 }

@@ -22,7 +22,9 @@ TEST(Split, CoversTheRangeWithoutGapsLongerPartsFirst) {
         Range r = split(count, parts, i);
         EXPECT_EQ(r.offset, next);
         EXPECT_TRUE(r.count == count / parts || r.count == count / parts + 1);
-        if (i > 0) EXPECT_LE(r.count, split(count, parts, i - 1).count);
+        if (i > 0) {
+          EXPECT_LE(r.count, split(count, parts, i - 1).count);
+        }
         next += r.count;
       }
       EXPECT_EQ(next, count);

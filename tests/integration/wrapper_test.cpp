@@ -1,0 +1,55 @@
+// The C++ wrapper (ringreduce.hpp): RAII, typed calls, and failures as
+// rr::Error carrying the result code and the library's message.
+
+#include <gtest/gtest.h>
+#include <ringreduce/ringreduce.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+TEST(Wrapper, TypedCollectivesAndSplit) {
+  rr::Comm comm = rr::Comm::from_env();
+  const int n = comm.size(), me = comm.rank();
+  std::vector<double> v(1000, me + 1.0);
+  comm.all_reduce(v);
+  EXPECT_EQ(v[999], n * (n + 1) / 2.0);
+  std::vector<int64_t> b(10, me == n - 1 ? 42 : 0);
+  comm.broadcast(b, n - 1);
+  EXPECT_EQ(b[9], 42);
+  std::vector<int32_t> mine = {me, me * 10};
+  std::vector<int32_t> all = comm.all_gather(mine);
+  ASSERT_EQ(all.size(), 2u * n);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(all[2 * r + 1], r * 10);
+  std::vector<float> blocks(static_cast<size_t>(n) * 3, 1.0f);
+  std::vector<float> part = comm.reduce_scatter(blocks);
+  ASSERT_EQ(part.size(), 3u);
+  EXPECT_EQ(part[2], static_cast<float>(n));
+  std::vector<uint64_t> total(4, 0);
+  comm.reduce(std::vector<uint64_t>(4, 2), total, 0);
+  if (me == 0) {
+    EXPECT_EQ(total[3], 2u * n);
+  }
+  rr::Comm half = comm.split(me % 2, me);
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half.size(), (n + 1 - me % 2) / 2);
+  half.barrier();
+  rr::Comm none = comm.split(RR_SPLIT_NOCOLOR, 0);
+  EXPECT_FALSE(none);
+  comm.barrier();
+}
+
+TEST(Wrapper, FailuresThrowWithCodeAndMessage) {
+  rr::Comm comm = rr::Comm::from_env();
+  std::vector<int32_t> v(3);
+  try {
+    comm.broadcast(v, comm.size());
+    FAIL() << "a root out of range must throw";
+  } catch (const rr::Error& e) {
+    EXPECT_EQ(e.result(), rrInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("root="), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
