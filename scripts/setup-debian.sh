@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc-dev
           libgtest-dev libbenchmark-dev iproute2 procps
-          libopenmpi-dev openmpi-bin libgloo-dev)
+          libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

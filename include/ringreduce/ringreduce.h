@@ -47,7 +47,10 @@ typedef enum {
   rrFloat32 = 7, rrFloat = 7,
   rrFloat64 = 8, rrDouble = 8,
   rrBfloat16 = 9,
-  rrNumTypes = 10
+  rrNumTypes = 10,
+  /* Not a type: makes every int a valid value of the enum, so that a bad
+   * value passed from C is an argument error, not undefined behaviour in C++. */
+  rrDataTypeIntRange = -0x7fffffff - 1
 } rrDataType_t;
 
 /* Same numbering as ncclRedOp_t. rrAvg: floating types divide the sum by the
@@ -59,7 +62,8 @@ typedef enum {
   rrMax = 2,
   rrMin = 3,
   rrAvg = 4,
-  rrNumOps = 5
+  rrNumOps = 5,
+  rrRedOpIntRange = -0x7fffffff - 1 /* not an op: see rrDataTypeIntRange */
 } rrRedOp_t;
 
 #define RR_UNIQUE_ID_BYTES 128

@@ -253,15 +253,23 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
 namespace {
 
 // The checks every collective shares: comm, dtype, op (when it has one), stream.
+static_assert(sizeof(rrDataType_t) == sizeof(int) && sizeof(rrRedOp_t) == sizeof(int), "enums are ints in the C ABI");
+
 rr::Status check_call(const char* call, rrComm_t comm, rrDataType_t datatype, const rrRedOp_t* op, void* stream) {
   if (!comm) return rr::InvalidArgument(std::string(call) + ": comm is NULL");
-  if (!rr::reduce::valid_dtype(datatype)) {
-    return rr::InvalidArgument(std::string(call) + ": datatype=" + std::to_string(static_cast<int>(datatype)) +
-                               " is not an rrDataType_t");
+  // A C caller may pass any int as an enum; in C++ loading an out-of-range
+  // enum value is undefined, so look at its bytes instead.
+  int raw_dtype = 0;
+  std::memcpy(&raw_dtype, &datatype, sizeof(raw_dtype));
+  if (!rr::reduce::valid_dtype(raw_dtype)) {
+    return rr::InvalidArgument(std::string(call) + ": datatype=" + std::to_string(raw_dtype) + " is not an rrDataType_t");
   }
-  if (op && !rr::reduce::valid_op(*op)) {
-    return rr::InvalidArgument(std::string(call) + ": op=" + std::to_string(static_cast<int>(*op)) +
-                               " is not an rrRedOp_t");
+  if (op) {
+    int raw_op = 0;
+    std::memcpy(&raw_op, op, sizeof(raw_op));
+    if (!rr::reduce::valid_op(raw_op)) {
+      return rr::InvalidArgument(std::string(call) + ": op=" + std::to_string(raw_op) + " is not an rrRedOp_t");
+    }
   }
   if (stream) {
     return rr::InvalidUsage(std::string(call) +
