@@ -21,7 +21,10 @@ trap 'rm -rf "$TMP"' EXIT
 before_ns=$(ip netns list | awk '{print $1}' | sort)
 before_links=$(ip -o link show | awk -F': ' '{print $2}' | sort)
 
-timeout 55 bash "$SCRIPT" --bench "$BENCH" -n 2 -b 64K -e 256K -f 4 --iters 2 --warmup 1 \
+# ringreduce and Gloo only: mpirun's daemons across namespaces once failed to
+# start (bench/RESULTS.md), and a test that can hang on a peer library's
+# launcher would make CI flaky. The script's mpi rows are for manual runs.
+timeout 55 bash "$SCRIPT" --bench "$BENCH" --backend ringreduce --backend gloo -n 2 -b 64K -e 256K -f 4 --iters 2 --warmup 1 \
   --timeout 40 --out "$TMP/out" --debug >"$TMP/log" 2>&1
 rc=$?
 failed=0
@@ -33,7 +36,6 @@ fi
 [[ $rc -eq 0 ]] || fail "rr-net-bench exited $rc"
 backends=(ringreduce)
 "$BENCH" --list-backends | grep -qx gloo && backends+=(gloo-ring gloo-ringchunked)
-"$BENCH" --list-backends | grep -qx mpi && command -v mpirun >/dev/null && backends+=(mpi-default mpi-ring)
 jsons=("$TMP"/out/*.json)
 if [[ -e ${jsons[0]} ]]; then
   python3 - "${jsons[@]}" >"$TMP/merged.json" <<'PY' || fail "merging the JSON files"
