@@ -171,22 +171,13 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
       wait.reset();
       continue;
     }
-    for (int peer : {(rank_ + nranks_ - 1) % nranks_, (rank_ + 1) % nranks_}) {
-      Status alive = transport_->peer_status(peer);
-      if (!alive.ok()) {
-        status = stall(Code::kRemoteError, alive.message());
-        break;
-      }
-    }
-    if (!status.ok()) break;
-    if (wait.expired()) {
+    int failed_peer = -1;
+    Status cause = wait.after_still_round((rank_ + nranks_ - 1) % nranks_, (rank_ + 1) % nranks_, transport_moved,
+                                          &failed_peer);
+    if (cause.code() == Code::kTimeout) {
       status = stall(Code::kTimeout, "");
-      break;
-    }
-    if (transport_moved) {
-      wait.reset();
-    } else {
-      wait.idle();
+    } else if (!cause.ok()) {
+      status = stall(Code::kRemoteError, cause.message());
     }
   }
   if (!status.ok() && status.message().find(call.name) != 0) {

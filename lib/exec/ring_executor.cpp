@@ -272,23 +272,13 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     }
     // No chunk moved (UCX may still be busy with wire-up, keepalives or
     // partial transfers, which must not hide a dead peer or the deadline).
-    for (int peer : {schedule.left(), schedule.right()}) {
-      Status alive = transport_->peer_status(peer);
-      if (!alive.ok()) {
-        status = Status(Code::kRemoteError, describe_stall(Code::kRemoteError, peer).message() + ": " +
-                                                alive.message());
-        break;
-      }
-    }
-    if (!status.ok()) break;
-    if (wait.expired()) {
+    int failed_peer = -1;
+    Status cause = wait.after_still_round(schedule.left(), schedule.right(), transport_moved, &failed_peer);
+    if (cause.code() == Code::kTimeout) {
       status = describe_stall(Code::kTimeout, -1);
-      break;
-    }
-    if (transport_moved) {
-      wait.reset();
-    } else {
-      wait.idle();
+    } else if (!cause.ok()) {
+      status = Status(Code::kRemoteError,
+                      describe_stall(Code::kRemoteError, failed_peer).message() + ": " + cause.message());
     }
   }
   if (!status.ok() && status.message().find(call.name) != 0) {

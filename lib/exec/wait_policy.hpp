@@ -24,6 +24,28 @@ class WaitPolicy {
 
   bool expired() const { return Clock::now() >= deadline_; }
 
+  // After a round in which no chunk moved: checks that `left` and `right`
+  // are alive and that the deadline holds, then idles (or spins again when
+  // the transport itself moved). Not ok when the operation must stop:
+  // kRemoteError with *failed_peer and the transport's message when a
+  // neighbour is gone, kTimeout when the deadline passed.
+  Status after_still_round(int left, int right, bool transport_moved, int* failed_peer) {
+    for (int peer : {left, right}) {
+      Status alive = transport_->peer_status(peer);
+      if (!alive.ok()) {
+        *failed_peer = peer;
+        return alive;
+      }
+    }
+    if (expired()) return Timeout("deadline passed");
+    if (transport_moved) {
+      reset();
+    } else {
+      idle();
+    }
+    return Status::Ok();
+  }
+
   void idle() {
     if (idle_rounds_ < kSpinRounds + kYieldRounds) ++idle_rounds_;  // saturates
     if (idle_rounds_ < kSpinRounds) return;
