@@ -83,12 +83,15 @@ typedef struct {
   int pipeline_depth;     /* RR_PIPELINE_DEPTH: chunk columns in flight at once */
   int timeout_ms;         /* RR_TIMEOUT_MS: deadline of init and of each operation */
   int debug_level;        /* RR_DEBUG: 0 WARN, 1 INFO, 2 TRACE */
+  int check_arguments;    /* RR_CHECK_ARGUMENTS: 1 (default) compares every collective's
+                             arguments with the ring neighbours' first; 0 skips it */
 } rrConfig_t;
 
 #define RR_CONFIG_MAGIC 0x72726366u
 #define RR_CONFIG_UNDEF_INT (-1)
 #define RR_CONFIG_INITIALIZER \
-  { sizeof(rrConfig_t), RR_CONFIG_MAGIC, 0, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT }
+  { sizeof(rrConfig_t), RR_CONFIG_MAGIC, 0, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT, \
+    RR_CONFIG_UNDEF_INT }
 
 rrResult_t rrGetVersion(int* version);
 const char* rrGetErrorString(rrResult_t result);

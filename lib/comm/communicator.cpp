@@ -29,9 +29,11 @@ Communicator::Communicator(int rank, int size, Settings settings,
 Communicator::~Communicator() {
   // Queued operations finish (or time out) before their transport goes.
   queue_.stop();
+  if (control_) control_->close(std::chrono::milliseconds(100));
   // The transport goes first: closing it may still complete requests into the
   // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();
+  control_.reset();
   ring_.reset();
   chain_.reset();
   batch_.reset();
@@ -54,6 +56,10 @@ Status Communicator::init() {
   batch_ = std::make_unique<exec::Batch>(transport_.get());
   batch_->reserve(2 * static_cast<size_t>(size_));
   group_ = std::make_unique<exec::Batch>(transport_.get());
+  if (size_ > 1) {
+    control_ = std::make_unique<ControlChannel>(transport_.get());
+    RR_RETURN_IF_ERROR(control_->start());
+  }
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s), staging %zu bytes",
            size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
@@ -63,7 +69,97 @@ Status Communicator::init() {
   return Status::Ok();
 }
 
-Status Communicator::check_usable() const {
+Status Communicator::check() {
+  if (aborting()) return InvalidUsage("the communicator was aborted (rrCommAbort)");
+  wire::Notice notice;
+  if (remote_.ok() && control_ && control_->poll(&notice)) {
+    // A mismatch is the caller's bug wherever it was found: the same code on every rank.
+    const Code code = notice.kind == wire::NoticeKind::kMismatch ? Code::kInvalidUsage : Code::kRemoteError;
+    remote_ = Status(code, "rank " + std::to_string(notice.origin) + " reported: " + notice.text);
+    async_error_.store(code == Code::kInvalidUsage ? rrInvalidUsage : rrRemoteError, std::memory_order_relaxed);
+  }
+  return remote_;
+}
+
+Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
+  if (failure.ok()) return failure;
+  const bool known = !remote_.ok() || aborting();
+  if (broken_.ok()) broken_ = failure;
+  int expected = rrSuccess;
+  const int code = failure.code() == Code::kTimeout        ? rrTimeout
+                   : failure.code() == Code::kInvalidUsage ? rrInvalidUsage
+                   : failure.code() == Code::kSystemError  ? rrSystemError
+                                                           : rrRemoteError;
+  async_error_.compare_exchange_strong(expected, code, std::memory_order_relaxed);
+  if (!known && control_) {
+    wire::Notice notice;
+    notice.kind = kind;
+    notice.sequence = static_cast<uint32_t>(sequence_);
+    notice.origin = rank_;
+    notice.text = failure.message();
+    control_->tell_everyone(notice, std::chrono::milliseconds(200));
+  }
+  return failure;
+}
+
+void Communicator::finish_abort() {
+  request_abort();
+  if (!control_ || !remote_.ok()) return;
+  wire::Notice notice;
+  notice.kind = wire::NoticeKind::kAborted;
+  notice.sequence = static_cast<uint32_t>(sequence_);
+  notice.origin = rank_;
+  notice.text = "rank " + std::to_string(rank_) + " aborted the communicator (rrCommAbort)";
+  control_->tell_everyone(notice, std::chrono::milliseconds(100));
+}
+
+Status Communicator::agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
+  if (!settings_.check_arguments || size_ == 1) return Status::Ok();
+  wire::OpHeader mine;
+  mine.collective = collective;
+  mine.dtype = static_cast<uint8_t>(dtype);
+  mine.op = static_cast<uint8_t>(op);
+  mine.sequence = sequence_;
+  mine.count = count;
+  mine.root = root;
+  wire::encode_header(mine, header_out_);
+  const int left = (rank_ + size_ - 1) % size_;
+  const int right = (rank_ + 1) % size_;
+  const uint64_t tag = exec::collective_tag(sequence_, exec::kHeaderStep, 0);
+  batch_->add_recv(left, tag, header_left_, sizeof(header_left_));
+  if (right != left) batch_->add_recv(right, tag, header_right_, sizeof(header_right_));
+  batch_->add_send(right, tag, header_out_, sizeof(header_out_));
+  if (right != left) batch_->add_send(left, tag, header_out_, sizeof(header_out_));
+  // The name is for errors only; a constant keeps the data path free of allocation.
+  static const std::string kName = "argument check";
+  Status exchanged = batch_->run(kName, deadline(), this);
+  batch_->clear();
+  if (!exchanged.ok()) return fail_operation(Status(exchanged.code(), mine.describe() + ": " + exchanged.message()));
+  for (int peer : {left, right}) {
+    wire::OpHeader theirs;
+    Status parsed = wire::decode_header(peer == left ? header_left_ : header_right_, sizeof(header_left_), &theirs);
+    if (!parsed.ok()) {
+      return fail_operation(RemoteError(mine.describe() + ": rank " + std::to_string(peer) + " sent " +
+                                        parsed.message()));
+    }
+    if (theirs != mine) {
+      return fail_operation(
+          InvalidUsage(std::string(wire::collective_name(collective)) + " #" + std::to_string(sequence_) +
+                       ": ranks called different collectives or passed different arguments: rank " +
+                       std::to_string(rank_) + " called " + mine.describe() + ", rank " + std::to_string(peer) +
+                       " called " + theirs.describe()),
+          wire::NoticeKind::kMismatch);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Communicator::check_usable() {
+  if (aborting()) return InvalidUsage("the communicator was aborted (rrCommAbort)");
+  if (broken_.ok()) {
+    Status remote = check();
+    if (!remote.ok()) broken_ = remote;
+  }
   if (!broken_.ok()) {
     return InvalidUsage("communicator is unusable after an earlier failure (" + broken_.message() +
                         "); destroy it and make a new one");
@@ -91,9 +187,9 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   call.dtype = dtype;
   call.op = op;
   call.deadline = exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
-  Status status = ring_->run(schedule, call);
-  if (!status.ok()) broken_ = status;  // peers may be mid-operation: this ring is no longer in step
-  return status;
+  call.interrupt = this;
+  // On failure peers may be mid-operation: this ring is no longer in step.
+  return fail_operation(ring_->run(schedule, call));
 }
 
 Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {
@@ -104,6 +200,7 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     reduce::finish(recv, send, count, dtype, op, 1);
     return Status::Ok();
   }
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
   return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth);
 }
 
@@ -115,6 +212,7 @@ Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcou
     reduce::finish(recv, send, recvcount, dtype, op, 1);
     return Status::Ok();
   }
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduceScatter, recvcount, dtype, op, -1));
   // Every segment is recvcount long; shift -1 leaves rank r owning segment r.
   return run_ring("reduce-scatter", send, recv, recvcount * static_cast<size_t>(size_), dtype, op, -1,
                   algo::RingPhases::kReduceScatter);
@@ -128,6 +226,7 @@ Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, 
   uint8_t* own = static_cast<uint8_t*>(recv) + static_cast<size_t>(rank_) * bytes;
   if (own != send) std::memcpy(own, send, bytes);
   if (size_ == 1) return Status::Ok();
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllGather, sendcount, dtype, rrSum, -1));
   return run_ring("all-gather", send, recv, sendcount * static_cast<size_t>(size_), dtype, rrSum, -1,
                   algo::RingPhases::kAllGather);
 }
@@ -141,10 +240,9 @@ Status Communicator::check_peer(const char* what, const char* name, int peer) co
 }
 
 Status Communicator::run_batch(exec::Batch& batch, const std::string& name) {
-  Status status = batch.run(name, deadline());
+  Status status = batch.run(name, deadline(), this);
   batch.clear();
-  if (!status.ok()) broken_ = status;  // transfers may still be in flight, or peers out of step
-  return status;
+  return fail_operation(status);  // transfers may still be in flight, or peers out of step
 }
 
 Status Communicator::run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
@@ -166,9 +264,8 @@ Status Communicator::run_chain(exec::ChainKind kind, const char* name, const voi
   call.op = op;
   call.root = root;
   call.deadline = deadline();
-  Status status = chain_->run(call, chunk_elems);
-  if (!status.ok()) broken_ = status;
-  return status;
+  call.interrupt = this;
+  return fail_operation(chain_->run(call, chunk_elems));
 }
 
 Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
@@ -179,6 +276,7 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
     if (recv != send) std::memcpy(recv, send, count * reduce::dtype_size(dtype));
     return Status::Ok();
   }
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kBroadcast, count, dtype, rrSum, root));
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (size_ <= 2 || bytes > tree_bytes()) {
     return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root);
@@ -205,6 +303,7 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
     reduce::finish(recv, send, count, dtype, op, 1);
     return Status::Ok();
   }
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduce, count, dtype, op, root));
   const size_t bytes = count * reduce::dtype_size(dtype);
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
@@ -236,9 +335,10 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
 Status Communicator::gather(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
   RR_RETURN_IF_ERROR(check_usable());
   RR_RETURN_IF_ERROR(check_peer("rrGather", "root", root));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (bytes == 0) return Status::Ok();
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kGather, count, dtype, rrSum, root));
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
   if (rank_ != root) {
     batch_->add_send(root, tag, send, bytes);
   } else {
@@ -257,9 +357,10 @@ Status Communicator::gather(const void* send, void* recv, size_t count, rrDataTy
 Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
   RR_RETURN_IF_ERROR(check_usable());
   RR_RETURN_IF_ERROR(check_peer("rrScatter", "root", root));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (bytes == 0) return Status::Ok();
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kScatter, count, dtype, rrSum, root));
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
   if (rank_ != root) {
     batch_->add_recv(root, tag, recv, bytes);
   } else {
@@ -277,9 +378,10 @@ Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataT
 
 Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype) {
   RR_RETURN_IF_ERROR(check_usable());
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (bytes == 0) return Status::Ok();
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllToAll, count, dtype, rrSum, -1));
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
   const uint8_t* in = static_cast<const uint8_t*>(send);
   uint8_t* out = static_cast<uint8_t*>(recv);
   std::memcpy(out + static_cast<size_t>(rank_) * bytes, in + static_cast<size_t>(rank_) * bytes, bytes);
@@ -298,6 +400,7 @@ Status Communicator::barrier() {
   uint8_t token = 0;
   RR_RETURN_IF_ERROR(check_usable());
   if (size_ == 1) return Status::Ok();
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kBarrier, 0, rrUint8, rrSum, -1));
   return run_ring("barrier", &token, &token, 1, rrUint8, rrMax, 0, algo::RingPhases::kBoth);
 }
 
@@ -417,7 +520,7 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
                               bool* finished) {
   const std::string what = std::string(is_send ? "send of " : "receive of ") + std::to_string(bytes) + " bytes " +
                            (is_send ? "to" : "from") + " rank " + std::to_string(peer);
-  exec::WaitPolicy wait(transport_.get(), deadline());
+  exec::WaitPolicy wait(transport_.get(), deadline(), this);
   *finished = false;
   for (;;) {
     const bool moved = transport_->progress();
@@ -425,6 +528,8 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
     Status alive = transport_->peer_status(peer);
     if (!alive.ok()) return RemoteError(what + ": " + alive.message());
     if (!block) return Status::Ok();
+    Status interrupted = wait.interrupted();
+    if (!interrupted.ok()) return Status(interrupted.code(), what + ": " + interrupted.message());
     if (wait.expired()) {
       return Timeout(what + ": rank " + std::to_string(rank_) + " waited " + std::to_string(settings_.timeout_ms) +
                      " ms");

@@ -4,25 +4,31 @@
 // only: how bytes move is not its business.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "algo/ring.hpp"
+#include "comm/control.hpp"
 #include "comm/operation_queue.hpp"
+#include "comm/wire.hpp"
 #include "comm/settings.hpp"
 #include "common/status.hpp"
 #include "exec/batch.hpp"
 #include "exec/chain_executor.hpp"
 #include "exec/ring_executor.hpp"
+#include "exec/wait_policy.hpp"
 #include "memory/staging_pool.hpp"
 #include "ringreduce/ringreduce.h"
 #include "transport/transport.hpp"
 
 namespace rr {
 
-class Communicator {
+// It is the executors' interrupt: a wait ends early on rrCommAbort or on a
+// peer's notice that it gave up (ControlChannel).
+class Communicator : public exec::Interrupt {
  public:
   // `keepalive` holds whatever the transport needs to outlive (the rendezvous).
   Communicator(int rank, int size, Settings settings, std::unique_ptr<transport::Transport> transport,
@@ -75,6 +81,19 @@ class Communicator {
   Status wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, bool block, bool* finished);
   bool has_grouped() const { return group_->size() != 0; }
 
+  // rrCommAbort, from any thread: the running operation and every later one
+  // return at their next still round. Then, once no other thread is inside,
+  // finish_abort() tells the peers and makes closing quick.
+  void request_abort() { abort_requested_.store(true, std::memory_order_relaxed); }
+  void finish_abort();
+  bool aborting() const { return abort_requested_.load(std::memory_order_relaxed); }
+  // rrCommGetAsyncError: rrSuccess while the communicator is healthy, else
+  // the result of the failure that broke it (here or, by notice, on a peer).
+  rrResult_t async_error() const { return static_cast<rrResult_t>(async_error_.load(std::memory_order_relaxed)); }
+
+  // exec::Interrupt.
+  Status check() override;
+
   // Every operation of this communicator runs through it (lib/api/ does so).
   OperationQueue& queue() { return queue_; }
 
@@ -90,7 +109,13 @@ class Communicator {
   }
 
  private:
-  Status check_usable() const;
+  Status check_usable();
+  // Exchanges this call's header with both ring neighbours and compares;
+  // not ok, on this rank and (by notice) every other, when they differ.
+  Status agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);
+  // Records that `failure` broke the communicator and tells every peer, unless
+  // it came from a peer's notice or an abort (they know already).
+  Status fail_operation(Status failure, wire::NoticeKind kind = wire::NoticeKind::kFailed);
   Status check_peer(const char* what, const char* name, int peer) const;
   Status point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
   // Runs `batch_` as operation `name`, marking the communicator unusable when
@@ -120,6 +145,13 @@ class Communicator {
   std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
   std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group
   uint64_t sequence_ = 0;
+  std::unique_ptr<ControlChannel> control_;  // none for one rank
+  Status remote_;  // the first notice from a peer that gave up
+  std::atomic<bool> abort_requested_{false};
+  std::atomic<int> async_error_{rrSuccess};
+  uint8_t header_out_[wire::kOpHeaderBytes] = {};
+  uint8_t header_left_[wire::kOpHeaderBytes] = {};
+  uint8_t header_right_[wire::kOpHeaderBytes] = {};
   OperationQueue queue_;  // last member: its worker stops before anything it uses goes
   Status broken_;  // set once an operation left the transport in an unknown state
   mutable std::mutex last_error_mutex_;

@@ -20,6 +20,8 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   if (found) s.pipeline_depth = static_cast<int>(int_value), s.pipeline_depth_source = "env RR_PIPELINE_DEPTH";
   RR_RETURN_IF_ERROR(env_int("RR_TIMEOUT_MS", 1, 7 * 24 * 3600 * 1000LL, &int_value, &found));
   if (found) s.timeout_ms = static_cast<int>(int_value), s.timeout_ms_source = "env RR_TIMEOUT_MS";
+  RR_RETURN_IF_ERROR(env_int("RR_CHECK_ARGUMENTS", 0, 1, &int_value, &found));
+  if (found) s.check_arguments = int_value != 0, s.check_arguments_source = "env RR_CHECK_ARGUMENTS";
   s.debug_level = static_cast<int>(log_level());
 
   if (config) {
@@ -32,6 +34,7 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
     const bool has_depth = has(offsetof(rrConfig_t, pipeline_depth), sizeof(config->pipeline_depth));
     const bool has_timeout = has(offsetof(rrConfig_t, timeout_ms), sizeof(config->timeout_ms));
     const bool has_debug = has(offsetof(rrConfig_t, debug_level), sizeof(config->debug_level));
+    const bool has_check = has(offsetof(rrConfig_t, check_arguments), sizeof(config->check_arguments));
     if (has_chunk && config->chunk_bytes != 0) {
       if (config->chunk_bytes < Settings::kMinChunkBytes || config->chunk_bytes > Settings::kMaxChunkBytes) {
         return InvalidArgument("config.chunk_bytes=" + std::to_string(config->chunk_bytes) +
@@ -54,6 +57,12 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
       s.timeout_ms = config->timeout_ms, s.timeout_ms_source = "config";
     }
     if (has_debug && config->debug_level != RR_CONFIG_UNDEF_INT) s.debug_level = config->debug_level;
+    if (has_check && config->check_arguments != RR_CONFIG_UNDEF_INT) {
+      if (config->check_arguments != 0 && config->check_arguments != 1) {
+        return InvalidArgument("config.check_arguments=" + std::to_string(config->check_arguments) + ": expected 0 or 1");
+      }
+      s.check_arguments = config->check_arguments != 0, s.check_arguments_source = "config";
+    }
   }
   *out = std::move(s);
   return Status::Ok();

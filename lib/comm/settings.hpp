@@ -22,11 +22,16 @@ struct Settings {
   // than a job scheduler's patience.
   int timeout_ms = 300000;
   int debug_level = 0;
+  // Each collective first exchanges a 32-byte header with both ring
+  // neighbours, so that mismatched calls fail on every rank, naming both
+  // ranks' arguments, instead of hanging. Costs one neighbour round trip.
+  bool check_arguments = true;
 
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
   std::string pipeline_depth_source = "default";
   std::string timeout_ms_source = "default";
+  std::string check_arguments_source = "default";
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;

@@ -41,7 +41,7 @@ Status Batch::check(const Transfer& t, const std::string& what) const {
   return Status::Ok();
 }
 
-Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point deadline) {
+Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt) {
   Status status;
   // Receives first: every rank's sends then find a matching receive posted.
   for (Transfer& t : transfers_) {
@@ -61,7 +61,7 @@ Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point
       }
     }
   }
-  WaitPolicy wait(transport_, deadline);
+  WaitPolicy wait(transport_, deadline, interrupt);
   size_t finished = 0;
   while (status.ok()) {
     const bool moved = transport_->progress();
@@ -86,17 +86,24 @@ Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point
         break;
       }
     }
+    // Built only when it is needed: a still round must not allocate.
+    auto where = [&] {
+      return what + ": rank " + std::to_string(transport_->rank()) + " waited to " +
+             (waiting->is_send ? "send " : "receive ") + std::to_string(waiting->bytes) + " bytes " +
+             (waiting->is_send ? "to" : "from") + " rank " + std::to_string(waiting->peer);
+    };
     Status alive = transport_->peer_status(waiting->peer);
-    const std::string where = what + ": rank " + std::to_string(transport_->rank()) + " waited to " +
-                              (waiting->is_send ? "send " : "receive ") + std::to_string(waiting->bytes) +
-                              " bytes " + (waiting->is_send ? "to" : "from") + " rank " +
-                              std::to_string(waiting->peer);
     if (!alive.ok()) {
-      status = RemoteError(where + ": " + alive.message());
+      status = RemoteError(where() + ": " + alive.message());
+      break;
+    }
+    Status interrupted = wait.interrupted();
+    if (!interrupted.ok()) {
+      status = Status(interrupted.code(), where() + ": " + interrupted.message());
       break;
     }
     if (wait.expired()) {
-      status = Timeout(where + " (" + std::to_string(finished) + " of " + std::to_string(transfers_.size()) +
+      status = Timeout(where() + " (" + std::to_string(finished) + " of " + std::to_string(transfers_.size()) +
                        " transfers done)");
       break;
     }

@@ -13,6 +13,10 @@
 #include "transport/transport.hpp"
 
 namespace rr::exec {
+class Interrupt;
+}
+
+namespace rr::exec {
 
 struct Transfer {
   bool is_send = false;
@@ -35,9 +39,10 @@ class Batch {
   size_t size() const { return transfers_.size(); }
 
   // Posts every receive, then every send, and waits until all completed, a
-  // peer failed, or `deadline` passed. `what` names the operation in errors.
+  // peer failed, `deadline` passed or `interrupt` fired. `what` names the
+  // operation in errors.
   // On failure, pending receives are canceled before it returns.
-  Status run(const std::string& what, std::chrono::steady_clock::time_point deadline);
+  Status run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt = nullptr);
 
  private:
   Status check(const Transfer& t, const std::string& what) const;

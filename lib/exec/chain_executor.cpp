@@ -150,7 +150,7 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
   for (size_t slot = 0; slot < columns_.size() && next < chunks_ && status.ok(); ++slot) {
     status = start(columns_[slot], slot, next++);
   }
-  WaitPolicy wait(transport_, call.deadline);
+  WaitPolicy wait(transport_, call.deadline, call.interrupt);
   while (status.ok() && chunks_done_ < chunks_) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -177,7 +177,7 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
     if (cause.code() == Code::kTimeout) {
       status = stall(Code::kTimeout, "");
     } else if (!cause.ok()) {
-      status = stall(Code::kRemoteError, cause.message());
+      status = stall(cause.code(), cause.message());
     }
   }
   if (!status.ok() && status.message().find(call.name) != 0) {

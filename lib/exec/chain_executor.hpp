@@ -32,6 +32,7 @@ struct ChainCall {
   rrRedOp_t op = rrSum;
   int root = 0;
   Clock::time_point deadline;
+  Interrupt* interrupt = nullptr;  // checked whenever the chain stalls
 };
 
 class ChainExecutor {

@@ -249,7 +249,7 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     status = start_column(columns_[slot], slot, next++);
   }
 
-  WaitPolicy wait(transport_, call.deadline);
+  WaitPolicy wait(transport_, call.deadline, call.interrupt);
   while (status.ok() && columns_done_ < total) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -277,8 +277,7 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     if (cause.code() == Code::kTimeout) {
       status = describe_stall(Code::kTimeout, -1);
     } else if (!cause.ok()) {
-      status = Status(Code::kRemoteError,
-                      describe_stall(Code::kRemoteError, failed_peer).message() + ": " + cause.message());
+      status = Status(cause.code(), describe_stall(Code::kRemoteError, failed_peer).message() + ": " + cause.message());
     }
   }
   if (!status.ok() && status.message().find(call.name) != 0) {

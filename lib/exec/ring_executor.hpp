@@ -13,6 +13,7 @@
 #include "memory/staging_pool.hpp"
 #include "ringreduce/ringreduce.h"
 #include "transport/transport.hpp"
+#include "exec/wait_policy.hpp"
 
 namespace rr::exec {
 
@@ -32,6 +33,7 @@ struct RingCall {
   rrDataType_t dtype = rrFloat32;
   rrRedOp_t op = rrSum;
   Clock::time_point deadline;
+  Interrupt* interrupt = nullptr;  // checked whenever the ring stalls
 };
 
 class RingExecutor {

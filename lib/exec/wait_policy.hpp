@@ -12,12 +12,24 @@
 
 namespace rr::exec {
 
+// What may end a wait early besides the transport: the communicator's abort,
+// or a notice from a peer that gave up (lib/comm/control.hpp). Checked on
+// every round in which nothing moved.
+class Interrupt {
+ public:
+  // Not ok when the operation must stop; the message says why.
+  virtual Status check() = 0;
+
+ protected:
+  ~Interrupt() = default;
+};
+
 class WaitPolicy {
  public:
   using Clock = std::chrono::steady_clock;
 
-  WaitPolicy(transport::Transport* transport, Clock::time_point deadline)
-      : transport_(transport), deadline_(deadline) {}
+  WaitPolicy(transport::Transport* transport, Clock::time_point deadline, Interrupt* interrupt = nullptr)
+      : transport_(transport), deadline_(deadline), interrupt_(interrupt) {}
 
   // Something moved: go back to spinning.
   void reset() { idle_rounds_ = 0; }
@@ -25,10 +37,10 @@ class WaitPolicy {
   bool expired() const { return Clock::now() >= deadline_; }
 
   // After a round in which no chunk moved: checks that `left` and `right`
-  // are alive and that the deadline holds, then idles (or spins again when
-  // the transport itself moved). Not ok when the operation must stop:
+  // are alive, the interrupt and the deadline, then idles (or spins again
+  // when the transport itself moved). Not ok when the operation must stop:
   // kRemoteError with *failed_peer and the transport's message when a
-  // neighbour is gone, kTimeout when the deadline passed.
+  // neighbour is gone, the interrupt's status, kTimeout when the deadline passed.
   Status after_still_round(int left, int right, bool transport_moved, int* failed_peer) {
     for (int peer : {left, right}) {
       Status alive = transport_->peer_status(peer);
@@ -37,6 +49,7 @@ class WaitPolicy {
         return alive;
       }
     }
+    RR_RETURN_IF_ERROR(interrupted());
     if (expired()) return Timeout("deadline passed");
     if (transport_moved) {
       reset();
@@ -45,6 +58,8 @@ class WaitPolicy {
     }
     return Status::Ok();
   }
+
+  Status interrupted() { return interrupt_ ? interrupt_->check() : Status::Ok(); }
 
   void idle() {
     if (idle_rounds_ < kSpinRounds + kYieldRounds) ++idle_rounds_;  // saturates
@@ -66,6 +81,7 @@ class WaitPolicy {
 
   transport::Transport* transport_;
   Clock::time_point deadline_;
+  Interrupt* interrupt_;
   int idle_rounds_ = 0;
 };
 

@@ -1,0 +1,90 @@
+#pragma once
+// The two small messages ranks exchange about operations, besides the data:
+//
+// The operation header (32 bytes) each rank sends its two ring neighbours
+// before a collective, so that ranks which called different collectives, or
+// the same one with a different count, datatype, op or root, find out and
+// say so instead of hanging or reducing garbage:
+//
+//   u32 magic "RROP" | u8 version | u8 collective | u8 dtype | u8 op |
+//   u64 sequence | u64 count | i32 root | u32 reserved (0)
+//
+// The notice (16-byte header + up to kMaxNoticeText bytes of text) a rank
+// sends every other rank when it gives up on the communicator (a mismatch, a
+// dead or silent peer, an abort), so that ranks which are not its neighbours
+// learn the cause at once instead of waiting out their timeout:
+//
+//   u32 magic "RRNT" | u8 version | u8 kind | u16 text_length |
+//   u32 sequence (low 32 bits) | i32 origin rank | text
+//
+// All integers little-endian. The decoders accept any bytes: whatever the
+// network hands them, they return an error rather than read past the end.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.hpp"
+#include "ringreduce/ringreduce.h"
+
+namespace rr::wire {
+
+enum class Collective : uint8_t {
+  kAllReduce = 1,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kAllToAll,
+  kBarrier,
+  kLast = kBarrier,
+};
+const char* collective_name(Collective c);
+
+struct OpHeader {
+  Collective collective = Collective::kAllReduce;
+  uint8_t dtype = 0;     // rrDataType_t; 0 where the collective has none that matters
+  uint8_t op = 0;        // rrRedOp_t; 0 where the collective does not reduce
+  uint64_t sequence = 0;
+  uint64_t count = 0;    // elements, as the caller passed it
+  int32_t root = -1;     // -1 where the collective has no root
+
+  bool operator==(const OpHeader& o) const {
+    return collective == o.collective && dtype == o.dtype && op == o.op && sequence == o.sequence &&
+           count == o.count && root == o.root;
+  }
+  bool operator!=(const OpHeader& o) const { return !(*this == o); }
+  // "allreduce #7 (count=1000, dtype=float32, op=sum)"
+  std::string describe() const;
+};
+
+constexpr size_t kOpHeaderBytes = 32;
+void encode_header(const OpHeader& h, uint8_t out[kOpHeaderBytes]);
+// Not ok (kRemoteError, saying what is wrong) unless `bytes` is a whole,
+// well-formed header.
+Status decode_header(const uint8_t* bytes, size_t size, OpHeader* out);
+
+enum class NoticeKind : uint8_t {
+  kFailed = 1,    // an operation failed on the sender; the text says why
+  kMismatch = 2,  // the sender found ranks disagreeing on a call
+  kAborted = 3,   // the sender aborted its communicator
+  kLast = kAborted,
+};
+
+struct Notice {
+  NoticeKind kind = NoticeKind::kFailed;
+  uint32_t sequence = 0;
+  int32_t origin = -1;
+  std::string text;
+};
+
+constexpr size_t kNoticeHeaderBytes = 16;
+constexpr size_t kMaxNoticeText = 1024;
+constexpr size_t kMaxNoticeBytes = kNoticeHeaderBytes + kMaxNoticeText;
+// Writes at most kMaxNoticeBytes (text beyond kMaxNoticeText is cut); returns the length.
+size_t encode_notice(const Notice& n, uint8_t out[kMaxNoticeBytes]);
+Status decode_notice(const uint8_t* bytes, size_t size, Notice* out);
+
+}  // namespace rr::wire
