@@ -114,16 +114,17 @@ TEST(PeerFailure, StoppedRankBecomesATimeoutNamingTheStep) {
     std::printf("rank %d: %s after %.3f s: %s\n", r, rrGetErrorString(static_cast<rrResult_t>(outcomes[r].result)),
                 outcomes[r].seconds, outcomes[r].error);
   }
-  // Rank 0 waits on its left neighbour, the stopped rank 2, and times out naming it.
-  EXPECT_EQ(outcomes[0].result, rrTimeout) << outcomes[0].error;
-  // The stopped rank never sent its operation header: the wait is the argument check's.
-  EXPECT_NE(std::string(outcomes[0].error).find("allreduce #1"), std::string::npos) << outcomes[0].error;
-  EXPECT_NE(std::string(outcomes[0].error).find("from rank 2"), std::string::npos) << outcomes[0].error;
-  // Rank 1 waits on rank 0 and on the stopped rank 2 (its right neighbour).
-  // It times out too, or, when rank 0 gave up and exited first, says so.
-  EXPECT_TRUE(outcomes[1].result == rrTimeout || outcomes[1].result == rrRemoteError) << outcomes[1].error;
-  EXPECT_NE(std::string(outcomes[1].error).find("allreduce #1"), std::string::npos) << outcomes[1].error;
-  EXPECT_NE(std::string(outcomes[1].error).find("rank 0"), std::string::npos) << outcomes[1].error;
+  // Both survivors neighbour the stopped rank 2 and wait for its operation
+  // header. Each times out naming it, or hears first from the other one,
+  // whose notice names it.
+  int timeouts = 0;
+  for (int r : {0, 1}) {
+    EXPECT_TRUE(outcomes[r].result == rrTimeout || outcomes[r].result == rrRemoteError) << outcomes[r].error;
+    EXPECT_NE(std::string(outcomes[r].error).find("allreduce #1"), std::string::npos) << outcomes[r].error;
+    EXPECT_NE(std::string(outcomes[r].error).find("from rank 2"), std::string::npos) << outcomes[r].error;
+    timeouts += outcomes[r].result == rrTimeout ? 1 : 0;
+  }
+  EXPECT_GE(timeouts, 1);
 }
 
 }  // namespace
