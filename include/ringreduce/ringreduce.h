@@ -126,6 +126,23 @@ rrResult_t rrCommInitFromEnv(rrComm_t* comm);
 rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newcomm, const rrConfig_t* config);
 
 rrResult_t rrCommDestroy(rrComm_t comm);
+/* Ends the communicator now, whatever its peers do, as ncclCommAbort: calls
+ * running on it in other threads return rrInvalidUsage ("aborted") within
+ * about 10 ms, queued and later requests fail the same way, its peers get a
+ * notice (their pending calls fail naming this rank), and its resources are
+ * freed. Returns within 1 s, normally within a few milliseconds. comm must not
+ * be used afterwards; rrTest/rrWait on its requests still answer (with the
+ * abort) and release them. */
+rrResult_t rrCommAbort(rrComm_t comm);
+/* As ncclCommGetAsyncError: *asyncError = rrSuccess while the communicator is
+ * healthy, else the result of the failure that broke it, whether a call here
+ * (blocking or async) met it or a peer reported it. */
+rrResult_t rrCommGetAsyncError(rrComm_t comm, rrResult_t* asyncError);
+/* Writes this rank's view of the communicator (operations issued and done,
+ * the one running and what it waits for, queued requests) to stderr, one
+ * line each. SIGUSR1 does the same for every communicator of the process
+ * (rr-run forwards it to every rank). */
+rrResult_t rrCommDump(rrComm_t comm);
 rrResult_t rrCommCount(const rrComm_t comm, int* count);
 rrResult_t rrCommUserRank(const rrComm_t comm, int* rank);
 

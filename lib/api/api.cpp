@@ -1,8 +1,13 @@
 // The C entry points: argument checks, result codes, error text. Nothing
 // below this file throws across it, and nothing here knows UCX.
 
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 #include <memory>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -21,6 +26,9 @@
 
 struct rrComm {
   std::unique_ptr<rr::Communicator> impl;
+  // Threads inside a call on this communicator; rrCommAbort waits for them
+  // to leave before it frees anything.
+  std::atomic<int> users{0};
 };
 
 struct rrRequest {
@@ -30,6 +38,10 @@ struct rrRequest {
   size_t bytes;
   rr::transport::Completion done;                 // point-to-point requests
   std::shared_ptr<rr::AsyncOperation> operation;  // collective requests
+  // Set by rrCommAbort, which frees the communicator: the request's outcome,
+  // for the rrTest / rrWait that releases it.
+  bool orphaned = false;
+  rr::Status outcome;
 };
 
 namespace {
@@ -43,6 +55,74 @@ std::mutex& requests_mutex() {
 std::unordered_set<rrRequest_t>& live_requests() {
   static auto* live = new std::unordered_set<rrRequest_t>();
   return *live;
+}
+
+// Counts the calling thread as inside `comm` for its lifetime.
+class InComm {
+ public:
+  explicit InComm(rrComm_t comm) : comm_(comm) { comm_->users.fetch_add(1, std::memory_order_acq_rel); }
+  ~InComm() { comm_->users.fetch_sub(1, std::memory_order_acq_rel); }
+  InComm(const InComm&) = delete;
+  InComm& operator=(const InComm&) = delete;
+
+ private:
+  rrComm_t comm_;
+};
+
+// Every live communicator, for SIGUSR1's dump. The handler only writes a
+// byte to a pipe; a thread of ours does the dumping, outside signal context.
+std::mutex& comms_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_set<rrComm_t>& live_comms() {
+  static auto* live = new std::unordered_set<rrComm_t>();
+  return *live;
+}
+int dump_pipe[2] = {-1, -1};
+
+void on_dump_signal(int) {
+  const int saved = errno;
+  const char byte = 1;
+  (void)!write(dump_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+void dump_all() {
+  std::lock_guard<std::mutex> lock(comms_mutex());
+  for (rrComm_t c : live_comms()) c->impl->dump();
+}
+
+// Installs the SIGUSR1 handler once, unless the program has its own.
+void install_dump_signal() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+    if (pipe2(dump_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    // The reader blocks; only the writer (the handler) must not.
+    fcntl(dump_pipe[0], F_SETFL, fcntl(dump_pipe[0], F_GETFL) & ~O_NONBLOCK);
+    std::thread([] {
+      char byte = 0;
+      while (read(dump_pipe[0], &byte, 1) > 0 || errno == EINTR) dump_all();
+    }).detach();
+    struct sigaction action {};
+    action.sa_handler = &on_dump_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &action, nullptr);
+  });
+}
+
+void register_comm(rrComm_t comm) {
+  install_dump_signal();
+  std::lock_guard<std::mutex> lock(comms_mutex());
+  live_comms().insert(comm);
+}
+
+void unregister_comm(rrComm_t comm) {
+  std::lock_guard<std::mutex> lock(comms_mutex());
+  live_comms().erase(comm);
 }
 
 bool take_if_live(rrRequest_t request, bool erase) {
@@ -123,6 +203,7 @@ rrResult_t make_comm(rr::Status (*setup)(const void*, int, int, const rrConfig_t
     rr::Status s = setup(how, nranks, rank, config, &impl);
     if (!s.ok()) return fail(nullptr, s);
     *comm = new rrComm{std::move(impl)};
+    register_comm(*comm);
     return rrSuccess;
   });
 }
@@ -188,9 +269,11 @@ RR_API rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newco
       if (!s.ok()) return fail(comm, s);
     }
     std::unique_ptr<rr::Communicator> child;
+    InComm inside(comm);
     rr::Status s = comm->impl->queue().run([&] { return comm->impl->split(color, key, settings, &child); });
     if (!s.ok()) return fail(comm, s);
     *newcomm = child ? new rrComm{std::move(child)} : nullptr;
+    if (*newcomm) register_comm(*newcomm);
     return rrSuccess;
   });
 }
@@ -208,9 +291,69 @@ RR_API rrResult_t rrCommDestroy(rrComm_t comm) {
     }
   }
   return guarded(nullptr, [&] {
+    unregister_comm(comm);
     delete comm;
     return rrSuccess;
   });
+}
+
+RR_API rrResult_t rrCommAbort(rrComm_t comm) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommAbort: comm is NULL");
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  rr::Communicator& impl = *comm->impl;
+  impl.request_abort();
+  // Calls on other threads notice at their next still round (within the
+  // 10 ms a wait sleeps at most) and leave; wait for them, boundedly.
+  const auto limit = start + std::chrono::milliseconds(900);
+  while (comm->users.load(std::memory_order_acquire) > 0 && Clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const int stuck = comm->users.load(std::memory_order_acquire);
+  if (stuck > 0) {
+    // Freeing it under their feet would crash them: leave it allocated.
+    return fail(nullptr, rr::Code::kInternalError,
+                "rrCommAbort: " + std::to_string(stuck) + " thread(s) still inside calls on this communicator after "
+                "900 ms; it stays allocated (please report this)");
+  }
+  return guarded(nullptr, [&] {
+    // Queued operations fail at once (the communicator is aborting); then
+    // the peers hear of it, and closing waits only briefly for them.
+    (void)impl.queue().run([&] {
+      impl.finish_abort();
+      impl.transport().set_close_timeout(std::chrono::milliseconds(200));
+      return rr::Status::Ok();
+    });
+    impl.queue().stop();
+    {
+      std::lock_guard<std::mutex> lock(requests_mutex());
+      for (rrRequest_t r : live_requests()) {
+        if (r->comm != comm) continue;
+        r->orphaned = true;
+        r->outcome = rr::InvalidUsage("the communicator was aborted (rrCommAbort)");
+        rr::Status s;
+        if (r->operation && impl.queue().test(*r->operation, &s) && s.ok()) r->outcome = s;
+        if (!r->operation && r->done.done && !r->done.failed) r->outcome = rr::Status::Ok();
+        r->comm = nullptr;
+      }
+    }
+    unregister_comm(comm);
+    delete comm;
+    return rrSuccess;
+  });
+}
+
+RR_API rrResult_t rrCommDump(rrComm_t comm) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommDump: comm is NULL");
+  comm->impl->dump();
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrCommGetAsyncError(rrComm_t comm, rrResult_t* asyncError) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommGetAsyncError: comm is NULL");
+  if (!asyncError) return fail(comm, rr::Code::kInvalidArgument, "rrCommGetAsyncError: asyncError is NULL");
+  *asyncError = comm->impl->async_error();
+  return rrSuccess;
 }
 
 RR_API rrResult_t rrCommCount(const rrComm_t comm, int* count) {
@@ -234,6 +377,7 @@ namespace {
 template <typename Body>
 rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* request, Body body) {
   if (!checked.ok()) return fail(comm, checked);
+  InComm inside(comm);
   return guarded(comm, [&] {
     if (!request) return fail(comm, comm->impl->queue().run(body));
     auto req = std::make_unique<rrRequest>();
@@ -509,6 +653,7 @@ RR_API rrResult_t rrGroupEnd(void) {
   comms.swap(group.comms);
   rrResult_t first = rrSuccess;
   for (rrComm_t comm : comms) {
+    InComm inside(comm);
     rrResult_t r = guarded(comm, [&] {
       return fail(comm, comm->impl->queue().run([&] { return comm->impl->flush_group(); }, /*overtake=*/true));
     });
@@ -526,6 +671,7 @@ rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t data
   if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
   if (s.ok() && !request) s = rr::InvalidArgument(std::string(call) + ": request is NULL");
   if (!s.ok()) return fail(comm, s);
+  InComm inside(comm);
   return guarded(comm, [&] {
     auto req = std::make_unique<rrRequest>();
     req->comm = comm;
@@ -550,7 +696,15 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
     return fail(nullptr, rr::Code::kInvalidUsage,
                 std::string(call) + ": request is not in flight (already finished, never issued, or NULL)");
   }
+  if (request->orphaned) {
+    // Its communicator was aborted and is gone.
+    if (done) *done = 1;
+    rr::Status outcome = request->outcome;
+    if (take_if_live(request, true)) delete request;
+    return fail(nullptr, outcome);
+  }
   rrComm_t comm = request->comm;
+  InComm inside(comm);
   return guarded(comm, [&] {
     rr::OperationQueue& queue = comm->impl->queue();
     bool finished = false;
@@ -572,6 +726,10 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
           return comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, false, &finished);
         }, /*overtake=*/true);
         if (finished || !s.ok() || !block) break;
+        if (comm->impl->aborting()) {
+          s = rr::InvalidUsage("the communicator was aborted (rrCommAbort)");
+          break;
+        }
         if (std::chrono::steady_clock::now() > deadline) {
           s = rr::Timeout(std::string(request->is_send ? "send of " : "receive of ") + std::to_string(request->bytes) +
                           " bytes " + (request->is_send ? "to" : "from") + " rank " + std::to_string(request->peer) +
@@ -618,6 +776,7 @@ rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t da
     if (posted != rrSuccess) return posted;
     return finish_request(request, true, nullptr);
   }
+  InComm inside(comm);
   return guarded(comm, [&] {
     if (grouped && !comm->impl->has_grouped()) group.comms.push_back(comm);
     return fail(comm, comm->impl->queue().run(

@@ -102,6 +102,18 @@ Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
   return failure;
 }
 
+void Communicator::dump() {
+  bool running = false;
+  size_t queued = 0;
+  queue_.snapshot(&running, &queued);
+  const int error = async_error_.load(std::memory_order_relaxed);
+  std::string state = error == rrSuccess ? "healthy" : "broken: " + last_error();
+  RR_LOG(LogLevel::kWarn, "dump: rank %d of %d: %llu collectives issued, %s, %zu queued; %s%s", rank_, size_,
+         static_cast<unsigned long long>(sequence_.load(std::memory_order_relaxed)),
+         running ? "one running" : "none running", queued, aborting() ? "aborting; " : "", state.c_str());
+  if (running) dump_requested_.store(true, std::memory_order_relaxed);
+}
+
 void Communicator::finish_abort() {
   request_abort();
   if (!control_ || !remote_.ok()) return;
@@ -527,9 +539,9 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
     if (done.done) break;
     Status alive = transport_->peer_status(peer);
     if (!alive.ok()) return RemoteError(what + ": " + alive.message());
-    if (!block) return Status::Ok();
     Status interrupted = wait.interrupted();
     if (!interrupted.ok()) return Status(interrupted.code(), what + ": " + interrupted.message());
+    if (!block) return Status::Ok();
     if (wait.expired()) {
       return Timeout(what + ": rank " + std::to_string(rank_) + " waited " + std::to_string(settings_.timeout_ms) +
                      " ms");

@@ -93,6 +93,11 @@ class Communicator : public exec::Interrupt {
 
   // exec::Interrupt.
   Status check() override;
+  bool take_dump_request() override { return dump_requested_.exchange(false, std::memory_order_relaxed); }
+
+  // Logs this rank's state (rrCommDump, SIGUSR1); from any thread. The
+  // running operation, if any, adds what it waits for at its next still round.
+  void dump();
 
   // Every operation of this communicator runs through it (lib/api/ does so).
   OperationQueue& queue() { return queue_; }
@@ -144,7 +149,8 @@ class Communicator : public exec::Interrupt {
   std::unique_ptr<exec::ChainExecutor> chain_;
   std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
   std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group
-  uint64_t sequence_ = 0;
+  std::atomic<uint64_t> sequence_{0};  // atomic only so that dump() may read it
+  std::atomic<bool> dump_requested_{false};
   std::unique_ptr<ControlChannel> control_;  // none for one rank
   Status remote_;  // the first notice from a peer that gave up
   std::atomic<bool> abort_requested_{false};

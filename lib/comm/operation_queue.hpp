@@ -73,6 +73,12 @@ class OperationQueue {
   Status wait(AsyncOperation& op);
   // Whether `op` ran, and its result when it did.
   bool test(AsyncOperation& op, Status* status);
+  // For dumps, from any thread: whether an operation runs, how many wait.
+  void snapshot(bool* running, size_t* queued) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *running = running_;
+    *queued = queue_.size();
+  }
   // Waits for the queue to drain, then ends the worker thread.
   void stop();
 

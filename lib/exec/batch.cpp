@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include "common/log.hpp"
 #include "exec/wait_policy.hpp"
 
 namespace rr::exec {
@@ -92,6 +93,10 @@ Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point
              (waiting->is_send ? "send " : "receive ") + std::to_string(waiting->bytes) + " bytes " +
              (waiting->is_send ? "to" : "from") + " rank " + std::to_string(waiting->peer);
     };
+    if (wait.dump_requested()) {
+      RR_LOG(LogLevel::kWarn, "dump: %s in progress (%zu of %zu transfers done)", where().c_str(), finished,
+             transfers_.size());
+    }
     Status alive = transport_->peer_status(waiting->peer);
     if (!alive.ok()) {
       status = RemoteError(where() + ": " + alive.message());

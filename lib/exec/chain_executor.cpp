@@ -1,3 +1,4 @@
+#include "common/log.hpp"
 #include "exec/chain_executor.hpp"
 
 #include <sched.h>
@@ -106,7 +107,8 @@ Status ChainExecutor::stall(Code code, const std::string& detail) const {
     if (c.active && (!oldest || c.chunk < oldest->chunk)) oldest = &c;
   }
   std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
-                     (code == Code::kTimeout ? " timed out" : " failed") + ": rank " + std::to_string(rank_);
+                     (code == Code::kTimeout ? " timed out" : code == Code::kOk ? " in progress" : " failed") +
+                     ": rank " + std::to_string(rank_);
   if (oldest && !oldest->received) {
     text += " waited for chunk " + std::to_string(oldest->chunk) + " from rank " +
             std::to_string((rank_ + nranks_ - 1) % nranks_);
@@ -171,6 +173,7 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
       wait.reset();
       continue;
     }
+    if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", stall(Code::kOk, "").message().c_str());
     int failed_peer = -1;
     Status cause = wait.after_still_round((rank_ + nranks_ - 1) % nranks_, (rank_ + 1) % nranks_, transport_moved,
                                           &failed_peer);

@@ -1,3 +1,4 @@
+#include "common/log.hpp"
 #include "exec/ring_executor.hpp"
 
 #include <sched.h>
@@ -189,7 +190,8 @@ Status RingExecutor::describe_stall(Code code, int failed_peer) const {
     if (column.active && (!oldest || column.index < oldest->index)) oldest = &column;
   }
   std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
-                     (code == Code::kTimeout ? " timed out" : " failed") + ": rank " + std::to_string(s.rank());
+                     (code == Code::kTimeout ? " timed out" : code == Code::kOk ? " in progress" : " failed") +
+                     ": rank " + std::to_string(s.rank());
   const std::string progress = " (" + std::to_string(columns_done_) + " of " + std::to_string(s.columns()) +
                                " chunk columns done)";
   if (!oldest) return Status(code, text + progress);
@@ -272,6 +274,7 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     }
     // No chunk moved (UCX may still be busy with wire-up, keepalives or
     // partial transfers, which must not hide a dead peer or the deadline).
+    if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", describe_stall(Code::kOk, -1).message().c_str());
     int failed_peer = -1;
     Status cause = wait.after_still_round(schedule.left(), schedule.right(), transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {

@@ -19,6 +19,9 @@ class Interrupt {
  public:
   // Not ok when the operation must stop; the message says why.
   virtual Status check() = 0;
+  // True once after someone asked for a dump (rrCommDump, SIGUSR1): the
+  // waiting executor then logs what it waits for.
+  virtual bool take_dump_request() { return false; }
 
  protected:
   ~Interrupt() = default;
@@ -60,6 +63,7 @@ class WaitPolicy {
   }
 
   Status interrupted() { return interrupt_ ? interrupt_->check() : Status::Ok(); }
+  bool dump_requested() { return interrupt_ && interrupt_->take_dump_request(); }
 
   void idle() {
     if (idle_rounds_ < kSpinRounds + kYieldRounds) ++idle_rounds_;  // saturates

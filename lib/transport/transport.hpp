@@ -3,6 +3,7 @@
 // tag, progress, cancel, and count bytes. It knows nothing of collectives.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,10 @@ class Transport {
   // Registers host memory that will be sent from or received into often
   // (the staging pool), for transports that profit from it.
   virtual Status register_memory(void* ptr, size_t bytes) = 0;
+
+  // How long closing may wait for queued sends to reach live peers (the
+  // default is the transport's own); rrCommAbort shortens it.
+  virtual void set_close_timeout(std::chrono::milliseconds /*limit*/) {}
 
   // Not ok once `peer` has failed or disconnected; the message names it.
   virtual Status peer_status(int peer) const = 0;

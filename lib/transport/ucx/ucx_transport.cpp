@@ -212,7 +212,7 @@ void UcxTransport::close_endpoints() {
   // stuck peer must not hold us here, so the flush has a deadline and what
   // remains is forced closed.
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  const auto deadline = Clock::now() + close_timeout_;
   std::vector<void*> pending;
   for (Peer& p : peers_) {
     if (!p.ep) continue;

@@ -47,6 +47,7 @@ class UcxTransport final : public Transport {
   // Registers [ptr, ptr + bytes) with UCX for the lifetime of this transport.
   Status register_memory(void* ptr, size_t bytes) override;
   Status peer_status(int peer) const override;
+  void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
   std::string describe_error(const Completion& c) const override;
 
  protected:
@@ -70,6 +71,7 @@ class UcxTransport final : public Transport {
   void check_liveness(Peer& p) const;
   Status endpoint(int peer, ucp_ep_h* ep);
   void close_endpoints();
+  std::chrono::milliseconds close_timeout_{2000};
 
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);

@@ -1,0 +1,331 @@
+// Fault injection with real processes: ranks are forked children (the parent
+// only watches) that die, stop, disagree on a call or abort. Each test checks
+// the error every survivor reports and names, how long it took, and that
+// nothing is left behind: no child process, no new shared-memory segment.
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <ringreduce/ringreduce.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "free_port.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// What a rank reports to the parent through its pipe.
+struct Outcome {
+  int result = -1;        // rrResult_t of the call under test
+  double seconds = 0;     // how long that call took
+  int async_error = -1;   // rrCommGetAsyncError afterwards
+  char error[1536] = {};  // rrGetLastError
+};
+
+using Body = std::function<void(int rank, rrComm_t comm, Outcome* out)>;
+
+void report(int fd, const Outcome& o) {
+  const char* p = reinterpret_cast<const char*>(&o);
+  size_t left = sizeof(o);
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n <= 0) _exit(9);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+// Runs `body` on `n` forked ranks (the victim may never report). Returns each
+// rank's Outcome; a rank that did not report has result -1.
+std::vector<Outcome> run_world(int n, int timeout_ms, const std::set<int>& silent, const Body& body) {
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
+  std::vector<pid_t> pids;
+  std::vector<int> fds;
+  for (int r = 0; r < n; ++r) {
+    int p[2];
+    EXPECT_EQ(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(p[0]);
+      rrConfig_t config = RR_CONFIG_INITIALIZER;
+      config.timeout_ms = timeout_ms;
+      rrComm_t comm = nullptr;
+      Outcome o;
+      if (rrCommInitUrl(&comm, url.c_str(), n, r, &config) != rrSuccess) {
+        std::snprintf(o.error, sizeof(o.error), "init: %s", rrGetLastError(nullptr));
+        report(p[1], o);
+        _exit(3);
+      }
+      body(r, comm, &o);
+      report(p[1], o);
+      _exit(0);  // no destroy: a broken communicator's peers may be gone
+    }
+    close(p[1]);
+    pids.push_back(pid);
+    fds.push_back(p[0]);
+  }
+  std::vector<Outcome> outcomes(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    if (silent.count(r)) continue;
+    Outcome o;
+    ssize_t got = read(fds[static_cast<size_t>(r)], &o, sizeof(o));
+    EXPECT_EQ(got, static_cast<ssize_t>(sizeof(o))) << "rank " << r << " died without reporting";
+    if (got == static_cast<ssize_t>(sizeof(o))) outcomes[static_cast<size_t>(r)] = o;
+    int status = 0;
+    waitpid(pids[static_cast<size_t>(r)], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r << " status " << status;
+  }
+  for (int r : silent) {
+    kill(pids[static_cast<size_t>(r)], SIGKILL);
+    waitpid(pids[static_cast<size_t>(r)], nullptr, 0);
+  }
+  for (int fd : fds) close(fd);
+  // Nothing left: every child has been reaped.
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1) << "a rank process is left";
+  return outcomes;
+}
+
+void print(const std::vector<Outcome>& outcomes, const std::set<int>& skip = {}) {
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    if (skip.count(static_cast<int>(r))) continue;
+    std::printf("rank %zu: %s after %.3f s: %s\n", r,
+                rrGetErrorString(static_cast<rrResult_t>(outcomes[r].result)), outcomes[r].seconds,
+                outcomes[r].error);
+  }
+}
+
+bool has(const Outcome& o, const std::string& text) { return std::string(o.error).find(text) != std::string::npos; }
+
+std::set<std::string> shm_segments() {
+  std::set<std::string> names;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) names.insert(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+// Shared-memory segments a test created and did not remove.
+class NoShmLeft : public ::testing::Test {
+ protected:
+  void SetUp() override { before_ = shm_segments(); }
+  void TearDown() override {
+    for (const std::string& name : shm_segments()) {
+      EXPECT_TRUE(before_.count(name)) << "shared-memory segment left behind: /dev/shm/" << name;
+    }
+  }
+  std::set<std::string> before_;
+};
+
+// A large allreduce; the victim faults `delay` into it, from a second thread.
+Body fault_mid_allreduce(int victim, int signal, std::chrono::milliseconds delay) {
+  return [=](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(size_t{16} << 20, 1.0f);  // 64 MiB: many chunks in flight when the fault hits
+    if (rrAllReduce(data.data(), data.data(), 1024, rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
+    if (rank == victim) {
+      std::thread([=] {
+        std::this_thread::sleep_for(delay);
+        raise(signal);
+      }).detach();
+    }
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 1000; ++i) {  // until the fault stops it
+      out->result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+      if (out->result != rrSuccess) break;
+    }
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+    rrResult_t async = rrSuccess;
+    rrCommGetAsyncError(comm, &async);
+    out->async_error = async;
+    // A later call on the failed communicator is refused, not hung.
+    float x = 1;
+    if (rrAllReduce(&x, &x, 1, rrFloat32, rrSum, comm, nullptr) == rrSuccess) _exit(6);
+  };
+}
+
+using Faults = NoShmLeft;
+
+TEST_F(Faults, KilledRankIsNamedByEverySurvivor) {
+  // 4 ranks: rank 2 dies mid-transfer; ranks 1 and 3 are its neighbours,
+  // rank 0 is not and hears of it by notice.
+  auto outcomes = run_world(4, 60000, {2}, fault_mid_allreduce(2, SIGKILL, std::chrono::milliseconds(20)));
+  print(outcomes, {2});
+  for (int r : {0, 1, 3}) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_EQ(o.result, rrRemoteError) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, "rank 2 failed") || has(o, "from rank 2") || has(o, "rank 2 to take")) << o.error;
+    EXPECT_LT(o.seconds, 10.0) << "far sooner than the 60 s timeout: " << o.error;
+    EXPECT_EQ(o.async_error, rrRemoteError);
+  }
+  EXPECT_TRUE(has(outcomes[0], "reported")) << "rank 0 is no neighbour of rank 2: " << outcomes[0].error;
+}
+
+TEST_F(Faults, StoppedRankBecomesATimeoutOnEverySurvivor) {
+  // SIGSTOP: a hang. Its neighbours time out naming it; rank 0 hears from them.
+  const int timeout_ms = 1500;
+  auto outcomes = run_world(4, timeout_ms, {2}, fault_mid_allreduce(2, SIGSTOP, std::chrono::milliseconds(20)));
+  print(outcomes, {2});
+  int timeouts = 0;
+  for (int r : {0, 1, 3}) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_TRUE(o.result == rrTimeout || o.result == rrRemoteError) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, "rank 2")) << o.error;
+    EXPECT_LT(o.seconds, timeout_ms / 1000.0 + 5.0) << o.error;
+    timeouts += o.result == rrTimeout ? 1 : 0;
+  }
+  EXPECT_GE(timeouts, 1) << "a neighbour of the stopped rank times out";
+}
+
+// Every rank calls an allreduce of 1000 floats (sum) except `odd`, which
+// calls `bad`. Every rank must fail with rrInvalidUsage quoting both calls.
+void expect_mismatch(int n, int odd, const std::function<rrResult_t(rrComm_t, float*)>& bad,
+                     const std::string& good_text, const std::string& bad_text) {
+  auto outcomes = run_world(n, 20000, {}, [&](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(4096, 1.0f);
+    const auto t0 = Clock::now();
+    out->result = rank == odd ? bad(comm, data.data())
+                              : rrAllReduce(data.data(), data.data(), 1000, rrFloat32, rrSum, comm, nullptr);
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes);
+  for (int r = 0; r < n; ++r) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_EQ(o.result, rrInvalidUsage) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, good_text)) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, bad_text)) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, "rank " + std::to_string(odd) + " called")) << "rank " << r << ": " << o.error;
+    EXPECT_LT(o.seconds, 10.0) << "not a timeout: " << o.error;
+  }
+}
+
+const char* kGood = "allreduce #0 (count=1000, dtype=float32, op=sum)";
+
+TEST_F(Faults, MismatchedCountIsReportedOnEveryRank) {
+  expect_mismatch(4, 3, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 999, rrFloat32, rrSum, c, nullptr); },
+                  kGood, "allreduce #0 (count=999, dtype=float32, op=sum)");
+}
+
+TEST_F(Faults, MismatchedDatatypeIsReportedOnEveryRank) {
+  expect_mismatch(3, 0, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrInt32, rrSum, c, nullptr); },
+                  kGood, "allreduce #0 (count=1000, dtype=int32, op=sum)");
+}
+
+TEST_F(Faults, MismatchedOpIsReportedOnEveryRank) {
+  expect_mismatch(5, 2, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrFloat32, rrMax, c, nullptr); },
+                  kGood, "allreduce #0 (count=1000, dtype=float32, op=max)");
+}
+
+TEST_F(Faults, DifferentCollectiveIsReportedOnEveryRank) {
+  expect_mismatch(4, 1, [](rrComm_t c, float* d) { return rrBroadcast(d, d, 1000, rrFloat32, 0, c, nullptr); },
+                  kGood, "broadcast #0 (count=1000, dtype=float32, root=0)");
+}
+
+TEST_F(Faults, MismatchedRootIsReportedOnEveryRank) {
+  auto outcomes = run_world(3, 20000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(64, 1.0f);
+    out->result = rrBroadcast(data.data(), data.data(), 64, rrFloat32, rank == 1 ? 1 : 0, comm, nullptr);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes);
+  for (const Outcome& o : outcomes) {
+    EXPECT_EQ(o.result, rrInvalidUsage) << o.error;
+    EXPECT_TRUE(has(o, "root=0") && has(o, "root=1")) << o.error;
+  }
+}
+
+TEST_F(Faults, MatchingCallsStillPassWithTheCheck) {
+  // The check must not refuse what is legal: every collective, in turn.
+  auto outcomes = run_world(3, 20000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> a(3 * 50, 1.0f), b(3 * 50, 0.0f);
+    rrResult_t r = rrAllReduce(a.data(), b.data(), 50, rrFloat32, rrSum, comm, nullptr);
+    if (r == rrSuccess) r = rrBroadcast(a.data(), b.data(), 50, rrFloat32, 2, comm, nullptr);
+    if (r == rrSuccess) r = rrReduce(a.data(), b.data(), 50, rrFloat32, rrMin, 1, comm, nullptr);
+    if (r == rrSuccess) r = rrAllGather(a.data(), b.data(), 50, rrFloat32, comm, nullptr);
+    if (r == rrSuccess) r = rrReduceScatter(a.data(), b.data(), 50, rrFloat32, rrSum, comm, nullptr);
+    if (r == rrSuccess) r = rrGather(a.data(), b.data(), 50, rrFloat32, 0, comm, nullptr);
+    if (r == rrSuccess) r = rrScatter(a.data(), b.data(), 50, rrFloat32, 0, comm, nullptr);
+    if (r == rrSuccess) r = rrAllToAll(a.data(), b.data(), 50, rrFloat32, comm, nullptr);
+    if (r == rrSuccess) r = rrBarrier(comm, nullptr);
+    (void)rank;
+    out->result = r;
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;
+}
+
+TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
+  // Rank 2 stops for good. Rank 0 has a blocking allreduce on one thread and
+  // an async one queued; another thread aborts. The abort returns within
+  // 1 s, both calls return "aborted", and rank 1 hears of it from rank 0.
+  auto outcomes = run_world(3, 60000, {2}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(size_t{4} << 20, 1.0f), more(1024, 1.0f);
+    if (rrAllReduce(data.data(), data.data(), 1024, rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
+    if (rank == 2) raise(SIGSTOP);
+    if (rank == 1) {
+      const auto t0 = Clock::now();
+      out->result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+      out->seconds = seconds_since(t0);
+      std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+      return;
+    }
+    std::atomic<int> blocking_result{-1};
+    std::thread caller([&] {
+      blocking_result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+    });
+    rrRequest_t queued = nullptr;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (rrAllReduceAsync(more.data(), more.data(), more.size(), rrFloat32, rrSum, comm, &queued) != rrSuccess) _exit(7);
+    const auto t0 = Clock::now();
+    out->result = rrCommAbort(comm);
+    out->seconds = seconds_since(t0);
+    caller.join();
+    const rrResult_t waited = rrWait(queued);
+    std::snprintf(out->error, sizeof(out->error), "abort: %s; blocking call: %s; queued call: %s (%s)",
+                  rrGetErrorString(static_cast<rrResult_t>(out->result)),
+                  rrGetErrorString(static_cast<rrResult_t>(blocking_result.load())), rrGetErrorString(waited),
+                  rrGetLastError(nullptr));
+    if (blocking_result != rrInvalidUsage || waited != rrInvalidUsage) out->result = -2;
+  });
+  print(outcomes, {2});
+  EXPECT_EQ(outcomes[0].result, rrSuccess) << outcomes[0].error;
+  EXPECT_LT(outcomes[0].seconds, 1.0) << "rrCommAbort took " << outcomes[0].seconds << " s";
+  EXPECT_TRUE(has(outcomes[0], "aborted")) << outcomes[0].error;
+  // Rank 1 waited on rank 0 (and the stopped rank 2); rank 0 told it.
+  EXPECT_NE(outcomes[1].result, rrSuccess);
+  EXPECT_TRUE(has(outcomes[1], "rank 0 aborted the communicator")) << outcomes[1].error;
+  EXPECT_LT(outcomes[1].seconds, 10.0) << outcomes[1].error;
+}
+
+TEST_F(Faults, HealthyCommunicatorHasNoAsyncError) {
+  auto outcomes = run_world(2, 20000, {}, [](int, rrComm_t comm, Outcome* out) {
+    float x = 1;
+    out->result = rrAllReduce(&x, &x, 1, rrFloat32, rrSum, comm, nullptr);
+    rrResult_t async = rrInternalError;
+    if (rrCommGetAsyncError(comm, &async) != rrSuccess) _exit(8);
+    out->async_error = async;
+    if (rrCommDump(comm) != rrSuccess) _exit(8);
+    rrCommDestroy(comm);
+  });
+  for (const Outcome& o : outcomes) {
+    EXPECT_EQ(o.result, rrSuccess) << o.error;
+    EXPECT_EQ(o.async_error, rrSuccess);
+  }
+}
+
+}  // namespace
