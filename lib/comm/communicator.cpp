@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "algo/ring.hpp"
 #include "algo/tree.hpp"
@@ -83,23 +84,63 @@ Status Communicator::check() {
 
 Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
   if (failure.ok()) return failure;
-  const bool known = !remote_.ok() || aborting();
-  if (broken_.ok()) broken_ = failure;
+  if (failure.code() == Code::kRemoteError && remote_.ok() && control_ && !aborting()) {
+    // A peer that vanished may have left because of a notice that is still
+    // on its way here (it heard first, and exited): the notice says why.
+    const auto until = exec::Clock::now() + std::chrono::milliseconds(100);
+    while (remote_.ok() && exec::Clock::now() < until) {
+      if (!transport_->progress()) transport_->wait_for_events(5);
+      (void)check();
+    }
+    if (!remote_.ok()) failure = Status(remote_.code(), remote_.message() + " (here: " + failure.message() + ")");
+  }
   int expected = rrSuccess;
   const int code = failure.code() == Code::kTimeout        ? rrTimeout
                    : failure.code() == Code::kInvalidUsage ? rrInvalidUsage
                    : failure.code() == Code::kSystemError  ? rrSystemError
                                                            : rrRemoteError;
   async_error_.compare_exchange_strong(expected, code, std::memory_order_relaxed);
-  if (!known && control_) {
+  // Even a rank that failed because of a notice tells the others what it
+  // waited on: that is how a rank which timed out first learns who hung.
+  if (control_ && !aborting()) {
     wire::Notice notice;
-    notice.kind = kind;
+    notice.kind = failure.code() == Code::kInvalidUsage ? wire::NoticeKind::kMismatch : kind;
     notice.sequence = static_cast<uint32_t>(sequence_);
     notice.origin = rank_;
     notice.text = failure.message();
     control_->tell_everyone(notice, std::chrono::milliseconds(200));
+    if (failure.code() == Code::kTimeout) failure = gather_timeouts(failure);
   }
+  if (broken_.ok()) broken_ = failure;
   return failure;
+}
+
+Status Communicator::gather_timeouts(const Status& timeout) {
+  // A hung rank stalls the whole ring, and every rank's deadline, counted
+  // from the same call, passes at about the same moment: each would blame
+  // the (healthy) neighbour it waited on. So each rank tells the others what
+  // it waited on (above) and listens a little for theirs: the stuck rank is
+  // the one that those next to it name and that says nothing itself.
+  const auto grace = std::chrono::milliseconds(std::min(500, std::max(50, settings_.timeout_ms / 4)));
+  const auto until = exec::Clock::now() + grace;
+  std::string others;
+  std::vector<bool> heard(static_cast<size_t>(size_), false);
+  while (exec::Clock::now() < until) {
+    const bool moved = transport_->progress();
+    wire::Notice notice;
+    while (control_->poll(&notice)) {
+      if (heard[static_cast<size_t>(notice.origin)]) continue;
+      heard[static_cast<size_t>(notice.origin)] = true;
+      others += "; rank " + std::to_string(notice.origin) + " reported: " + notice.text;
+    }
+    if (!moved) transport_->wait_for_events(5);
+  }
+  if (others.empty()) return timeout;
+  std::string silent;
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_ && !heard[static_cast<size_t>(r)]) silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return Timeout(timeout.message() + others + (silent.empty() ? "" : "; silent: rank " + silent));
 }
 
 void Communicator::dump() {
@@ -537,10 +578,10 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
   for (;;) {
     const bool moved = transport_->progress();
     if (done.done) break;
-    Status alive = transport_->peer_status(peer);
-    if (!alive.ok()) return RemoteError(what + ": " + alive.message());
     Status interrupted = wait.interrupted();
     if (!interrupted.ok()) return Status(interrupted.code(), what + ": " + interrupted.message());
+    Status alive = transport_->peer_status(peer);
+    if (!alive.ok()) return RemoteError(what + ": " + alive.message());
     if (!block) return Status::Ok();
     if (wait.expired()) {
       return Timeout(what + ": rank " + std::to_string(rank_) + " waited " + std::to_string(settings_.timeout_ms) +

@@ -118,9 +118,12 @@ class Communicator : public exec::Interrupt {
   // Exchanges this call's header with both ring neighbours and compares;
   // not ok, on this rank and (by notice) every other, when they differ.
   Status agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);
-  // Records that `failure` broke the communicator and tells every peer, unless
-  // it came from a peer's notice or an abort (they know already).
+  // Records that `failure` broke the communicator and tells every peer once
+  // (unless aborting: the abort tells them).
   Status fail_operation(Status failure, wire::NoticeKind kind = wire::NoticeKind::kFailed);
+  // After this rank's own timeout: `timeout` plus what the other ranks that
+  // timed out at the same time waited on, and which ranks stayed silent.
+  Status gather_timeouts(const Status& timeout);
   Status check_peer(const char* what, const char* name, int peer) const;
   Status point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
   // Runs `batch_` as operation `name`, marking the communicator unusable when

@@ -97,14 +97,14 @@ Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point
       RR_LOG(LogLevel::kWarn, "dump: %s in progress (%zu of %zu transfers done)", where().c_str(), finished,
              transfers_.size());
     }
-    Status alive = transport_->peer_status(waiting->peer);
-    if (!alive.ok()) {
-      status = RemoteError(where() + ": " + alive.message());
-      break;
-    }
     Status interrupted = wait.interrupted();
     if (!interrupted.ok()) {
       status = Status(interrupted.code(), where() + ": " + interrupted.message());
+      break;
+    }
+    Status alive = transport_->peer_status(waiting->peer);
+    if (!alive.ok()) {
+      status = RemoteError(where() + ": " + alive.message());
       break;
     }
     if (wait.expired()) {

@@ -40,11 +40,14 @@ class WaitPolicy {
   bool expired() const { return Clock::now() >= deadline_; }
 
   // After a round in which no chunk moved: checks that `left` and `right`
-  // are alive, the interrupt and the deadline, then idles (or spins again
+  // the interrupt, that `left` and `right` are alive, and the deadline, then idles (or spins again
   // when the transport itself moved). Not ok when the operation must stop:
   // kRemoteError with *failed_peer and the transport's message when a
   // neighbour is gone, the interrupt's status, kTimeout when the deadline passed.
   Status after_still_round(int left, int right, bool transport_moved, int* failed_peer) {
+    // A peer's notice first: it says why, where a dead neighbour may only be
+    // a rank that heard the same and exited.
+    RR_RETURN_IF_ERROR(interrupted());
     for (int peer : {left, right}) {
       Status alive = transport_->peer_status(peer);
       if (!alive.ok()) {
@@ -52,7 +55,6 @@ class WaitPolicy {
         return alive;
       }
     }
-    RR_RETURN_IF_ERROR(interrupted());
     if (expired()) return Timeout("deadline passed");
     if (transport_moved) {
       reset();

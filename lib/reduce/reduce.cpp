@@ -20,7 +20,11 @@
 // vectorizes them behind a runtime alias check that dst == a and dst == b
 // pass, so in-place calls take the vector path too. float16 has a separate
 // F16C set of loops, chosen per call (below).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+//
+// Under ThreadSanitizer the clones are left out: the loader runs an ifunc's
+// resolver while relocating the library, before the sanitizer's runtime is
+// up, and the instrumented resolver crashes there.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define RR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define RR_HAVE_F16C_LOOPS 1
 #else

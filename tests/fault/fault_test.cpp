@@ -119,16 +119,27 @@ std::set<std::string> shm_segments() {
   return names;
 }
 
-// Shared-memory segments a test created and did not remove.
+// Shared-memory segments a test created and did not remove. A rank killed
+// with SIGKILL cannot run UCX's cleanup: a segment it had open but not yet
+// unlinked stays (seen about once in ten runs of the kill and stop tests).
+// Those tests remove such leftovers and say so; every other test must leave
+// nothing at all.
 class NoShmLeft : public ::testing::Test {
  protected:
   void SetUp() override { before_ = shm_segments(); }
   void TearDown() override {
     for (const std::string& name : shm_segments()) {
-      EXPECT_TRUE(before_.count(name)) << "shared-memory segment left behind: /dev/shm/" << name;
+      if (before_.count(name)) continue;
+      if (victim_killed_ && name.rfind("ucx_shm_posix_", 0) == 0) {
+        std::printf("removed /dev/shm/%s, left by the SIGKILLed rank\n", name.c_str());
+        unlink(("/dev/shm/" + name).c_str());
+        continue;
+      }
+      ADD_FAILURE() << "shared-memory segment left behind: /dev/shm/" << name;
     }
   }
   std::set<std::string> before_;
+  bool victim_killed_ = false;
 };
 
 // A large allreduce; the victim faults `delay` into it, from a second thread.
@@ -163,6 +174,7 @@ using Faults = NoShmLeft;
 TEST_F(Faults, KilledRankIsNamedByEverySurvivor) {
   // 4 ranks: rank 2 dies mid-transfer; ranks 1 and 3 are its neighbours,
   // rank 0 is not and hears of it by notice.
+  victim_killed_ = true;
   auto outcomes = run_world(4, 60000, {2}, fault_mid_allreduce(2, SIGKILL, std::chrono::milliseconds(20)));
   print(outcomes, {2});
   for (int r : {0, 1, 3}) {
@@ -178,6 +190,7 @@ TEST_F(Faults, KilledRankIsNamedByEverySurvivor) {
 TEST_F(Faults, StoppedRankBecomesATimeoutOnEverySurvivor) {
   // SIGSTOP: a hang. Its neighbours time out naming it; rank 0 hears from them.
   const int timeout_ms = 1500;
+  victim_killed_ = true;  // stopped, then killed by the harness
   auto outcomes = run_world(4, timeout_ms, {2}, fault_mid_allreduce(2, SIGSTOP, std::chrono::milliseconds(20)));
   print(outcomes, {2});
   int timeouts = 0;
@@ -273,6 +286,7 @@ TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
   // Rank 2 stops for good. Rank 0 has a blocking allreduce on one thread and
   // an async one queued; another thread aborts. The abort returns within
   // 1 s, both calls return "aborted", and rank 1 hears of it from rank 0.
+  victim_killed_ = true;
   auto outcomes = run_world(3, 60000, {2}, [](int rank, rrComm_t comm, Outcome* out) {
     std::vector<float> data(size_t{4} << 20, 1.0f), more(1024, 1.0f);
     if (rrAllReduce(data.data(), data.data(), 1024, rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
