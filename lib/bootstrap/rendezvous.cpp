@@ -200,7 +200,7 @@ Status tcp_rendezvous(const std::string& method, const std::string& host, uint16
   Status s = TcpStore::Connect(host, port, secret, deadline, &client);
   if (s.code() == Code::kInvalidArgument) {
     return Status(s.code(), method + ": rank " + std::to_string(rv->rank) + ": " + s.message() +
-                                " (every rank of a job needs the same " + kAuthTokenVariable + ")");
+                                "; every rank of a job needs the same " + kAuthTokenVariable);
   }
   if (!s.ok()) {
     return Status(s.code(), method + ": rank " + std::to_string(rv->rank) + " cannot reach the rendezvous: " +
@@ -352,7 +352,7 @@ Status rendezvous_from_unique_id(const rrUniqueId& id, int nranks, int rank, Clo
   Status s = TcpStore::Connect(wire.host, wire.port, id_secret, deadline, &client);
   if (s.code() == Code::kInvalidArgument) {
     return Status(s.code(), "unique id: rank " + std::to_string(rank) + ": " + s.message() +
-                                " (the id is not the one that rendezvous was made for)");
+                                "; the id is not the one that rendezvous was made for");
   }
   if (!s.ok()) {
     return Status(s.code(), "unique id: rank " + std::to_string(rank) + " cannot reach the rendezvous at " +
