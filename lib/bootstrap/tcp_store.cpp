@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bootstrap/encoding.hpp"
+#include "common/log.hpp"
 
 namespace rr::bootstrap {
 namespace {
@@ -272,6 +273,8 @@ void TcpStoreServer::Loop::accept_new() {
 void TcpStoreServer::Loop::evict_oldest_unauthenticated() {
   const uint64_t id = *unauthenticated_.begin();
   auto it = clients_.find(id);
+  RR_LOG(LogLevel::kTrace, "store %s: closed %s, the oldest of %zu connections yet to send HELLO",
+         listener_.peer().c_str(), it->second.socket.peer().c_str(), unauthenticated_.size());
   drop(id, &it->second);
   // Erased now, not at the end of the turn, so the slot is free at once;
   // this turn's poll results find the id gone and skip it.
@@ -283,6 +286,9 @@ void TcpStoreServer::Loop::expire_unauthenticated() {
   while (!unauthenticated_.empty()) {
     Client& oldest = clients_.at(*unauthenticated_.begin());
     if (oldest.auth_deadline > now) return;
+    RR_LOG(LogLevel::kTrace, "store %s: closed %s, which sent no HELLO within %lld s",
+           listener_.peer().c_str(), oldest.socket.peer().c_str(),
+           static_cast<long long>(kAuthDeadline.count()));
     drop(oldest.id, &oldest);  // leaves unauthenticated_; erased at the end of the turn
   }
 }
@@ -350,6 +356,8 @@ bool TcpStoreServer::Loop::serve(uint64_t id, Client* client) {
     const ParseResult parsed = tcp_store::parse_request(data, available, limit, &request, &error);
     if (parsed == ParseResult::kIncomplete) break;  // wait for the rest
     if (parsed == ParseResult::kMalformed) {
+      RR_LOG(LogLevel::kTrace, "store %s: dropped %s: %s", listener_.peer().c_str(),
+             client->socket.peer().c_str(), error.c_str());
       drop(id, client);
       break;
     }
@@ -372,6 +380,8 @@ bool TcpStoreServer::Loop::serve(uint64_t id, Client* client) {
 
 void TcpStoreServer::Loop::authenticate(Client* client, const Request& request) {
   if (request.opcode != Opcode::kHello) {
+    RR_LOG(LogLevel::kTrace, "store %s: dropped %s, whose first request was not HELLO",
+           listener_.peer().c_str(), client->socket.peer().c_str());
     drop(client->id, client);  // not one of ours: no answer
     return;
   }
@@ -384,6 +394,8 @@ void TcpStoreServer::Loop::authenticate(Client* client, const Request& request) 
   // A rank of this job with the wrong secret, most likely: say so, so that it
   // fails at once and names the secret instead of timing out. It stays a
   // stranger, so the deadline bounds how long the reply may wait to be read.
+  RR_LOG(LogLevel::kTrace, "store %s: rejected %s, whose HELLO carries the wrong secret",
+         listener_.peer().c_str(), client->socket.peer().c_str());
   client->close_after_flush = true;
   reply(client, ReplyStatus::kUnauthorized, nullptr, 0);
 }
