@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc-dev
           libgtest-dev libbenchmark-dev iproute2 procps
-          libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib)
+          libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib
+          clang libclang-rt-14-dev)  # the fuzz suite: clang and its libFuzzer runtime
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -68,6 +69,12 @@ constexpr std::chrono::milliseconds kStragglerRecheck{50};
 constexpr const char* kLauncherVariables[] = {
     "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
 
+// The rendezvous serves only ranks that show the job's secret, and needs one
+// as soon as it listens beyond loopback; rr-run gives each job a fresh random
+// one unless the user set RR_AUTH_TOKEN. 32 bytes: beyond guessing.
+constexpr const char* kAuthTokenVariable = "RR_AUTH_TOKEN";
+constexpr std::size_t kAuthTokenBytes = 32;
+
 using Clock = std::chrono::steady_clock;
 
 constexpr const char kUsage[] =
@@ -88,6 +95,9 @@ constexpr const char kUsage[] =
     "  --timeout SECONDS    stop all ranks after SECONDS and exit 124\n"
     "  --grace-ms MS        wait between SIGTERM and SIGKILL (default 2000)\n"
     "  -h, --help           show this help\n"
+    "\n"
+    "Every rank also gets RR_AUTH_TOKEN, a random secret that admits it to the\n"
+    "rendezvous, unless RR_AUTH_TOKEN is already set (here or with -x).\n"
     "\n"
     "exit status: 0 when every rank exits 0; else the first failing rank's status\n"
     "(128+signal if it was killed); 124 on timeout; 126/127 when program cannot be\n"
@@ -408,6 +418,36 @@ struct Rank {
   LineStream err;
 };
 
+// Whether env defines NAME with a value that is not empty.
+bool has_value(const std::vector<std::string>& env, const std::string& name) {
+  const std::string key = name + "=";
+  return std::any_of(env.begin(), env.end(), [&](const std::string& entry) {
+    return entry.size() > key.size() && entry.compare(0, key.size(), key) == 0;
+  });
+}
+
+// Hex of kAuthTokenBytes from the kernel's random source, or nullopt and why.
+std::optional<std::string> random_token(std::string& error) {
+  unsigned char bytes[kAuthTokenBytes];
+  std::size_t done = 0;
+  while (done < sizeof(bytes)) {
+    const ssize_t n = ::getrandom(bytes + done, sizeof(bytes) - done, 0);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      error = errno_text(errno);
+      return std::nullopt;
+    }
+  }
+  static const char digits[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += digits[b >> 4];
+    token += digits[b & 15];
+  }
+  return token;
+}
+
 // Sets NAME=VALUE in env, replacing every earlier definition of NAME.
 void set_variable(std::vector<std::string>& env, const std::string& name, const std::string& value) {
   const std::string key = name + "=";
@@ -494,17 +534,25 @@ class Launcher {
         return kExitLaunchError;
       }
     }
+    std::string error;
+    const std::optional<std::string> token = random_token(error);
+    if (!token) {
+      std::fprintf(stderr, "rr-run: cannot make a random %s: getrandom: %s\n", kAuthTokenVariable,
+                   error.c_str());
+      return kExitLaunchError;
+    }
     start_ = Clock::now();
-    launch_all(port);
+    launch_all(port, *token);
     supervise();
     return exit_code_.value_or(0);
   }
 
  private:
-  void launch_all(int port) {
+  void launch_all(int port, const std::string& token) {
     std::vector<std::string> env;
     for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
     for (const auto& [name, value] : options_.extra_env) set_variable(env, name, value);
+    if (!has_value(env, kAuthTokenVariable)) set_variable(env, kAuthTokenVariable, token);
     set_variable(env, "MASTER_ADDR", options_.master_addr);
     set_variable(env, "MASTER_PORT", std::to_string(port));
     set_variable(env, "WORLD_SIZE", std::to_string(options_.nranks));

@@ -101,7 +101,8 @@ const char* rrGetLastError(rrComm_t comm);
 
 /* Unique-id bootstrap, as NCCL: one process calls rrGetUniqueId (which starts
  * the rendezvous service in that process), sends the id to every rank out of
- * band, and each rank calls rrCommInitRank. */
+ * band, and each rank calls rrCommInitRank. The id carries a random secret
+ * that admits ranks to the rendezvous: give it to this job's ranks only. */
 rrResult_t rrGetUniqueId(rrUniqueId* unique_id);
 rrResult_t rrCommInitRank(rrComm_t* comm, int nranks, rrUniqueId comm_id, int rank);
 rrResult_t rrCommInitRankConfig(rrComm_t* comm, int nranks, rrUniqueId comm_id, int rank,

@@ -2,18 +2,21 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <fcntl.h>
 #include <net/if.h>
+#include <sys/random.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/launcher.hpp"
 #include "bootstrap/tcp_store.hpp"
+#include "bootstrap/unique_id.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
 
@@ -21,16 +24,7 @@ namespace rr::bootstrap {
 
 namespace {
 
-constexpr char kIdMagic[4] = {'R', 'R', 'I', 'D'};
-
-// The unique id's layout inside rrUniqueId (128 bytes).
-struct IdWire {
-  char magic[4];
-  uint16_t port;
-  char host[64];
-  uint8_t secret[16];
-};
-static_assert(sizeof(IdWire) <= RR_UNIQUE_ID_BYTES, "unique id layout must fit");
+constexpr const char* kAuthTokenVariable = "RR_AUTH_TOKEN";
 
 // Servers this process started, kept so a second communicator made with the
 // same env:// address, or the rank-0 process of a unique id, finds them.
@@ -111,18 +105,89 @@ Status parse_host_port(const std::string& text, const std::string& what, std::st
   return Status::Ok();
 }
 
+// Fills `out` from the kernel's random source (getrandom, or /dev/urandom
+// where the kernel predates it).
+Status fill_random(uint8_t* out, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = getrandom(out + done, size - done, 0);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != ENOSYS) return SystemError("getrandom for the unique id's secret: " + errno_text(errno));
+    break;
+  }
+  if (done == size) return Status::Ok();
+  UniqueFd urandom(open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+  if (!urandom.valid()) return SystemError("open /dev/urandom for the unique id's secret: " + errno_text(errno));
+  while (done < size) {
+    const ssize_t n = read(urandom.get(), out + done, size - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n == 0 || errno != EINTR) {
+      return SystemError("read /dev/urandom for the unique id's secret: " + (n == 0 ? std::string("end of file") : errno_text(errno)));
+    }
+  }
+  return Status::Ok();
+}
+
+// The secret of an env:// or tcp:// job: RR_AUTH_TOKEN as it is (empty when
+// unset, which tcp_rendezvous allows on loopback only).
+Status secret_from_env(StoreSecret* out) {
+  StoreSecret secret;
+  secret.name = kAuthTokenVariable;
+  if (const char* token = env_str(kAuthTokenVariable)) {
+    secret.bytes.assign(token, token + std::strlen(token));
+    if (secret.bytes.size() > tcp_store::kMaxSecretBytes) {
+      return InvalidArgument(std::string(kAuthTokenVariable) + " is " + std::to_string(secret.bytes.size()) +
+                             " bytes long: at most " + std::to_string(tcp_store::kMaxSecretBytes));
+    }
+  } else {
+    secret.name += " (unset on this rank)";
+  }
+  *out = std::move(secret);
+  return Status::Ok();
+}
+
+// A store that other hosts can reach must not serve whoever connects: the
+// keys carry every rank's transport address. Refuses, naming RR_AUTH_TOKEN,
+// when no secret is set and the store listens (rank 0) or sits (every rank)
+// on an address that is not loopback.
+Status require_secret_off_loopback(const std::string& method, const Rendezvous& rv, const StoreSecret& secret,
+                                   const std::string& host, const char* bind) {
+  if (!secret.bytes.empty()) return Status::Ok();
+  std::string exposed;
+  if (rv.rank == 0 && bind && !is_loopback_host(bind, /*passive=*/true)) {
+    exposed = "would listen on " + std::string(bind) + " (RR_BIND_ADDR)";
+  } else if (rv.rank == 0 && !bind && !is_loopback_host(host, /*passive=*/true)) {
+    exposed = "would listen on " + host;
+  } else if (!is_loopback_host(host, /*passive=*/false)) {
+    exposed = "is at " + host;
+  }
+  if (exposed.empty()) return Status::Ok();
+  return InvalidArgument(method + ": rank " + std::to_string(rv.rank) + ": the rendezvous " + exposed +
+                         ", which is not a loopback address, and " + kAuthTokenVariable +
+                         " is not set: set it to the same secret on every rank (any string; rr-run "
+                         "sets one for its ranks)");
+}
+
 // Rank 0 serves the store at host:port (reusing a server this process
 // already runs there); every rank, rank 0 included, connects as a client.
 Status tcp_rendezvous(const std::string& method, const std::string& host, uint16_t port,
                       Clock::time_point deadline, Rendezvous* rv) {
+  StoreSecret secret;
+  RR_RETURN_IF_ERROR(secret_from_env(&secret));
+  const char* bind = env_str("RR_BIND_ADDR");
+  RR_RETURN_IF_ERROR(require_secret_off_loopback(method, *rv, secret, host, bind));
   if (rv->rank == 0) {
     std::lock_guard<std::mutex> lock(registry_mutex());
     const std::string key = registry_key(host + ":" + std::to_string(port));
     auto& server = server_registry()[key];
     if (!server) {
-      const char* bind = env_str("RR_BIND_ADDR");
       std::unique_ptr<TcpStoreServer> started;
-      Status s = TcpStoreServer::Start(bind ? bind : host, port, &started);
+      Status s = TcpStoreServer::Start(bind ? bind : host, port, secret.bytes, &started);
       if (!s.ok()) {
         server_registry().erase(key);
         return Status(s.code(), method + ": rank 0 cannot serve the rendezvous: " + s.message());
@@ -132,7 +197,11 @@ Status tcp_rendezvous(const std::string& method, const std::string& host, uint16
     rv->server = server;
   }
   std::unique_ptr<TcpStore> client;
-  Status s = TcpStore::Connect(host, port, deadline, &client);
+  Status s = TcpStore::Connect(host, port, secret, deadline, &client);
+  if (s.code() == Code::kInvalidArgument) {
+    return Status(s.code(), method + ": rank " + std::to_string(rv->rank) + ": " + s.message() +
+                                "; every rank of a job needs the same " + kAuthTokenVariable);
+  }
   if (!s.ok()) {
     return Status(s.code(), method + ": rank " + std::to_string(rv->rank) + " cannot reach the rendezvous: " +
                                 s.message());
@@ -227,17 +296,19 @@ Status rendezvous_from_url(const std::string& url, int nranks, int rank, Clock::
 }
 
 Status make_unique_id(rrUniqueId* id) {
-  IdWire wire{};
-  std::memcpy(wire.magic, kIdMagic, sizeof(kIdMagic));
-  std::random_device random;
-  for (auto& b : wire.secret) b = static_cast<uint8_t>(random());
+  UniqueIdWire wire{};
+  std::memcpy(wire.magic, kUniqueIdMagic, sizeof(kUniqueIdMagic));
+  RR_RETURN_IF_ERROR(fill_random(wire.secret, sizeof(wire.secret)));
   const std::string host = advertised_host();
   if (host.size() >= sizeof(wire.host)) return InvalidArgument("RR_BOOTSTRAP_HOST is too long: " + host);
   std::memcpy(wire.host, host.c_str(), host.size());
 
+  // The id's secret guards the store wherever it listens; RR_AUTH_TOKEN plays
+  // no part.
   std::unique_ptr<TcpStoreServer> server;
   const char* bind = env_str("RR_BIND_ADDR");
-  RR_RETURN_IF_ERROR(TcpStoreServer::Start(bind ? bind : host, 0, &server));
+  RR_RETURN_IF_ERROR(
+      TcpStoreServer::Start(bind ? bind : host, 0, Bytes(wire.secret, wire.secret + sizeof(wire.secret)), &server));
   wire.port = server->port();
   {
     std::lock_guard<std::mutex> lock(registry_mutex());
@@ -252,9 +323,9 @@ Status make_unique_id(rrUniqueId* id) {
 
 Status rendezvous_from_unique_id(const rrUniqueId& id, int nranks, int rank, Clock::time_point deadline,
                                  Rendezvous* out) {
-  IdWire wire;
+  UniqueIdWire wire;
   std::memcpy(&wire, id.internal, sizeof(wire));
-  if (std::memcmp(wire.magic, kIdMagic, sizeof(kIdMagic)) != 0 || wire.host[sizeof(wire.host) - 1] != '\0') {
+  if (std::memcmp(wire.magic, kUniqueIdMagic, sizeof(kUniqueIdMagic)) != 0 || wire.host[sizeof(wire.host) - 1] != '\0') {
     return InvalidArgument("comm_id: not made by rrGetUniqueId");
   }
   if (nranks <= 0) return InvalidArgument("nranks=" + std::to_string(nranks) + ": must be >= 1");
@@ -277,7 +348,12 @@ Status rendezvous_from_unique_id(const rrUniqueId& id, int nranks, int rank, Clo
   }
   std::unique_ptr<TcpStore> client;
   const std::string where = std::string(wire.host) + ":" + std::to_string(wire.port);
-  Status s = TcpStore::Connect(wire.host, wire.port, deadline, &client);
+  const StoreSecret id_secret{Bytes(wire.secret, wire.secret + sizeof(wire.secret)), "unique id's secret"};
+  Status s = TcpStore::Connect(wire.host, wire.port, id_secret, deadline, &client);
+  if (s.code() == Code::kInvalidArgument) {
+    return Status(s.code(), "unique id: rank " + std::to_string(rank) + ": " + s.message() +
+                                "; the id is not the one that rendezvous was made for");
+  }
   if (!s.ok()) {
     return Status(s.code(), "unique id: rank " + std::to_string(rank) + " cannot reach the rendezvous at " +
                                 where + ": " + s.message());

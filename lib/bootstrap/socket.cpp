@@ -145,14 +145,6 @@ int connect_once(const SocketAddress& address, SocketClock::time_point deadline,
   return 0;
 }
 
-milliseconds retry_pause() {
-  thread_local std::minstd_rand rng(static_cast<unsigned>(
-      SocketClock::now().time_since_epoch().count() ^
-      std::hash<std::thread::id>{}(std::this_thread::get_id())));
-  std::uniform_int_distribution<int> jitter(0, static_cast<int>(kConnectRetryJitter.count()));
-  return kConnectRetryBase + milliseconds(jitter(rng));
-}
-
 // Waits until `socket` is ready for `events` or `deadline` passes.
 Status wait_ready(const Socket& socket, short events, SocketClock::time_point deadline,
                   const char* verb, size_t done, size_t total) {
@@ -199,6 +191,14 @@ std::string errno_text(int error) {
   return strerror_result(strerror_r(error, buffer, sizeof(buffer)), buffer);
 }
 
+milliseconds connect_retry_pause() {
+  thread_local std::minstd_rand rng(static_cast<unsigned>(
+      SocketClock::now().time_since_epoch().count() ^
+      std::hash<std::thread::id>{}(std::this_thread::get_id())));
+  std::uniform_int_distribution<int> jitter(0, static_cast<int>(kConnectRetryJitter.count()));
+  return kConnectRetryBase + milliseconds(jitter(rng));
+}
+
 int poll_timeout_ms(SocketClock::time_point deadline) {
   const auto now = SocketClock::now();
   if (deadline <= now) return 0;
@@ -228,6 +228,27 @@ Status resolve_host(const std::string& host, uint16_t port, bool passive,
     return InvalidArgument("cannot resolve host '" + host + "': " + error);
   }
   return Status::Ok();
+}
+
+bool is_loopback_host(const std::string& host, bool passive) {
+  if (host.empty() && passive) return false;
+  std::vector<SocketAddress> addresses;
+  std::string error;
+  if (resolve(host, 0, passive, &addresses, &error) != 0) return false;
+  for (const SocketAddress& address : addresses) {
+    if (address.family() == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&address.storage);
+      if ((ntohl(in->sin_addr.s_addr) >> 24) != 127) return false;
+    } else if (address.family() == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address.storage);
+      const bool mapped_loopback =
+          IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
+      if (!IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) && !mapped_loopback) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 Status listen_tcp(const std::string& bind_host, uint16_t port, Socket* out, uint16_t* bound_port) {
@@ -355,7 +376,7 @@ Status connect_tcp(const std::string& host, uint16_t port, SocketClock::time_poi
       return Timeout("connect to " + target + " timed out after " + std::to_string(waited) +
                      " ms (" + std::to_string(attempts) + " attempts); last error: " + last_error);
     }
-    std::this_thread::sleep_for(std::min<SocketClock::duration>(retry_pause(), deadline - now));
+    std::this_thread::sleep_for(std::min<SocketClock::duration>(connect_retry_pause(), deadline - now));
   }
 }
 

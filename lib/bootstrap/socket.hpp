@@ -107,6 +107,16 @@ std::string format_address(const SocketAddress& address);
 [[nodiscard]] Status connect_tcp(const std::string& host, uint16_t port,
                                  SocketClock::time_point deadline, Socket* out);
 
+// How long to wait before the next connect attempt: 50-100 ms, at random so
+// that many ranks started together do not knock on a server in lockstep.
+std::chrono::milliseconds connect_retry_pause();
+
+// Whether every address `host` resolves to is a loopback one (127.0.0.0/8,
+// ::1, or 127.x mapped into IPv6), i.e. no other host can reach it. An empty
+// host with `passive` means every local address: not loopback. A host that
+// does not resolve is not loopback either.
+bool is_loopback_host(const std::string& host, bool passive);
+
 // Sends all `size` bytes or fails: kTimeout at the deadline, kRemoteError when
 // the peer is gone (never SIGPIPE), kSystemError otherwise.
 [[nodiscard]] Status send_all(const Socket& socket, const void* data, size_t size,

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -16,16 +17,25 @@
 #include <vector>
 
 #include "bootstrap/encoding.hpp"
+#include "common/log.hpp"
 
 namespace rr::bootstrap {
 namespace {
 
+using tcp_store::kAuthDeadline;
+using tcp_store::kFrameHeaderBytes;
+using tcp_store::kMaxConnections;
+using tcp_store::kMaxHelloBytes;
 using tcp_store::kMaxMessageBytes;
+using tcp_store::kMaxSecretBytes;
+using tcp_store::kMaxUnauthenticated;
 using tcp_store::kRequestHeaderBytes;
 using tcp_store::Opcode;
+using tcp_store::ParseResult;
 using tcp_store::ReplyStatus;
+using tcp_store::Request;
 
-// Reads beyond what a pending message needs are capped so one client with a
+// Reads beyond what a pending message needs are capped so one member with a
 // large value cannot starve the others of the loop's attention for long.
 constexpr size_t kMinReadBytes = 64 << 10;
 constexpr size_t kMaxReadBytes = 1 << 20;
@@ -44,7 +54,8 @@ constexpr int kMaxAcceptsPerTurn = 64;
 // request_stop(), which is why the server needs no mutex.
 class TcpStoreServer::Loop {
  public:
-  Loop(Socket listener, UniqueFd wake) : listener_(std::move(listener)), wake_(std::move(wake)) {}
+  Loop(Socket listener, UniqueFd wake, Bytes secret)
+      : listener_(std::move(listener)), wake_(std::move(wake)), secret_(std::move(secret)) {}
 
   // Serves until request_stop(), then closes every socket.
   void run();
@@ -53,8 +64,15 @@ class TcpStoreServer::Loop {
 
  private:
   struct Client {
-    explicit Client(Socket s) : socket(std::move(s)) {}
+    Client(uint64_t client_id, Socket s, SocketClock::time_point deadline)
+        : id(client_id), socket(std::move(s)), auth_deadline(deadline) {}
+    uint64_t id;
     Socket socket;
+    // Until its HELLO carries the secret, a client may send one small message
+    // and must do so by auth_deadline; it is listed in unauthenticated_.
+    bool authenticated = false;
+    SocketClock::time_point auth_deadline;
+    bool close_after_flush = false;  // rejected: send the reply, then close
     std::vector<uint8_t> input;  // received bytes; [input_offset, end) not yet handled
     size_t input_offset = 0;
     std::vector<uint8_t> output;  // reply bytes; [output_offset, end) not yet sent
@@ -68,7 +86,20 @@ class TcpStoreServer::Loop {
   };
 
   void serve_until_stopped();
+  // Milliseconds poll() may sleep: until the listener's pause or the oldest
+  // stranger's deadline ends, or forever.
+  int poll_timeout() const;
+  // Whether to poll the listener: not while it backs off, nor while every
+  // slot holds a member (the rest wait in the kernel's backlog).
+  bool accepting() const;
   void accept_new();
+  // Closes and forgets the connection that has waited longest to
+  // authenticate, to make room for a newer one.
+  void evict_oldest_unauthenticated();
+  // Drops the strangers whose time to authenticate is up.
+  void expire_unauthenticated();
+  // Lets a stranger in on a HELLO with the secret; rejects or drops it otherwise.
+  void authenticate(Client* client, const Request& request);
   void read_from(Client* client);
   void flush(Client* client);
   // Handles the complete requests buffered for `client` while it is idle.
@@ -84,11 +115,15 @@ class TcpStoreServer::Loop {
 
   Socket listener_;
   UniqueFd wake_;  // eventfd: request_stop() writes it to interrupt poll()
+  const Bytes secret_;
   std::atomic<bool> stop_{false};
   SocketClock::time_point listener_paused_until_{};
 
-  uint64_t next_id_ = 0;
+  uint64_t next_id_ = 0;  // ids grow with accept order and are never reused
   std::unordered_map<uint64_t, Client> clients_;
+  // Ids of the clients not yet authenticated; the first is the oldest, whose
+  // deadline comes first.
+  std::set<uint64_t> unauthenticated_;
   std::unordered_map<std::string, Bytes> values_;
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_;  // key -> parked client ids
 };
@@ -120,10 +155,9 @@ void TcpStoreServer::Loop::serve_until_stopped() {
   while (!stop_.load()) {
     fds.clear();
     ids.clear();
-    const bool listener_paused = SocketClock::now() < listener_paused_until_;
     fds.push_back({wake_.get(), POLLIN, 0});
-    // fd -1 makes poll skip the listener while it backs off.
-    fds.push_back({listener_paused ? -1 : listener_.fd(), POLLIN, 0});
+    // fd -1 makes poll skip the listener while it backs off or is full.
+    fds.push_back({accepting() ? listener_.fd() : -1, POLLIN, 0});
     for (auto& [id, client] : clients_) {
       // Read only from idle clients: that bounds what one client can make us
       // buffer to one request. Otherwise watch for hang-up, and for room to
@@ -135,8 +169,7 @@ void TcpStoreServer::Loop::serve_until_stopped() {
       ids.push_back(id);
     }
 
-    const int timeout = listener_paused ? poll_timeout_ms(listener_paused_until_) : -1;
-    int ready = poll(fds.data(), fds.size(), timeout);
+    int ready = poll(fds.data(), fds.size(), poll_timeout());
     if (ready < 0) {
       if (errno == EINTR) continue;
       if (errno == ENOMEM) {
@@ -151,13 +184,14 @@ void TcpStoreServer::Loop::serve_until_stopped() {
       (void)!read(wake_.get(), &count, sizeof(count));
       if (stop_.load()) return;
     }
+    expire_unauthenticated();
     if (fds[1].revents != 0) accept_new();
 
     for (size_t i = 0; i < ids.size(); ++i) {
       const short revents = fds[i + 2].revents;
       if (revents == 0) continue;
       auto it = clients_.find(ids[i]);
-      if (it == clients_.end()) continue;
+      if (it == clients_.end() || it->second.dropped) continue;
       Client& client = it->second;
       if (revents & (POLLERR | POLLNVAL)) {
         drop(ids[i], &client);
@@ -192,19 +226,70 @@ void TcpStoreServer::Loop::serve_until_stopped() {
   }
 }
 
+int TcpStoreServer::Loop::poll_timeout() const {
+  std::optional<SocketClock::time_point> wake_at;
+  if (SocketClock::now() < listener_paused_until_) wake_at = listener_paused_until_;
+  if (!unauthenticated_.empty()) {
+    const auto oldest = clients_.at(*unauthenticated_.begin()).auth_deadline;
+    if (!wake_at || oldest < *wake_at) wake_at = oldest;
+  }
+  return wake_at ? poll_timeout_ms(*wake_at) : -1;
+}
+
+bool TcpStoreServer::Loop::accepting() const {
+  if (SocketClock::now() < listener_paused_until_) return false;
+  return clients_.size() < kMaxConnections || !unauthenticated_.empty();
+}
+
 void TcpStoreServer::Loop::accept_new() {
   for (int i = 0; i < kMaxAcceptsPerTurn; ++i) {
+    if (clients_.size() >= kMaxConnections && unauthenticated_.empty()) return;
     Socket socket;
     bool accepted = false;
     Status status = accept_tcp(listener_, &socket, &accepted);
     if (!status.ok()) {
       // Typically EMFILE: the pending connection stays queued and the
-      // listener stays readable; pause it rather than spin.
-      listener_paused_until_ = SocketClock::now() + kAcceptBackoff;
+      // listener stays readable. Free a descriptor held by a stranger if
+      // there is one; else pause the listener rather than spin.
+      if (!unauthenticated_.empty()) {
+        evict_oldest_unauthenticated();
+      } else {
+        listener_paused_until_ = SocketClock::now() + kAcceptBackoff;
+      }
       return;
     }
     if (!accepted) return;
-    clients_.emplace(next_id_++, Client(std::move(socket)));
+    const uint64_t id = next_id_++;
+    clients_.emplace(id, Client(id, std::move(socket), SocketClock::now() + kAuthDeadline));
+    unauthenticated_.insert(id);
+    // The newcomer has the largest id, so it is never the one evicted here
+    // while another stranger remains.
+    if (unauthenticated_.size() > kMaxUnauthenticated || clients_.size() > kMaxConnections) {
+      evict_oldest_unauthenticated();
+    }
+  }
+}
+
+void TcpStoreServer::Loop::evict_oldest_unauthenticated() {
+  const uint64_t id = *unauthenticated_.begin();
+  auto it = clients_.find(id);
+  RR_LOG(LogLevel::kTrace, "store %s: closed %s, the oldest of %zu connections yet to send HELLO",
+         listener_.peer().c_str(), it->second.socket.peer().c_str(), unauthenticated_.size());
+  drop(id, &it->second);
+  // Erased now, not at the end of the turn, so the slot is free at once;
+  // this turn's poll results find the id gone and skip it.
+  clients_.erase(it);
+}
+
+void TcpStoreServer::Loop::expire_unauthenticated() {
+  const auto now = SocketClock::now();
+  while (!unauthenticated_.empty()) {
+    Client& oldest = clients_.at(*unauthenticated_.begin());
+    if (oldest.auth_deadline > now) return;
+    RR_LOG(LogLevel::kTrace, "store %s: closed %s, which sent no HELLO within %lld s",
+           listener_.peer().c_str(), oldest.socket.peer().c_str(),
+           static_cast<long long>(kAuthDeadline.count()));
+    drop(oldest.id, &oldest);  // leaves unauthenticated_; erased at the end of the turn
   }
 }
 
@@ -215,13 +300,21 @@ void TcpStoreServer::Loop::read_from(Client* client) {
                         client->input.begin() + static_cast<ptrdiff_t>(client->input_offset));
     client->input_offset = 0;
   }
-  // Read what the pending request still needs, within bounds.
-  size_t want = kMinReadBytes;
-  if (client->input.size() >= 4) {
-    const size_t needed = 4 + static_cast<size_t>(get_u32(client->input.data()));
-    if (needed > client->input.size()) want = needed - client->input.size();
+  size_t want;
+  if (!client->authenticated) {
+    // A stranger gets room for one HELLO, no more.
+    const size_t limit = kFrameHeaderBytes + kMaxHelloBytes;
+    if (client->input.size() >= limit) return;  // serve() decides on what is there
+    want = limit - client->input.size();
+  } else {
+    // Read what the pending request still needs, within bounds.
+    want = kMinReadBytes;
+    if (client->input.size() >= kFrameHeaderBytes) {
+      const size_t needed = kFrameHeaderBytes + static_cast<size_t>(get_u32(client->input.data()));
+      if (needed > client->input.size()) want = needed - client->input.size();
+    }
+    want = std::clamp(want, kMinReadBytes, kMaxReadBytes);
   }
-  want = std::clamp(want, kMinReadBytes, kMaxReadBytes);
   const size_t old_size = client->input.size();
   client->input.resize(old_size + want);
   ssize_t n;
@@ -249,43 +342,62 @@ void TcpStoreServer::Loop::flush(Client* client) {
   }
   client->output.clear();
   client->output_offset = 0;
+  if (client->close_after_flush) drop(client->id, client);
 }
 
 bool TcpStoreServer::Loop::serve(uint64_t id, Client* client) {
   bool handled = false;
-  while (!client->dropped && client->idle()) {
+  while (!client->dropped && client->idle() && !client->close_after_flush) {
+    const uint8_t* data = client->input.data() + client->input_offset;
     const size_t available = client->input.size() - client->input_offset;
-    if (available < 4) break;
-    const uint8_t* frame = client->input.data() + client->input_offset;
-    const uint32_t length = get_u32(frame);
-    if (length > kMaxMessageBytes || length < kRequestHeaderBytes) {
+    Request request;
+    std::string error;
+    const uint32_t limit = client->authenticated ? kMaxMessageBytes : kMaxHelloBytes;
+    const ParseResult parsed = tcp_store::parse_request(data, available, limit, &request, &error);
+    if (parsed == ParseResult::kIncomplete) break;  // wait for the rest
+    if (parsed == ParseResult::kMalformed) {
+      RR_LOG(LogLevel::kTrace, "store %s: dropped %s: %s", listener_.peer().c_str(),
+             client->socket.peer().c_str(), error.c_str());
       drop(id, client);
       break;
     }
-    if (available < 4 + static_cast<size_t>(length)) break;  // wait for the rest
-    const uint8_t* body = frame + 4;
-    const uint8_t opcode = body[0];
-    const uint32_t key_length = get_u32(body + 1);
-    if (key_length > length - kRequestHeaderBytes ||
-        (opcode != static_cast<uint8_t>(Opcode::kSet) &&
-         opcode != static_cast<uint8_t>(Opcode::kGet) &&
-         opcode != static_cast<uint8_t>(Opcode::kAdd))) {
-      drop(id, client);
-      break;
-    }
-    const uint8_t* key = body + kRequestHeaderBytes;
-    const uint8_t* value = key + key_length;
-    const size_t value_size = length - kRequestHeaderBytes - key_length;
-    client->input_offset += 4 + static_cast<size_t>(length);
-    handle(id, client, static_cast<Opcode>(opcode),
-           std::string(reinterpret_cast<const char*>(key), key_length), value, value_size);
+    client->input_offset += request.frame_bytes;
     handled = true;
+    if (!client->authenticated) {
+      authenticate(client, request);
+    } else if (request.opcode == Opcode::kHello) {
+      drop(id, client);  // a member has nothing left to prove: a confused peer
+    } else {
+      handle(id, client, request.opcode, std::string(request.key), request.value, request.value_size);
+    }
   }
   if (client->input_offset == client->input.size()) {
     client->input.clear();
     client->input_offset = 0;
   }
   return handled;
+}
+
+void TcpStoreServer::Loop::authenticate(Client* client, const Request& request) {
+  if (request.opcode != Opcode::kHello) {
+    RR_LOG(LogLevel::kTrace, "store %s: dropped %s, whose first request was not HELLO",
+           listener_.peer().c_str(), client->socket.peer().c_str());
+    drop(client->id, client);  // not one of ours: no answer
+    return;
+  }
+  if (tcp_store::secrets_equal(secret_.data(), secret_.size(), request.value, request.value_size)) {
+    unauthenticated_.erase(client->id);
+    client->authenticated = true;
+    reply(client, ReplyStatus::kOk, nullptr, 0);
+    return;
+  }
+  // A rank of this job with the wrong secret, most likely: say so, so that it
+  // fails at once and names the secret instead of timing out. It stays a
+  // stranger, so the deadline bounds how long the reply may wait to be read.
+  RR_LOG(LogLevel::kTrace, "store %s: rejected %s, whose HELLO carries the wrong secret",
+         listener_.peer().c_str(), client->socket.peer().c_str());
+  client->close_after_flush = true;
+  reply(client, ReplyStatus::kUnauthorized, nullptr, 0);
 }
 
 void TcpStoreServer::Loop::handle(uint64_t id, Client* client, Opcode opcode, std::string key,
@@ -298,10 +410,6 @@ void TcpStoreServer::Loop::handle(uint64_t id, Client* client, Opcode opcode, st
       return;
     }
     case Opcode::kGet: {
-      if (value_size != 0) {
-        drop(id, client);
-        return;
-      }
       auto it = values_.find(key);
       if (it != values_.end()) {
         reply(client, ReplyStatus::kOk, it->second.data(), it->second.size());
@@ -314,10 +422,7 @@ void TcpStoreServer::Loop::handle(uint64_t id, Client* client, Opcode opcode, st
       return;
     }
     case Opcode::kAdd: {
-      if (value_size != 8) {
-        drop(id, client);
-        return;
-      }
+      // parse_request saw to it that the value is the 8-byte delta.
       auto it = values_.find(key);
       int64_t result = 0;
       Status status =
@@ -335,6 +440,9 @@ void TcpStoreServer::Loop::handle(uint64_t id, Client* client, Opcode opcode, st
       wake_waiters(key);
       return;
     }
+    case Opcode::kHello:
+      drop(id, client);  // serve() never passes one here
+      return;
   }
 }
 
@@ -342,9 +450,7 @@ void TcpStoreServer::Loop::reply(Client* client, ReplyStatus status, const uint8
                                  size_t size) {
   // Replies are bounded like requests: values arrived in requests of at most
   // kMaxMessageBytes, and error texts are short.
-  append_u32(&client->output, static_cast<uint32_t>(1 + size));
-  client->output.push_back(static_cast<uint8_t>(status));
-  if (size > 0) client->output.insert(client->output.end(), payload, payload + size);
+  tcp_store::append_reply(&client->output, status, payload, size);
   flush(client);  // most replies fit the socket buffer: no extra poll turn
 }
 
@@ -364,6 +470,7 @@ void TcpStoreServer::Loop::wake_waiters(const std::string& key) {
 }
 
 void TcpStoreServer::Loop::drop(uint64_t id, Client* client) {
+  unauthenticated_.erase(id);
   if (client->parked) {
     auto waiting = waiters_.find(client->parked_key);
     if (waiting != waiters_.end()) {
@@ -379,6 +486,7 @@ void TcpStoreServer::Loop::drop(uint64_t id, Client* client) {
 
 void TcpStoreServer::Loop::close_all() {
   clients_.clear();
+  unauthenticated_.clear();
   waiters_.clear();
   listener_.close();
 }
@@ -386,8 +494,12 @@ void TcpStoreServer::Loop::close_all() {
 TcpStoreServer::TcpStoreServer(std::unique_ptr<Loop> loop, uint16_t port)
     : loop_(std::move(loop)), port_(port) {}
 
-Status TcpStoreServer::Start(const std::string& bind_host, uint16_t port,
+Status TcpStoreServer::Start(const std::string& bind_host, uint16_t port, Bytes secret,
                              std::unique_ptr<TcpStoreServer>* out) {
+  if (secret.size() > kMaxSecretBytes) {
+    return InvalidArgument("store secret of " + std::to_string(secret.size()) +
+                           " bytes: at most " + std::to_string(kMaxSecretBytes));
+  }
   Socket listener;
   uint16_t bound_port = 0;
   RR_RETURN_IF_ERROR(listen_tcp(bind_host, port, &listener, &bound_port));
@@ -395,7 +507,7 @@ Status TcpStoreServer::Start(const std::string& bind_host, uint16_t port,
   if (!wake.valid()) return SystemError("eventfd for the store server: " + errno_text(errno));
 
   std::unique_ptr<TcpStoreServer> server(new TcpStoreServer(
-      std::make_unique<Loop>(std::move(listener), std::move(wake)), bound_port));
+      std::make_unique<Loop>(std::move(listener), std::move(wake), std::move(secret)), bound_port));
   Loop* loop = server->loop_.get();
   try {
     server->thread_ = std::thread([loop] { loop->run(); });
@@ -451,12 +563,58 @@ class TcpStore::Exchange {
   bool claimed_ = false;
 };
 
-Status TcpStore::Connect(const std::string& host, uint16_t port, Clock::time_point deadline,
-                         std::unique_ptr<TcpStore>* out) {
-  Socket socket;
-  RR_RETURN_IF_ERROR(connect_tcp(host, port, deadline, &socket));
-  out->reset(new TcpStore(std::move(socket)));
-  return Status::Ok();
+namespace {
+
+// Sends the HELLO on a fresh connection and reads the answer. Sets `*shed`
+// when the server closed the connection without answering: it sheds its
+// oldest strangers when too many arrive at once, so another connection is
+// worth a try.
+Status say_hello(const Socket& socket, const Bytes& hello, const StoreSecret& secret,
+                 Clock::time_point deadline, bool* shed) {
+  Status status = send_all(socket, hello.data(), hello.size(), deadline);
+  uint8_t reply[kFrameHeaderBytes + 1];
+  if (status.ok()) status = recv_all(socket, reply, sizeof(reply), deadline);
+  if (!status.ok()) {
+    *shed = status.code() == Code::kRemoteError;
+    return Status(status.code(), "HELLO to store " + socket.peer() + ": " + status.message());
+  }
+  const uint32_t length = get_u32(reply);
+  const uint8_t answer = reply[kFrameHeaderBytes];
+  if (length == 1 && answer == static_cast<uint8_t>(ReplyStatus::kOk)) return Status::Ok();
+  if (length == 1 && answer == static_cast<uint8_t>(ReplyStatus::kUnauthorized)) {
+    return InvalidArgument("rendezvous at " + socket.peer() + " rejected this rank's " + secret.name);
+  }
+  return RemoteError("store " + socket.peer() + " answered HELLO with length " + std::to_string(length) +
+                     " and status " + std::to_string(answer) + ": not a ringreduce store of this version");
+}
+
+}  // namespace
+
+Status TcpStore::Connect(const std::string& host, uint16_t port, const StoreSecret& secret,
+                         Clock::time_point deadline, std::unique_ptr<TcpStore>* out) {
+  if (secret.bytes.size() > kMaxSecretBytes) {
+    return InvalidArgument(secret.name + " is " + std::to_string(secret.bytes.size()) +
+                           " bytes long: at most " + std::to_string(kMaxSecretBytes));
+  }
+  const Bytes hello =
+      tcp_store::encode_request(Opcode::kHello, {}, secret.bytes.data(), secret.bytes.size());
+  for (int attempts = 1;; ++attempts) {
+    Socket socket;
+    RR_RETURN_IF_ERROR(connect_tcp(host, port, deadline, &socket));
+    bool shed = false;
+    Status status = say_hello(socket, hello, secret, deadline, &shed);
+    if (status.ok()) {
+      out->reset(new TcpStore(std::move(socket)));
+      return Status::Ok();
+    }
+    if (!shed) return status;
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      return Timeout(status.message() + " (" + std::to_string(attempts) +
+                     " connections closed unanswered before the deadline)");
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(connect_retry_pause(), deadline - now));
+  }
 }
 
 bool TcpStore::broken() const {
@@ -481,13 +639,7 @@ Status TcpStore::round_trip(Opcode opcode, const std::string& key, const uint8_t
   RR_RETURN_IF_ERROR(exchange.claim(what, deadline));
   // From here this thread alone uses socket_.
 
-  std::vector<uint8_t> request;
-  request.reserve(4 + body_size);
-  append_u32(&request, static_cast<uint32_t>(body_size));
-  request.push_back(static_cast<uint8_t>(opcode));
-  append_u32(&request, static_cast<uint32_t>(key.size()));
-  request.insert(request.end(), key.begin(), key.end());
-  if (value_size > 0) request.insert(request.end(), value, value + value_size);
+  const std::vector<uint8_t> request = tcp_store::encode_request(opcode, key, value, value_size);
 
   // Any failure from here on leaves the stream at an unknown point: record
   // why, and close the socket so the server drops whatever it parked for us.

@@ -2,18 +2,8 @@
 // The TCP rendezvous store: a server (normally on rank 0, `tcp://` and `env://`
 // init) that holds the key-value map, and a client that implements Store.
 //
-// Wire protocol, all integers little-endian:
-//
-//   request := u32 length | u8 opcode | u32 key_length | key | value
-//   reply   := u32 length | u8 status | payload
-//
-// `length` counts the bytes after the length field and is at most
-// kMaxMessageBytes; a request above that, shorter than its fixed header, or
-// with a key running past its end, gets the client dropped.
-//
-//   SET  value = the bytes to store          reply payload: empty
-//   GET  value = empty                       reply payload: the stored bytes
-//   ADD  value = i64 delta (8 bytes)         reply payload: i64 new value
+// The wire protocol is in store_wire.hpp: every connection opens with a HELLO
+// carrying the job's secret, then makes SET, GET and ADD requests.
 //
 // A GET for a missing key is parked: the server answers once some client sets
 // (or adds to) the key. It never times out on the server; the client enforces
@@ -35,30 +25,41 @@
 
 #include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
+#include "bootstrap/store_wire.hpp"
 #include "common/status.hpp"
 
 namespace rr::bootstrap {
 
 namespace tcp_store {
 
-enum class Opcode : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
-enum class ReplyStatus : uint8_t {
-  kOk = 0,
-  kInvalidArgument = 1,  // e.g. ADD on a key that does not hold an integer
-};
-
-// Bounds what one client can make the server buffer.
-constexpr uint32_t kMaxMessageBytes = 64u << 20;
-// opcode + key_length
-constexpr uint32_t kRequestHeaderBytes = 1 + 4;
+// Bounds that keep strangers from exhausting the server (or delaying members
+// for long). Members are never limited by anything but kMaxConnections.
+//
+// Connections held at once: every rank of a large job, with room to spare.
+constexpr size_t kMaxConnections = 4096;
+// Of those, connections that have not yet sent a valid HELLO. When a new one
+// would exceed it, the oldest is closed: a member sends its HELLO at once and
+// is past this stage within a turn or two of the serving loop, so the oldest
+// is nearly always a stranger; a member closed all the same reconnects.
+constexpr size_t kMaxUnauthenticated = 256;
+// A connection that has not authenticated this long after it was accepted is
+// closed: half-open and slow (a byte a second) ones cannot hold a slot longer.
+constexpr std::chrono::seconds kAuthDeadline{5};
 
 }  // namespace tcp_store
+
+// What a client proves membership with, and how messages name it.
+struct StoreSecret {
+  Bytes bytes;       // at most tcp_store::kMaxSecretBytes; empty on a loopback store without one
+  std::string name;  // "RR_AUTH_TOKEN", "unique id's secret"
+};
 
 class TcpStoreServer {
  public:
   // Listens on `bind_host`:`port` (port 0 = any free port; empty host = all
-  // interfaces) and starts the serving thread.
-  [[nodiscard]] static Status Start(const std::string& bind_host, uint16_t port,
+  // interfaces) and starts the serving thread. Only clients whose HELLO
+  // carries `secret` are served.
+  [[nodiscard]] static Status Start(const std::string& bind_host, uint16_t port, Bytes secret,
                                     std::unique_ptr<TcpStoreServer>* out);
   // Stops the serving thread and closes the listener and every client
   // connection; clients waiting on a reply see the connection close.
@@ -94,10 +95,13 @@ class TcpStore : public Store {
   // default of torch.distributed's TCPStore.
   static constexpr std::chrono::milliseconds kDefaultSetTimeout{300'000};
 
-  // Connects to a TcpStoreServer, retrying until `deadline` while it is not
-  // up yet.
+  // Connects to a TcpStoreServer and authenticates with `secret`, retrying
+  // until `deadline` while the server is not up yet or sheds the connection.
+  // A server that rejects the secret is kInvalidArgument naming host:port and
+  // secret.name, at once.
   [[nodiscard]] static Status Connect(const std::string& host, uint16_t port,
-                                      Clock::time_point deadline, std::unique_ptr<TcpStore>* out);
+                                      const StoreSecret& secret, Clock::time_point deadline,
+                                      std::unique_ptr<TcpStore>* out);
 
   Status set(const std::string& key, const Bytes& value) override;
   Status get(const std::string& key, Clock::time_point deadline, Bytes* value) override;

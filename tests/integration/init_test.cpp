@@ -1,24 +1,81 @@
 // Init methods and their failures, with ranks as threads of this process:
 // unique id, tcp://, file://, env://, a peer that never arrives, a master
-// nobody serves, and arguments that must be refused with a named reason.
+// nobody serves, arguments that must be refused with a named reason, and the
+// rendezvous's guard: secrets, RR_AUTH_TOKEN off loopback, strangers' junk.
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <ringreduce/ringreduce.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bootstrap/unique_id.hpp"
 #include "free_port.hpp"
 
 namespace {
+
+using rr::bootstrap::UniqueIdWire;
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+UniqueIdWire wire_of(const rrUniqueId& id) {
+  UniqueIdWire wire;
+  std::memcpy(&wire, id.internal, sizeof(wire));
+  return wire;
+}
+
+// The first IPv4 address of an interface that is up and not loopback, or "".
+std::string non_loopback_ipv4() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = list; a && found.empty(); a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || !(a->ifa_flags & IFF_UP) ||
+        (a->ifa_flags & IFF_LOOPBACK)) {
+      continue;
+    }
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof(text));
+    found = text;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// A plain blocking TCP connection, as a stranger would open one; -1 on failure.
+int connect_stranger(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list) != 0) return -1;
+  int fd = -1;
+  for (addrinfo* ai = list; ai && fd < 0; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(list);
+  return fd;
+}
 
 
 rrConfig_t config_with_timeout(int ms) {
@@ -216,6 +273,171 @@ TEST(Init, FromEnvUnderOpenMpiVariablesNeedsNoMasterAddress) {
   for (const char* v : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_NAMESPACE"}) {
     unsetenv(v);
   }
+}
+
+// ---------------------------------------------------------------------------
+// The rendezvous admits only the job's members.
+
+TEST(Init, UniqueIdCarriesARandomSecret) {
+  rrUniqueId a, b;
+  ASSERT_EQ(rrGetUniqueId(&a), rrSuccess) << rrGetLastError(nullptr);
+  ASSERT_EQ(rrGetUniqueId(&b), rrSuccess) << rrGetLastError(nullptr);
+  const UniqueIdWire wa = wire_of(a);
+  const UniqueIdWire wb = wire_of(b);
+  static_assert(sizeof(wa.secret) >= 16, "a secret of 16 bytes at least");
+  EXPECT_NE(std::memcmp(wa.secret, wb.secret, sizeof(wa.secret)), 0);
+  const uint8_t zeros[sizeof(wa.secret)] = {};
+  EXPECT_NE(std::memcmp(wa.secret, zeros, sizeof(zeros)), 0);
+}
+
+TEST(Init, ForgedUniqueIdIsRejectedNamingTheSecretWhileTheRealRanksComplete) {
+  rrUniqueId id;
+  ASSERT_EQ(rrGetUniqueId(&id), rrSuccess) << rrGetLastError(nullptr);
+  UniqueIdWire wire = wire_of(id);
+  wire.secret[0] ^= 1;  // the right host and port, the wrong secret
+  rrUniqueId forged = id;
+  std::memcpy(forged.internal, &wire, sizeof(wire));
+
+  // A patient timeout: the reject must come as an answer, not as a timeout.
+  rrConfig_t config = config_with_timeout(60000);
+  rrComm_t comm = nullptr;
+  EXPECT_EQ(rrCommInitRankConfig(&comm, 2, forged, 1, &config), rrInvalidArgument);
+  const std::string error = rrGetLastError(nullptr);
+  const std::string where = std::string(wire.host) + ":" + std::to_string(wire.port);
+  EXPECT_TRUE(contains(error, "rendezvous at " + where + " rejected this rank's unique id's secret")) << error;
+  EXPECT_EQ(comm, nullptr);
+
+  for (rrResult_t r : run_ranks(2, [&](int rank, rrComm_t* c) { return rrCommInitRank(c, 2, id, rank); })) {
+    EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
+  }
+}
+
+// The intruder is a forked process, since RR_AUTH_TOKEN is per process; the
+// real ranks are threads here.
+TEST(Init, WrongTokenIsRejectedNamingItWhileTheRealRanksComplete) {
+  const uint16_t port = free_port();
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(port);
+  setenv("RR_AUTH_TOKEN", "this job's token", 1);
+  struct Outcome {
+    int result = -1;
+    char error[1024] = {};
+  };
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t intruder_pid = fork();
+  ASSERT_GE(intruder_pid, 0);
+  if (intruder_pid == 0) {
+    close(pipe_fds[0]);
+    setenv("RR_AUTH_TOKEN", "another job's token", 1);
+    rrConfig_t config = config_with_timeout(60000);
+    rrComm_t comm = nullptr;
+    Outcome outcome;
+    outcome.result = rrCommInitUrl(&comm, url.c_str(), 2, 1, &config);
+    std::snprintf(outcome.error, sizeof(outcome.error), "%s", rrGetLastError(nullptr));
+    (void)!write(pipe_fds[1], &outcome, sizeof(outcome));
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+
+  Outcome intruder;
+  bool heard = false;
+  auto results = run_ranks(2, [&](int rank, rrComm_t* c) {
+    const rrResult_t r = rrCommInitUrl(c, url.c_str(), 2, rank, nullptr);
+    // Rank 0 keeps the rendezvous up until the intruder has had its answer
+    // (or has given up: its own timeout bounds the wait).
+    if (rank == 0) heard = read(pipe_fds[0], &intruder, sizeof(intruder)) == sizeof(intruder);
+    return r;
+  });
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(intruder_pid, &status, 0);
+  unsetenv("RR_AUTH_TOKEN");
+
+  for (rrResult_t r : results) EXPECT_EQ(r, rrSuccess);
+  ASSERT_TRUE(heard) << "the intruder process reported nothing";
+  EXPECT_EQ(intruder.result, rrInvalidArgument) << intruder.error;
+  EXPECT_TRUE(contains(intruder.error, "rendezvous at 127.0.0.1:" + std::to_string(port) +
+                                           " rejected this rank's RR_AUTH_TOKEN"))
+      << intruder.error;
+}
+
+TEST(Init, ListeningOnEveryInterfaceWithoutTokenIsRefusedNamingRrAuthToken) {
+  unsetenv("RR_AUTH_TOKEN");
+  setenv("RR_BIND_ADDR", "0.0.0.0", 1);
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
+  rrComm_t comm = nullptr;
+  EXPECT_EQ(rrCommInitUrl(&comm, url.c_str(), 2, 0, nullptr), rrInvalidArgument);
+  const std::string error = rrGetLastError(nullptr);
+  EXPECT_TRUE(contains(error, "RR_AUTH_TOKEN")) << error;
+  EXPECT_TRUE(contains(error, "0.0.0.0")) << error;
+  EXPECT_EQ(comm, nullptr);
+  unsetenv("RR_BIND_ADDR");
+}
+
+TEST(Init, NonLoopbackRendezvousNeedsRrAuthToken) {
+  const std::string address = non_loopback_ipv4();
+  if (address.empty()) GTEST_SKIP() << "this machine has no IPv4 address outside loopback";
+  unsetenv("RR_AUTH_TOKEN");
+  const std::string url = "tcp://" + address + ":" + std::to_string(free_port());
+  // Refused on every rank, the serving one and the others, without waiting.
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    rrComm_t comm = nullptr;
+    EXPECT_EQ(rrCommInitUrl(&comm, url.c_str(), 2, rank, nullptr), rrInvalidArgument);
+    const std::string error = rrGetLastError(nullptr);
+    EXPECT_TRUE(contains(error, "RR_AUTH_TOKEN")) << error;
+    EXPECT_TRUE(contains(error, address)) << error;
+    EXPECT_EQ(comm, nullptr);
+  }
+  // With a token the same address works.
+  setenv("RR_AUTH_TOKEN", "a shared secret", 1);
+  for (rrResult_t r : run_ranks(2, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, url.c_str(), 2, rank, nullptr); })) {
+    EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
+  }
+  unsetenv("RR_AUTH_TOKEN");
+}
+
+// Idle connections beyond the stranger cap, half a HELLO, junk and a
+// connection that sends a byte a second, all at the rendezvous before the
+// ranks arrive: the ranks still set up (well within their timeout).
+TEST(Init, StrangersAtTheRendezvousDoNotStopTheRealRanks) {
+  rrUniqueId id;
+  ASSERT_EQ(rrGetUniqueId(&id), rrSuccess) << rrGetLastError(nullptr);
+  const UniqueIdWire wire = wire_of(id);
+  const std::string host = wire.host;
+
+  std::vector<int> strangers;
+  for (int i = 0; i < 300; ++i) strangers.push_back(connect_stranger(host, wire.port));
+  const std::vector<std::string> openings = {
+      std::string("\x2a\x00\x00\x00\x04\x00\x00", 7),  // the start of a HELLO
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+      std::string(4096, '\xff'),
+  };
+  for (const std::string& opening : openings) {
+    strangers.push_back(connect_stranger(host, wire.port));
+    ASSERT_EQ(send(strangers.back(), opening.data(), opening.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(opening.size()));
+  }
+  for (int fd : strangers) ASSERT_GE(fd, 0) << "cannot connect to " << host << ":" << wire.port;
+  const int slow = connect_stranger(host, wire.port);
+  ASSERT_GE(slow, 0);
+  std::atomic<bool> stop{false};
+  std::thread dribbler([&] {
+    const char hello_start[] = {0x2a, 0, 0, 0, 4, 0, 0, 0, 0};
+    for (char byte : hello_start) {
+      if (stop.load() || send(slow, &byte, 1, MSG_NOSIGNAL) != 1) return;  // closed by the server
+      for (int tick = 0; tick < 10 && !stop.load(); ++tick) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+
+  rrConfig_t config = config_with_timeout(60000);
+  for (rrResult_t r : run_ranks(3, [&](int rank, rrComm_t* c) { return rrCommInitRankConfig(c, 3, id, rank, &config); })) {
+    EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
+  }
+  stop = true;
+  dribbler.join();
+  close(slow);
+  for (int fd : strangers) close(fd);
 }
 
 TEST(Api, VersionAndErrorStrings) {

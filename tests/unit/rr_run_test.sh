@@ -110,6 +110,28 @@ else
   fail "-x VAR=VALUE reaches every rank"
 fi
 
+# Each job gets a fresh random RR_AUTH_TOKEN, the same in every rank; one the
+# user set (in the environment or with -x) is passed on instead.
+unset RR_AUTH_TOKEN
+run_rr -n 3 --no-tag-output sh -c 'echo "$RR_AUTH_TOKEN"'
+first_token=$(sort -u "$TMP/out")
+run_rr -n 2 --no-tag-output sh -c 'echo "$RR_AUTH_TOKEN"'
+second_token=$(sort -u "$TMP/out")
+if [[ $rc -eq 0 && $first_token =~ ^[0-9a-f]{64}$ && $second_token =~ ^[0-9a-f]{64}$ &&
+      $first_token != "$second_token" ]]; then
+  pass "every rank gets the job's random RR_AUTH_TOKEN, a new one per job"
+else
+  fail "every rank gets the job's random RR_AUTH_TOKEN, a new one per job"
+fi
+RR_AUTH_TOKEN=mine run_rr -n 2 --no-tag-output sh -c 'echo "$RR_AUTH_TOKEN"'
+from_env=$(sort -u "$TMP/out")
+run_rr -n 2 --no-tag-output -x RR_AUTH_TOKEN=given sh -c 'echo "$RR_AUTH_TOKEN"'
+if [[ $rc -eq 0 && $from_env == mine && "$(sort -u "$TMP/out")" == given ]]; then
+  pass "a user's RR_AUTH_TOKEN is passed on unchanged"
+else
+  fail "a user's RR_AUTH_TOKEN is passed on unchanged"
+fi
+
 run_rr -n 2 sh -c 'echo out $RANK; echo err $RANK >&2'
 if [[ $rc -eq 0 && "$(sort "$TMP/out")" == $'[0] out 0\n[1] out 1' &&
       "$(sort "$TMP/err")" == $'[0] err 0\n[1] err 1' ]]; then
