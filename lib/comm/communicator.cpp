@@ -77,6 +77,8 @@ Status Communicator::check() {
     // A mismatch is the caller's bug wherever it was found: the same code on every rank.
     const Code code = notice.kind == wire::NoticeKind::kMismatch ? Code::kInvalidUsage : Code::kRemoteError;
     remote_ = Status(code, "rank " + std::to_string(notice.origin) + " reported: " + notice.text);
+    heard_timeout_ = notice.kind == wire::NoticeKind::kTimedOut;
+    remote_origin_ = notice.origin;
     async_error_.store(code == Code::kInvalidUsage ? rrInvalidUsage : rrRemoteError, std::memory_order_relaxed);
   }
   return remote_;
@@ -104,12 +106,16 @@ Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
   // waited on: that is how a rank which timed out first learns who hung.
   if (control_ && !aborting()) {
     wire::Notice notice;
-    notice.kind = failure.code() == Code::kInvalidUsage ? wire::NoticeKind::kMismatch : kind;
+    notice.kind = failure.code() == Code::kInvalidUsage ? wire::NoticeKind::kMismatch
+                  : failure.code() == Code::kTimeout   ? wire::NoticeKind::kTimedOut
+                                                       : kind;
     notice.sequence = static_cast<uint32_t>(sequence_);
     notice.origin = rank_;
     notice.text = failure.message();
     control_->tell_everyone(notice, std::chrono::milliseconds(200));
-    if (failure.code() == Code::kTimeout) failure = gather_timeouts(failure);
+    // A rank that timed out, or failed on hearing that one did, may be
+    // blaming a healthy neighbour: hear what the others waited on.
+    if (failure.code() == Code::kTimeout || heard_timeout_) failure = gather_timeouts(failure);
   }
   if (broken_.ok()) broken_ = failure;
   return failure;
@@ -121,7 +127,8 @@ Status Communicator::gather_timeouts(const Status& timeout) {
   // the (healthy) neighbour it waited on. So each rank tells the others what
   // it waited on (above) and listens a little for theirs: the stuck rank is
   // the one that those next to it name and that says nothing itself.
-  const auto grace = std::chrono::milliseconds(std::min(500, std::max(50, settings_.timeout_ms / 4)));
+  // Long enough for a rank still draining its sends (up to 1 s) to speak.
+  const auto grace = std::chrono::milliseconds(std::min(1500, std::max(50, settings_.timeout_ms / 2)));
   const auto until = exec::Clock::now() + grace;
   std::string others;
   std::vector<bool> heard(static_cast<size_t>(size_), false);
@@ -135,6 +142,7 @@ Status Communicator::gather_timeouts(const Status& timeout) {
     }
     if (!moved) transport_->wait_for_events(5);
   }
+  if (heard_timeout_) heard[static_cast<size_t>(remote_origin_)] = true;
   if (others.empty()) return timeout;
   std::string silent;
   for (int r = 0; r < size_; ++r) {

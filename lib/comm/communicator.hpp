@@ -156,6 +156,8 @@ class Communicator : public exec::Interrupt {
   std::atomic<bool> dump_requested_{false};
   std::unique_ptr<ControlChannel> control_;  // none for one rank
   Status remote_;  // the first notice from a peer that gave up
+  bool heard_timeout_ = false;  // ... and it said it timed out
+  int remote_origin_ = -1;      // ... and who it was
   std::atomic<bool> abort_requested_{false};
   std::atomic<int> async_error_{rrSuccess};
   uint8_t header_out_[wire::kOpHeaderBytes] = {};

@@ -70,7 +70,8 @@ enum class NoticeKind : uint8_t {
   kFailed = 1,    // an operation failed on the sender; the text says why
   kMismatch = 2,  // the sender found ranks disagreeing on a call
   kAborted = 3,   // the sender aborted its communicator
-  kLast = kAborted,
+  kTimedOut = 4,  // an operation timed out on the sender; the text says what it waited on
+  kLast = kTimedOut,
 };
 
 struct Notice {
