@@ -83,6 +83,7 @@ constexpr const char kUsage[] =
     "Start N local ranks of program with the torch.distributed env:// variables\n"
     "MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE.\n"
     "If a rank fails, the others get SIGTERM, then SIGKILL after the grace period.\n"
+    "SIGUSR1 is forwarded to every rank (ringreduce ranks then dump their state).\n"
     "\n"
     "options:\n"
     "  -n, -np, --nproc N   number of ranks (required, 1 to 4096)\n"
@@ -742,6 +743,16 @@ class Launcher {
         reap();
         continue;
       }
+      if (sig == SIGUSR1) {
+        // Not a shutdown: ringreduce ranks dump what they wait for (README, "Failure behaviour").
+        // To the ranks themselves only: a helper process in their group (a
+        // shell, say) would die of SIGUSR1's default action.
+        std::fprintf(stderr, "rr-run: got SIGUSR1; forwarding it to all ranks\n");
+        for (const Rank& rank : ranks_) {
+          if (rank.running) ::kill(rank.pid, SIGUSR1);
+        }
+        continue;
+      }
       if (!exit_code_) {
         // Forward what we got; the ranks decide how to wind down within the grace period.
         std::fprintf(stderr, "rr-run: got signal %s; forwarding it to all ranks\n", signal_text(sig).c_str());
@@ -848,7 +859,7 @@ int main(int argc, char** argv) {
   // caller's mask back before exec.
   sigset_t handled;
   sigemptyset(&handled);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, sig);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&handled, sig);
   sigset_t caller_mask;
   ::sigprocmask(SIG_BLOCK, &handled, &caller_mask);
   // An inherited SIG_IGN for SIGCHLD would make the kernel reap the ranks and
