@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc-dev
-          libgtest-dev libbenchmark-dev iproute2 procps
+          libgtest-dev libbenchmark-dev iproute2 iputils-ping procps
           libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib
           clang libclang-rt-14-dev)  # the fuzz suite: clang and its libFuzzer runtime
 missing=()
