@@ -62,10 +62,12 @@ Status Communicator::init() {
     RR_RETURN_IF_ERROR(control_->start());
   }
   if (rank_ == 0) {
-    RR_LOG(LogLevel::kInfo, "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s), staging %zu bytes",
+    RR_LOG(LogLevel::kInfo,
+           "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s) check_arguments=%d (%s), "
+           "staging %zu bytes",
            size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
            settings_.pipeline_depth_source.c_str(), settings_.timeout_ms, settings_.timeout_ms_source.c_str(),
-           pool_.bytes());
+           settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes());
   }
   return Status::Ok();
 }
@@ -79,7 +81,9 @@ Status Communicator::check() {
     remote_ = Status(code, "rank " + std::to_string(notice.origin) + " reported: " + notice.text);
     heard_timeout_ = notice.kind == wire::NoticeKind::kTimedOut;
     remote_origin_ = notice.origin;
-    async_error_.store(code == Code::kInvalidUsage ? rrInvalidUsage : rrRemoteError, std::memory_order_relaxed);
+    int expected = rrSuccess;  // the first failure stays the communicator's
+    async_error_.compare_exchange_strong(expected, code == Code::kInvalidUsage ? rrInvalidUsage : rrRemoteError,
+                                         std::memory_order_relaxed);
   }
   return remote_;
 }
