@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# bench/gpu/check.sh: every GPU test and GPU benchmark in one go, on a machine
+# with a GPU (../shared/DEVICE.md). It builds nothing: it runs binaries built
+# and bundled elsewhere, keeps their logs under $OUT when that is set (else a
+# temporary folder, named at the end), and prints a short table last, with
+# only the figures this run measured.
+#
+# Build and bundle, on the build machine, from the repository root:
+#   meson setup build-gpu -Dcuda=enabled -Dgpu_archs=9.0 \
+#     -Dmpi=disabled -Dgloo=disabled -Dmicro_benchmarks=disabled
+#   meson compile -C build-gpu
+#   ../shared/tools/device-bundle .devbundle \
+#     build-gpu/tests/gpu/device_reduce_test build-gpu/bench/gpu/rr-gpu-bench
+# (.devbundle/ is a build output: keep /.devbundle/ in .git/info/exclude, and
+# with the device tool name it in `carry`.) On the GPU machine:
+#   source .devbundle/env.sh && bash bench/gpu/check.sh
+#
+# Usage: check.sh [DIR]
+#   DIR holds the binaries: a bundle (DIR/bin/NAME) or a build folder
+#   (DIR/tests/gpu/NAME, DIR/bench/gpu/NAME); default .devbundle, then $PATH.
+#   RR_GPU_BENCH_ARGS: extra arguments for rr-gpu-bench (e.g. --sizes-mib 64).
+# Exit status: 0 when everything ran and passed, 77 when no GPU could be
+# used (everything skipped), 1 otherwise.
+set -uo pipefail
+
+dir=${1:-.devbundle}
+gpu_tests=(device_reduce_test)
+bench=rr-gpu-bench
+
+logs=${OUT:-}
+if [ -z "$logs" ]; then
+  logs=$(mktemp -d "${TMPDIR:-/tmp}/rr-gpu-check.XXXXXX")
+fi
+mkdir -p "$logs"
+
+find_binary() {
+  local name=$1 candidate
+  for candidate in "$dir/bin/$name" "$dir/tests/gpu/$name" "$dir/bench/gpu/$name"; do
+    if [ -x "$candidate" ]; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  command -v "$name" 2>/dev/null
+}
+
+# Runs one binary with a time limit, its output to the terminal and to a log.
+# Prints nothing else; returns the binary's status.
+run_logged() {
+  local log=$1 limit=$2
+  shift 2
+  if command -v timeout >/dev/null; then
+    timeout "$limit" "$@" 2>&1 | tee "$log"
+  else
+    "$@" 2>&1 | tee "$log"
+  fi
+  return "${PIPESTATUS[0]}"
+}
+
+# figure KIND NAME MIB: the GB/s column of one rr-gpu-bench row.
+figure() {
+  awk -v k="$1" -v n="$2" -v m="$3" '$1 == k && $2 == n && $3 == m {print $4}' "$bench_log"
+}
+
+failed=0
+ran=0
+declare -a table
+
+echo "== GPU checks: binaries from $dir, logs in $logs"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
+    sed 's/^/GPU: /' | tee "$logs/gpu.txt"
+fi
+
+for name in "${gpu_tests[@]}"; do
+  binary=$(find_binary "$name")
+  if [ -z "$binary" ]; then
+    table+=("$(printf '%-28s %s' "$name" "FAIL: binary not found under $dir or on PATH")")
+    failed=1
+    continue
+  fi
+  echo "== $name"
+  run_logged "$logs/$name.log" 600 "$binary" --gtest_color=no
+  status=$?
+  passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/$name.log" | tail -1)
+  failures=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$logs/$name.log" | tail -1)
+  case $status in
+    0) result="PASS (${passed:-?} tests)"; ran=1 ;;
+    77) result="SKIP: $(grep -m1 '^SKIP' "$logs/$name.log" | sed 's/^SKIP: //')" ;;
+    124) result="FAIL: timed out after 600 s"; failed=1; ran=1 ;;
+    *) result="FAIL: exit $status (${failures:-?} failed, ${passed:-0} passed)"; failed=1; ran=1 ;;
+  esac
+  table+=("$(printf '%-28s %s' "$name" "$result")")
+done
+
+binary=$(find_binary "$bench")
+bench_log=$logs/$bench.log
+if [ -z "$binary" ]; then
+  table+=("$(printf '%-28s %s' "$bench" "FAIL: binary not found under $dir or on PATH")")
+  failed=1
+else
+  echo "== $bench ${RR_GPU_BENCH_ARGS:-}"
+  # shellcheck disable=SC2086  # the extra arguments are words
+  run_logged "$bench_log" 600 "$binary" ${RR_GPU_BENCH_ARGS:-}
+  status=$?
+  case $status in
+    0) table+=("$(printf '%-28s %s' "$bench" "ran")"); ran=1 ;;
+    77) table+=("$(printf '%-28s %s' "$bench" "SKIP: $(grep -m1 '^SKIP' "$bench_log" | sed 's/^SKIP: //')")") ;;
+    *) table+=("$(printf '%-28s %s' "$bench" "FAIL: exit $status")"); failed=1; ran=1 ;;
+  esac
+  # The figures, per size, from the rows rr-gpu-bench printed (columns: kind
+  # name MiB GB/s ratio of) and its summary lines; nothing else is shown.
+  if [ "$status" = 0 ]; then
+    while read -r mib; do
+      table+=("$(printf '  %-26s %s GB/s' "D2D copy, $mib MiB" "$(figure copy d2d "$mib")")")
+      table+=("$(printf '  %-26s %s / %s / %s GB/s' "pinned H2D / D2H / both" \
+        "$(figure copy h2d_pinned "$mib")" "$(figure copy d2h_pinned "$mib")" \
+        "$(figure copy h2d+d2h_pinned "$mib")")")
+      table+=("$(printf '  %-26s %s' "reductions" \
+        "$(sed -n "s/^summary  $mib MiB: reductions \([^;]*\);.*/\1/p" "$bench_log")")")
+      table+=("$(awk -v m="$mib" '$1 == "divide" && $3 == m {
+          n++; if (n == 1 || $5 < low) { low = $5; which = $2 } }
+        END { if (n) printf "  %-26s lowest %.3f of d2d (%s)", "avg division alone", low, which }' \
+        "$bench_log")")
+      table+=("$(printf '  %-26s %s GB/s copy+reduce, %s GB/s mapped' "received float32 chunk" \
+        "$(figure recv float32.sum.h2d+reduce "$mib")" "$(figure recv float32.sum.mapped "$mib")")")
+    done < <(awk '$1 == "copy" && $2 == "d2d" {print $3}' "$bench_log")
+  fi
+fi
+
+echo
+echo "== GPU checks summary (logs: $logs)"
+printf '%s\n' "${table[@]}"
+echo "not measured by this script: allreduce on device buffers and the staging pipeline's"
+echo "overlap (issue 5's device-buffer path is not built yet)"
+
+if [ "$failed" != 0 ]; then
+  exit 1
+elif [ "$ran" = 0 ]; then
+  exit 77
+fi
+exit 0
