@@ -1,119 +1,41 @@
 // CUDA reductions (device_reduce.hpp). One element-wise kernel in two shapes
-// (16-byte vectors with a scalar tail, or scalar only), instantiated for every
-// dtype x functor of lib/reduce/functors.hpp with one input (the division of
-// an average) or two (every reduction).
+// (16-byte vectors with a scalar tail, or scalar only; elementwise.hpp holds
+// what each thread does), instantiated for every dtype x functor of
+// lib/reduce/functors.hpp with one input (the division of an average) or two
+// (every reduction).
 
 #include "kernels/device_reduce.hpp"
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 
+#include "kernels/elementwise.hpp"
 #include "reduce/functors.hpp"
 #include "reduce/half.hpp"
 
 namespace rr::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-// 16-byte vectors of each input a thread loads before it uses the first: the
-// loads of one tile are in flight together, which HBM needs to reach its rate
-// and mapped host memory (microseconds away) needs even more.
-constexpr int kUnroll = 4;
-constexpr size_t kVectorBytes = 16;
 // Blocks per multiprocessor the grid is capped at: more than can be resident
-// at once, so every multiprocessor is full; the kernels loop over the rest.
+// at once, so every multiprocessor is full; the threads loop over the rest.
 constexpr int kBlocksPerMultiprocessor = 8;
 constexpr int kMaxDevices = 64;
 constexpr int kFallbackMultiprocessors = 132;  // an H200's; used only if the query fails
 
-// One 16-byte access seen as elements. T is a trivial type (an integer,
-// float, double, Half or BFloat16), so the union is too.
-template <typename T>
-union Vector {
-  uint4 bits;
-  T elements[kVectorBytes / sizeof(T)];
-};
-
-// x = op(x, y) (kInputs == 2) or op(x) (kInputs == 1), lane by lane.
-template <int kInputs, typename T, typename Op>
-__device__ __forceinline__ void apply_vector(const Op& op, Vector<T>& x, const Vector<T>& y) {
-#pragma unroll
-  for (size_t lane = 0; lane < kVectorBytes / sizeof(T); ++lane) {
-    if constexpr (kInputs == 2) {
-      x.elements[lane] = op(x.elements[lane], y.elements[lane]);
-    } else {
-      x.elements[lane] = op(x.elements[lane]);
-    }
-  }
-}
-
-// dst[i] = op(a[i], b[i]) (kInputs == 2) or op(a[i]) (kInputs == 1), with
-// dst, a and b 16-byte aligned. Blocks take tiles of kThreads x kUnroll
-// vectors in turn (thread t of a block owns vectors t, t + kThreads, ... of
-// the tile, so each load instruction is coalesced across the warp); then the
-// whole grid takes the vectors after the last whole tile, and the elements
-// after the last whole vector. No pointer is __restrict__: dst may be a or b.
 template <int kInputs, typename T, typename Op>
 __global__ void __launch_bounds__(kThreads)
     elementwise_vector_kernel(T* dst, const T* a, const T* b, size_t count, Op op) {
-  constexpr size_t kLanes = kVectorBytes / sizeof(T);
-  constexpr size_t kTile = size_t(kThreads) * kUnroll;
-  const size_t vectors = count / kLanes;
-  const size_t tiles = vectors / kTile;
-  uint4* dst_vectors = reinterpret_cast<uint4*>(dst);
-  const uint4* a_vectors = reinterpret_cast<const uint4*>(a);
-  const uint4* b_vectors = reinterpret_cast<const uint4*>(b);
-
-  for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const size_t first = tile * kTile + threadIdx.x;
-    Vector<T> x[kUnroll], y[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      x[u].bits = a_vectors[first + u * kThreads];
-      if constexpr (kInputs == 2) y[u].bits = b_vectors[first + u * kThreads];
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      apply_vector<kInputs>(op, x[u], y[u]);
-      dst_vectors[first + u * kThreads] = x[u].bits;
-    }
-  }
-
-  const size_t thread = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const size_t threads = size_t(gridDim.x) * blockDim.x;
-  for (size_t v = tiles * kTile + thread; v < vectors; v += threads) {
-    Vector<T> x, y;
-    x.bits = a_vectors[v];
-    if constexpr (kInputs == 2) y.bits = b_vectors[v];
-    apply_vector<kInputs>(op, x, y);
-    dst_vectors[v] = x.bits;
-  }
-  for (size_t i = vectors * kLanes + thread; i < count; i += threads) {
-    if constexpr (kInputs == 2) {
-      dst[i] = op(a[i], b[i]);
-    } else {
-      dst[i] = op(a[i]);
-    }
-  }
+  elementwise_vectors<kInputs>(dst, a, b, count, op, {blockIdx.x, gridDim.x, threadIdx.x});
 }
 
-// The same, one element per access, for pointers that are not all aligned.
 template <int kInputs, typename T, typename Op>
 __global__ void __launch_bounds__(kThreads)
     elementwise_scalar_kernel(T* dst, const T* a, const T* b, size_t count, Op op) {
-  const size_t threads = size_t(gridDim.x) * blockDim.x;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += threads) {
-    if constexpr (kInputs == 2) {
-      dst[i] = op(a[i], b[i]);
-    } else {
-      dst[i] = op(a[i]);
-    }
-  }
+  elementwise_scalars<kInputs>(dst, a, b, count, op, {blockIdx.x, gridDim.x, threadIdx.x});
 }
 
 // The current device's multiprocessor count, asked once per device.
@@ -136,11 +58,6 @@ int multiprocessors() {
 
 bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0; }
 
-size_t blocks_for(size_t items_per_block, size_t items) {
-  const size_t cap = size_t(multiprocessors()) * kBlocksPerMultiprocessor;
-  return std::clamp<size_t>((items + items_per_block - 1) / items_per_block, 1, cap);
-}
-
 // Enqueues one element-wise kernel; returns the launch's error.
 template <int kInputs, typename T, typename Op>
 cudaError_t launch(void* dst, const void* a, const void* b, size_t count, Op op,
@@ -148,13 +65,13 @@ cudaError_t launch(void* dst, const void* a, const void* b, size_t count, Op op,
   T* d = static_cast<T*>(dst);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
+  const size_t max_blocks = size_t(multiprocessors()) * kBlocksPerMultiprocessor;
   if (aligned(dst) && aligned(a) && (kInputs == 1 || aligned(b))) {
-    constexpr size_t kLanes = kVectorBytes / sizeof(T);
-    const size_t blocks = blocks_for(size_t(kThreads) * kUnroll, count / kLanes);
+    const size_t blocks = vector_blocks(count, sizeof(T), max_blocks);
     elementwise_vector_kernel<kInputs, T, Op>
         <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(d, x, y, count, op);
   } else {
-    const size_t blocks = blocks_for(kThreads, count);
+    const size_t blocks = scalar_blocks(count, max_blocks);
     elementwise_scalar_kernel<kInputs, T, Op>
         <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(d, x, y, count, op);
   }
