@@ -286,10 +286,11 @@ void run_case(rrDataType_t dtype, rrRedOp_t op, const Case& c, std::mt19937_64& 
                std::to_string(c.count) + ", offset " + std::to_string(c.offset) + ", divisor " +
                std::to_string(c.divisor) + ", RR_TEST_SEED=" + std::to_string(g_seed));
   const bool unary = c.call == Call::kFinish;
-  // [guard | offset - 1 more | count | guard]: count + offset + 2 elements, so
-  // element offset - 1 ... and count + offset + 1 are guards.
-  const size_t n = c.count + c.offset + 2;
-  const size_t first = c.offset + 1;
+  // [16 guard bytes | offset more | count | one guard element]: buffers start
+  // 256-byte aligned, so with offset 0 every pointer is 16-byte aligned (the
+  // vector kernel) and offset 1 misaligns each by one element (the scalar one).
+  const size_t first = 16 / sizeof(T) + c.offset;
+  const size_t n = first + c.count + 1;
   const size_t bytes = n * sizeof(T);
 
   std::vector<T> a(n), b(n);
