@@ -66,6 +66,9 @@ cudaError_t launch(void* dst, const void* a, const void* b, size_t count, Op op,
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
   const size_t max_blocks = size_t(multiprocessors()) * kBlocksPerMultiprocessor;
+  // cudaGetLastError below must report this launch, not an error some
+  // earlier call (the caller's, or multiprocessors()) left on the thread.
+  (void)cudaGetLastError();
   if (aligned(dst) && aligned(a) && (kInputs == 1 || aligned(b))) {
     const size_t blocks = vector_blocks(count, sizeof(T), max_blocks);
     elementwise_vector_kernel<kInputs, T, Op>

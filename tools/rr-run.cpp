@@ -83,7 +83,8 @@ constexpr const char kUsage[] =
     "Start N local ranks of program with the torch.distributed env:// variables\n"
     "MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE.\n"
     "If a rank fails, the others get SIGTERM, then SIGKILL after the grace period.\n"
-    "SIGUSR1 is forwarded to every rank (ringreduce ranks then dump their state).\n"
+    "SIGUSR1 is forwarded to every rank (ringreduce ranks then dump their state);\n"
+    "ranks start with SIGUSR1 ignored, so it cannot kill one that has no handler.\n"
     "\n"
     "options:\n"
     "  -n, -np, --nproc N   number of ranks (required, 1 to 4096)\n"
@@ -500,6 +501,12 @@ struct ChildSetup {
   // Undo what rr-run changed for itself; the program gets the caller's settings.
   ::sigaction(SIGPIPE, setup.sigpipe_action, nullptr);
   ::sigprocmask(SIG_SETMASK, setup.mask, nullptr);
+  // One change: SIGUSR1 starts ignored, so a dump request rr-run forwards
+  // cannot kill a rank still starting up; ringreduce installs its dump
+  // handler over it at the first communicator.
+  struct sigaction ignore_usr1 {};
+  ignore_usr1.sa_handler = SIG_IGN;
+  ::sigaction(SIGUSR1, &ignore_usr1, nullptr);
 
   ::dup2(setup.stdin_fd, STDIN_FILENO);
   ::dup2(setup.stdout_fd, STDOUT_FILENO);

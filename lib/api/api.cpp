@@ -93,12 +93,14 @@ void dump_all() {
   for (rrComm_t c : live_comms()) c->impl->dump();
 }
 
-// Installs the SIGUSR1 handler once, unless the program has its own.
+// Installs the SIGUSR1 handler once, unless the program has its own. Ignored
+// counts as none: rr-run starts its ranks with SIGUSR1 ignored.
 void install_dump_signal() {
   static std::once_flag once;
   std::call_once(once, [] {
     struct sigaction current {};
-    if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) return;
+    if (sigaction(SIGUSR1, nullptr, &current) != 0) return;
+    if ((current.sa_flags & SA_SIGINFO) || (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN)) return;
     if (pipe2(dump_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
     // The reader blocks; only the writer (the handler) must not.
     fcntl(dump_pipe[0], F_SETFL, fcntl(dump_pipe[0], F_GETFL) & ~O_NONBLOCK);
@@ -325,8 +327,21 @@ RR_API rrResult_t rrCommAbort(rrComm_t comm) {
       return rr::Status::Ok();
     });
     impl.queue().stop();
-    {
-      std::lock_guard<std::mutex> lock(requests_mutex());
+    for (;;) {
+      // A thread polling one of its requests (rrTest) may have come back in
+      // since: mark the requests only while nobody is inside (see
+      // finish_request), and free nothing while anyone is.
+      std::unique_lock<std::mutex> lock(requests_mutex());
+      if (comm->users.load(std::memory_order_acquire) > 0) {
+        lock.unlock();
+        if (Clock::now() >= limit) {
+          return fail(nullptr, rr::Code::kInternalError,
+                      "rrCommAbort: a thread is still inside a call on this communicator after 900 ms; it stays "
+                      "allocated (please report this)");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
       for (rrRequest_t r : live_requests()) {
         if (r->comm != comm) continue;
         r->orphaned = true;
@@ -336,6 +351,7 @@ RR_API rrResult_t rrCommAbort(rrComm_t comm) {
         if (!r->operation && r->done.done && !r->done.failed) r->outcome = rr::Status::Ok();
         r->comm = nullptr;
       }
+      break;
     }
     unregister_comm(comm);
     delete comm;
@@ -692,19 +708,39 @@ rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t data
 
 rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
   const char* call = block ? "rrWait" : "rrTest";
-  if (!request || !take_if_live(request, false)) {
-    return fail(nullptr, rr::Code::kInvalidUsage,
-                std::string(call) + ": request is not in flight (already finished, never issued, or NULL)");
+  // Under the registry's lock, which rrCommAbort holds while it marks the
+  // requests of the communicator it frees: either the request is orphaned
+  // already, or this thread counts as inside its communicator before abort
+  // can look (and wait) again.
+  rrComm_t comm = nullptr;
+  bool orphaned = false;
+  rr::Status outcome;
+  {
+    std::lock_guard<std::mutex> lock(requests_mutex());
+    auto it = request ? live_requests().find(request) : live_requests().end();
+    if (it == live_requests().end()) {
+      return fail(nullptr, rr::Code::kInvalidUsage,
+                  std::string(call) + ": request is not in flight (already finished, never issued, or NULL)");
+    }
+    if (request->orphaned) {
+      orphaned = true;
+      outcome = request->outcome;
+      live_requests().erase(it);
+    } else {
+      comm = request->comm;
+      comm->users.fetch_add(1, std::memory_order_acq_rel);
+    }
   }
-  if (request->orphaned) {
+  if (orphaned) {
     // Its communicator was aborted and is gone.
     if (done) *done = 1;
-    rr::Status outcome = request->outcome;
-    if (take_if_live(request, true)) delete request;
+    delete request;
     return fail(nullptr, outcome);
   }
-  rrComm_t comm = request->comm;
-  InComm inside(comm);
+  struct Leave {
+    rrComm_t comm;
+    ~Leave() { comm->users.fetch_sub(1, std::memory_order_acq_rel); }
+  } leave{comm};
   return guarded(comm, [&] {
     rr::OperationQueue& queue = comm->impl->queue();
     bool finished = false;

@@ -360,7 +360,9 @@ Status rendezvous_from_unique_id(const rrUniqueId& id, int nranks, int rank, Clo
   }
   rv.store = std::move(client);
   rv.method = "unique id at " + where;
-  rv.prefix = "id/" + secret + "/";
+  // Keys appear in error text (a timed-out get names its key): they carry 4
+  // of the secret's 32 bytes, never the whole of it.
+  rv.prefix = "id/" + secret.substr(0, 8) + "/";
   *out = std::move(rv);
   return Status::Ok();
 }

@@ -283,8 +283,8 @@ TEST_F(Faults, MatchingCallsStillPassWithTheCheck) {
 }
 
 TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
-  // Rank 2 stops for good. Rank 0 has a blocking allreduce on one thread and
-  // an async one queued; another thread aborts. The abort returns within
+  // Rank 2 stops for good. Rank 0 has a blocking allreduce on one thread, an
+  // async one queued, and a receive polled by a third; another thread aborts. The abort returns within
   // 1 s, both calls return "aborted", and rank 1 hears of it from rank 0.
   victim_killed_ = true;
   auto outcomes = run_world(3, 60000, {2}, [](int rank, rrComm_t comm, Outcome* out) {
@@ -302,6 +302,23 @@ TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
     std::thread caller([&] {
       blocking_result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
     });
+    // A third thread polls a receive from the stopped rank with rrTest all
+    // through the abort: it must end with the abort's error, not a crash.
+    std::vector<float> inbox(16);
+    rrRequest_t pending = nullptr;
+    if (rrIrecv(inbox.data(), inbox.size(), rrFloat32, 2, comm, &pending) != rrSuccess) _exit(7);
+    std::atomic<int> polled_result{-1};
+    std::thread poller([&] {
+      for (;;) {
+        int done = 0;
+        const rrResult_t r = rrTest(pending, &done);
+        if (r != rrSuccess || done) {
+          polled_result = r;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
     rrRequest_t queued = nullptr;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     if (rrAllReduceAsync(more.data(), more.data(), more.size(), rrFloat32, rrSum, comm, &queued) != rrSuccess) _exit(7);
@@ -309,12 +326,15 @@ TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
     out->result = rrCommAbort(comm);
     out->seconds = seconds_since(t0);
     caller.join();
+    poller.join();
     const rrResult_t waited = rrWait(queued);
-    std::snprintf(out->error, sizeof(out->error), "abort: %s; blocking call: %s; queued call: %s (%s)",
+    std::snprintf(out->error, sizeof(out->error), "abort: %s; blocking call: %s; queued call: %s (%s); polled receive: %s",
                   rrGetErrorString(static_cast<rrResult_t>(out->result)),
                   rrGetErrorString(static_cast<rrResult_t>(blocking_result.load())), rrGetErrorString(waited),
-                  rrGetLastError(nullptr));
-    if (blocking_result != rrInvalidUsage || waited != rrInvalidUsage) out->result = -2;
+                  rrGetLastError(nullptr), rrGetErrorString(static_cast<rrResult_t>(polled_result.load())));
+    if (blocking_result != rrInvalidUsage || waited != rrInvalidUsage || polled_result != rrInvalidUsage) {
+      out->result = -2;
+    }
   });
   print(outcomes, {2});
   EXPECT_EQ(outcomes[0].result, rrSuccess) << outcomes[0].error;
