@@ -298,15 +298,16 @@ TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
       std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
       return;
     }
+    // A third thread polls a receive from the stopped rank with rrTest all
+    // through the abort: it must end with the abort's error, not a crash.
+    // Posted first: a post waits for a running collective to end.
+    std::vector<float> inbox(16);
+    rrRequest_t pending = nullptr;
+    if (rrIrecv(inbox.data(), inbox.size(), rrFloat32, 2, comm, &pending) != rrSuccess) _exit(7);
     std::atomic<int> blocking_result{-1};
     std::thread caller([&] {
       blocking_result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
     });
-    // A third thread polls a receive from the stopped rank with rrTest all
-    // through the abort: it must end with the abort's error, not a crash.
-    std::vector<float> inbox(16);
-    rrRequest_t pending = nullptr;
-    if (rrIrecv(inbox.data(), inbox.size(), rrFloat32, 2, comm, &pending) != rrSuccess) _exit(7);
     std::atomic<int> polled_result{-1};
     std::thread poller([&] {
       for (;;) {
