@@ -142,26 +142,13 @@ namespace {
 
 thread_local std::string thread_last_error;
 
-rrResult_t to_result(rr::Code code) {
-  switch (code) {
-    case rr::Code::kOk: return rrSuccess;
-    case rr::Code::kInvalidArgument: return rrInvalidArgument;
-    case rr::Code::kInvalidUsage: return rrInvalidUsage;
-    case rr::Code::kSystemError: return rrSystemError;
-    case rr::Code::kInternalError: return rrInternalError;
-    case rr::Code::kRemoteError: return rrRemoteError;
-    case rr::Code::kTimeout: return rrTimeout;
-  }
-  return rrInternalError;
-}
-
 // Records the error where rrGetLastError finds it: on the communicator when
 // there is one, and on the calling thread always.
 rrResult_t fail(rrComm_t comm, const rr::Status& status) {
   if (status.ok()) return rrSuccess;
   thread_last_error = status.message();
   if (comm && comm->impl) comm->impl->set_last_error(status.message());
-  return to_result(status.code());
+  return rr::to_result(status.code());
 }
 
 rrResult_t fail(rrComm_t comm, rr::Code code, const std::string& message) {

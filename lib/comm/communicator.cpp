@@ -82,8 +82,7 @@ Status Communicator::check() {
     heard_timeout_ = notice.kind == wire::NoticeKind::kTimedOut;
     remote_origin_ = notice.origin;
     int expected = rrSuccess;  // the first failure stays the communicator's
-    async_error_.compare_exchange_strong(expected, code == Code::kInvalidUsage ? rrInvalidUsage : rrRemoteError,
-                                         std::memory_order_relaxed);
+    async_error_.compare_exchange_strong(expected, to_result(code), std::memory_order_relaxed);
   }
   return remote_;
 }
@@ -101,11 +100,7 @@ Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
     if (!remote_.ok()) failure = Status(remote_.code(), remote_.message() + " (here: " + failure.message() + ")");
   }
   int expected = rrSuccess;
-  const int code = failure.code() == Code::kTimeout        ? rrTimeout
-                   : failure.code() == Code::kInvalidUsage ? rrInvalidUsage
-                   : failure.code() == Code::kSystemError  ? rrSystemError
-                                                           : rrRemoteError;
-  async_error_.compare_exchange_strong(expected, code, std::memory_order_relaxed);
+  async_error_.compare_exchange_strong(expected, to_result(failure.code()), std::memory_order_relaxed);
   // Even a rank that failed because of a notice tells the others what it
   // waited on: that is how a rank which timed out first learns who hung.
   if (control_ && !aborting()) {

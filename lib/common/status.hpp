@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "ringreduce/ringreduce.h"
+
 namespace rr {
 
 enum class Code {
@@ -32,6 +34,21 @@ class [[nodiscard]] Status {
   Code code_ = Code::kOk;
   std::string message_;
 };
+
+// The C API's result for a code (lib/api/ returns it; a communicator keeps it
+// as its async error).
+inline rrResult_t to_result(Code code) {
+  switch (code) {
+    case Code::kOk: return rrSuccess;
+    case Code::kInvalidArgument: return rrInvalidArgument;
+    case Code::kInvalidUsage: return rrInvalidUsage;
+    case Code::kSystemError: return rrSystemError;
+    case Code::kInternalError: return rrInternalError;
+    case Code::kRemoteError: return rrRemoteError;
+    case Code::kTimeout: return rrTimeout;
+  }
+  return rrInternalError;
+}
 
 inline Status InvalidArgument(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
 inline Status InvalidUsage(std::string m) { return Status(Code::kInvalidUsage, std::move(m)); }
