@@ -16,6 +16,7 @@
 #include "kernels/elementwise.hpp"
 #include "reduce/functors.hpp"
 #include "reduce/half.hpp"
+#include "reduce/with_dtype.hpp"
 
 namespace rr::kernels {
 namespace {
@@ -84,19 +85,9 @@ cudaError_t launch(void* dst, const void* a, const void* b, size_t count, Op op,
 // Calls f(T{}) with T the element type of a valid dtype.
 template <typename F>
 cudaError_t with_type(rrDataType_t dtype, F&& f) {
-  switch (dtype) {
-    case rrInt8: return f(int8_t{});
-    case rrUint8: return f(uint8_t{});
-    case rrInt32: return f(int32_t{});
-    case rrUint32: return f(uint32_t{});
-    case rrInt64: return f(int64_t{});
-    case rrUint64: return f(uint64_t{});
-    case rrFloat16: return f(Half{});
-    case rrFloat32: return f(float{});
-    case rrFloat64: return f(double{});
-    case rrBfloat16: return f(BFloat16{});
-    default: return cudaErrorInvalidValue;  // checked by the callers
-  }
+  cudaError_t result = cudaErrorInvalidValue;  // an unknown dtype: checked by the callers
+  reduce::with_dtype(dtype, [&](auto tag) { result = f(tag); });
+  return result;
 }
 
 // dst = a op b; with rrAvg, a sum, or (last) the sum divided by divisor.

@@ -29,6 +29,7 @@
 #include "kernels/device_reduce.hpp"
 #include "reduce/half.hpp"
 #include "reduce/reduce.hpp"
+#include "reduce/with_dtype.hpp"
 
 namespace rr::kernels {
 namespace {
@@ -403,19 +404,7 @@ void run_case(rrDataType_t dtype, rrRedOp_t op, const Case& c, std::mt19937_64& 
 
 template <typename F>
 void with_type(rrDataType_t dtype, F&& f) {
-  switch (dtype) {
-    case rrInt8: return f(int8_t{});
-    case rrUint8: return f(uint8_t{});
-    case rrInt32: return f(int32_t{});
-    case rrUint32: return f(uint32_t{});
-    case rrInt64: return f(int64_t{});
-    case rrUint64: return f(uint64_t{});
-    case rrFloat16: return f(Half{});
-    case rrFloat32: return f(float{});
-    case rrFloat64: return f(double{});
-    case rrBfloat16: return f(BFloat16{});
-    default: FAIL() << "unknown dtype " << dtype;
-  }
+  if (!rr::reduce::with_dtype(dtype, f)) FAIL() << "unknown dtype " << dtype;
 }
 
 const rrDataType_t kDtypes[] = {rrInt8,    rrUint8,   rrInt32,   rrUint32,  rrInt64,

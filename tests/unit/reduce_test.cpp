@@ -20,6 +20,7 @@
 #include "reduce/functors.hpp"
 #include "reduce/half.hpp"
 #include "reduce/reduce.hpp"
+#include "reduce/with_dtype.hpp"
 
 namespace rr::reduce {
 namespace {
@@ -497,19 +498,7 @@ void check_dtype_op(rrDataType_t dtype, rrRedOp_t op) {
 // Calls f(T{}) with T the C++ type of dtype.
 template <typename F>
 void with_type(rrDataType_t dtype, F&& f) {
-  switch (dtype) {
-    case rrInt8: return f(int8_t{});
-    case rrUint8: return f(uint8_t{});
-    case rrInt32: return f(int32_t{});
-    case rrUint32: return f(uint32_t{});
-    case rrInt64: return f(int64_t{});
-    case rrUint64: return f(uint64_t{});
-    case rrFloat16: return f(Half{});
-    case rrFloat32: return f(float{});
-    case rrFloat64: return f(double{});
-    case rrBfloat16: return f(BFloat16{});
-    default: FAIL() << "unknown dtype " << dtype;
-  }
+  if (!rr::reduce::with_dtype(dtype, f)) FAIL() << "unknown dtype " << dtype;
 }
 
 const rrDataType_t kDtypes[] = {rrInt8,    rrUint8,   rrInt32,   rrUint32,  rrInt64,
