@@ -57,8 +57,14 @@ class Backend {
   // these buffers: Gloo builds its algorithm objects, which pair buffers with
   // the peers, here.
   virtual void prepare(const CallArgs& args) { (void)args; }
-  // One blocking collective call.
+  // One collective call. A backend whose calls are asynchronous (NCCL's,
+  // enqueued on a stream) completes them in wait().
   virtual void run(const CallArgs& args) = 0;
+  // Returns when every call run() started has completed; part of the timing.
+  virtual void wait() {}
+  // After run() and wait(): makes args.recv hold the result, for the check
+  // (a backend whose buffers live elsewhere copies it back here).
+  virtual void fetch_result(const CallArgs& args) { (void)args; }
   // Releases what prepare() made for this row.
   virtual void finish_row() {}
 };
@@ -79,6 +85,9 @@ class Library {
   // values[i] = max (or sum) over ranks of values[i], on every rank.
   virtual void allreduce_max(double* values, std::size_t n) = 0;
   virtual void allreduce_sum(double* values, std::size_t n) = 0;
+  // Rank 0's `bytes` to every rank, over allreduce_sum (rare and small: a
+  // library's bootstrap id).
+  void broadcast_from_zero(void* bytes, std::size_t n);
 };
 
 // Factories, one per library; each is compiled only when its peer was found
@@ -89,6 +98,13 @@ std::unique_ptr<Library> make_mpi_library();
 #endif
 #ifdef RR_BENCH_HAVE_GLOO
 std::unique_ptr<Library> make_gloo_library(const std::string& store_dir, int timeout_s);
+#endif
+#ifdef RR_BENCH_HAVE_NCCL
+// Empty when this rank can run NCCL, with *device set to its GPU; otherwise
+// why not (no GPU, or fewer GPUs than ranks on this host). Calls no NCCL.
+std::string nccl_unavailable(int rank, int nranks, int* device);
+// NCCL on `device`, its unique id carried by `control` (rank 0 makes it).
+std::unique_ptr<Library> make_nccl_library(Library* control, int device, bool blocking);
 #endif
 
 }  // namespace rrbench

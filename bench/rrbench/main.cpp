@@ -44,6 +44,9 @@ std::vector<std::string> built_libraries() {
 #ifdef RR_BENCH_HAVE_GLOO
   built.push_back("gloo");
 #endif
+#ifdef RR_BENCH_HAVE_NCCL
+  built.push_back("nccl");
+#endif
   return built;
 }
 
@@ -65,6 +68,7 @@ const std::vector<Variant>& known_variants() {
       {"mpi", "mpi-ring"},
       {"gloo", "gloo-ring"},
       {"gloo", "gloo-ringchunked"},
+      {"nccl", "nccl"},
   };
   return variants;
 }
@@ -82,9 +86,6 @@ std::vector<Variant> expand_backends(const std::vector<std::string>& names, Laun
     chosen.push_back(variant);
   };
   for (const std::string& name : names) {
-    if (name == "nccl") {
-      throw UsageError("--backend nccl: this rr-bench has no NCCL backend (it needs CUDA, NCCL and a GPU per rank)");
-    }
     bool matched = false;
     for (const Variant& variant : known_variants()) {
       if (name != "all" && name != variant.library && name != variant.name) continue;
@@ -123,6 +124,7 @@ Launcher detect_launcher() {
     setenv("RANK", ompi_rank, 1);
     setenv("WORLD_SIZE", ompi_size, 1);
     if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) setenv("LOCAL_RANK", local, 1);
+    if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) setenv("LOCAL_WORLD_SIZE", local, 1);
     return Launcher::kMpirun;
   }
   if (std::getenv("RANK") != nullptr && std::getenv("WORLD_SIZE") != nullptr) return Launcher::kEnv;
@@ -191,12 +193,16 @@ class Runner {
     watchdog_->arm(what);
     backend.prepare(args);
     backend.run(args);
+    backend.wait();
+    backend.fetch_result(args);
     inject_corruption(backend.name(), spec.rank, recv, recv_count, spec.type);
     double wrong = options_.check ? static_cast<double>(coll.count_wrong(spec, recv)) : -1.0;
     for (int i = 0; i < options_.warmup_iters; ++i) backend.run(args);
+    backend.wait();
     control_->barrier();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < options_.iters; ++i) backend.run(args);
+    backend.wait();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / options_.iters;
     watchdog_->disarm();
 
@@ -226,7 +232,7 @@ std::string join_command(int argc, char** argv) {
   return command;
 }
 
-int run(const Options& options, const std::vector<Variant>& variants, Launcher launcher, const std::string& command) {
+int run(const Options& options, std::vector<Variant> variants, Launcher launcher, const std::string& command) {
   // Libraries in the order their variants were asked for, MPI first: MPI_Init
   // must precede everything that might start threads or touch UCX.
   std::vector<std::string> library_names;
@@ -236,6 +242,12 @@ int run(const Options& options, const std::vector<Variant>& variants, Launcher l
     }
   }
   std::stable_partition(library_names.begin(), library_names.end(), [](const std::string& n) { return n == "mpi"; });
+  // NCCL's unique id travels over another library, made first: ringreduce's
+  // when NCCL runs alone.
+  const auto nccl_name = std::find(library_names.begin(), library_names.end(), "nccl");
+  const bool wants_nccl = nccl_name != library_names.end();
+  if (wants_nccl) library_names.erase(nccl_name);
+  if (wants_nccl && library_names.empty()) library_names.push_back("ringreduce");
 
   const int env_rank = std::atoi(std::getenv("RANK"));
   std::vector<std::unique_ptr<Library>> libraries;
@@ -263,6 +275,38 @@ int run(const Options& options, const std::vector<Variant>& variants, Launcher l
   }
   const int rank = control->rank();
   const int nranks = control->nranks();
+#ifdef RR_BENCH_HAVE_NCCL
+  if (wants_nccl) {
+    // Every rank must be able to run NCCL, or none tries: a rank without a
+    // GPU of its own would leave the others waiting in ncclCommInitRank.
+    int device = 0;
+    const std::string why = nccl_unavailable(rank, nranks, &device);
+    double unable = why.empty() ? 0.0 : static_cast<double>(rank + 1);
+    try {
+      control->allreduce_max(&unable, 1);
+      if (unable == 0) libraries.push_back(make_nccl_library(control, device, options.blocking));
+    } catch (const BackendError& e) {
+      fail(rank, e.what());
+    }
+    if (unable != 0) {
+      if (rank == 0) {
+        const int first = static_cast<int>(unable) - 1;
+        std::printf("# nccl skipped: %s\n",
+                    !why.empty() ? why.c_str()
+                                 : ("rank " + std::to_string(first) + " cannot run it (its stderr says why)").c_str());
+      } else if (rank == static_cast<int>(unable) - 1) {
+        std::fprintf(stderr, "rr-bench: rank %d: nccl skipped: %s\n", rank, why.c_str());
+      }
+      variants.erase(std::remove_if(variants.begin(), variants.end(),
+                                    [](const Variant& v) { return v.library == "nccl"; }),
+                     variants.end());
+      if (variants.empty()) {
+        if (rank == 0) std::fprintf(stderr, "rr-bench: no backend left to run (nccl was the only one)\n");
+        return kExitUsage;
+      }
+    }
+  }
+#endif
   for (const auto& library : libraries) {
     if (library->rank() != rank || library->nranks() != nranks) {
       fail(rank, library->name() + " sees rank " + std::to_string(library->rank()) + " of " +

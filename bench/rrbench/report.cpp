@@ -107,7 +107,7 @@ void Report::print_header(const RunInfo& info) {
   memcpy_gbps_ = info.memcpy_gbps;
   std::fprintf(out_, "# rr-bench: %s\n", info.command.c_str());
   std::fprintf(out_, "# %d ranks under %s; %d iterations after %d warm-up; check %s; blocking %d "
-                     "(host buffers: every call blocks)\n",
+                     "(host-buffer backends block on every call; nccl obeys it)\n",
                info.nranks, info.launcher.c_str(), info.iters, info.warmup_iters, info.check ? "on" : "off",
                info.blocking ? 1 : 0);
   std::string built;

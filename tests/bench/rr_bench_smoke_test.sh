@@ -5,7 +5,9 @@
 #     -c 1: #wrong > 0, the footer says FAILED, exit status 1;
 #   - 3 ranks, every collective (ringreduce);
 #   - under mpirun (when Open MPI was built in): ringreduce beside both MPI
-#     rows, every collective.
+#     rows, every collective;
+#   - NCCL (when built): on a GPU per rank its rows are checked; without, it
+#     is skipped with the reason and the other rows stand.
 # Correctness and well-formed output only; no timing is asserted.
 # Usage: rr_bench_smoke_test.sh rr-bench rr-run [mpirun|""] check_rr_bench_json.py
 set -u
@@ -85,6 +87,34 @@ if built mpi && [[ -n $MPIRUN ]]; then
   fi
 else
   echo "SKIP: mpirun run (rr-bench built without mpi, or no mpirun)"
+fi
+
+# 4. NCCL (when built): it runs only with a GPU per rank, and otherwise must
+#    say why and leave the other backends' rows intact.
+if built nccl; then
+  timeout 90 "$RUN" -n 2 --timeout 80 -- "$BENCH" --backend ringreduce --backend nccl "${SMALL[@]}" \
+    --json "$TMP/nccl2.json" >"$TMP/out" 2>&1 </dev/null
+  rc=$?
+  if [[ $rc -eq 0 ]] && grep -q "^\[0\] # nccl skipped: " "$TMP/out" &&
+     python3 "$CHECKER" "$TMP/nccl2.json" ringreduce >>"$TMP/out" 2>&1; then
+    pass "rr-run -n 2: nccl skipped with its reason ($(grep -o 'nccl skipped: .*' "$TMP/out" | head -1 | cut -c1-60)...), ringreduce correct"
+  elif [[ $rc -eq 0 ]] && python3 "$CHECKER" "$TMP/nccl2.json" ringreduce nccl >>"$TMP/out" 2>&1; then
+    pass "rr-run -n 2: ringreduce and nccl (a GPU per rank), correct"
+  else
+    fail "rr-run -n 2: ringreduce + nccl (exit $rc)"
+  fi
+  timeout 90 "$RUN" -n 1 --timeout 80 -- "$BENCH" --backend nccl --coll all "${SMALL[@]}" -d all -o all \
+    --json "$TMP/nccl1.json" >"$TMP/out" 2>&1 </dev/null
+  rc=$?
+  if [[ $rc -eq 2 ]] && grep -q "nccl skipped: no GPU" "$TMP/out" && grep -q "no backend left" "$TMP/out"; then
+    pass "rr-run -n 1: nccl alone without a GPU says so and exits 2"
+  elif [[ $rc -eq 0 ]] && python3 "$CHECKER" "$TMP/nccl1.json" nccl >>"$TMP/out" 2>&1; then
+    pass "rr-run -n 1: nccl on its GPU, every collective, type and op, correct"
+  else
+    fail "rr-run -n 1: nccl alone (exit $rc)"
+  fi
+else
+  echo "SKIP: nccl runs (rr-bench built without nccl)"
 fi
 
 echo "$passed passed, $failed failed"
