@@ -10,6 +10,9 @@
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
 #include "reduce/reduce.hpp"
+#if RR_HAVE_CUDA
+#include "comm/stream_order.hpp"
+#endif
 
 namespace rr {
 
@@ -30,6 +33,10 @@ Communicator::Communicator(int rank, int size, Settings settings,
 Communicator::~Communicator() {
   // Queued operations finish (or time out) before their transport goes.
   queue_.stop();
+#if RR_HAVE_CUDA
+  // Its slots are registered with the transport: they go first.
+  stream_order_.reset();
+#endif
   if (control_) control_->close(std::chrono::milliseconds(100));
   // The transport goes first: closing it may still complete requests into the
   // executor's completions and the pool's slots, which must outlive it.
@@ -70,6 +77,43 @@ Status Communicator::init() {
            settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes());
   }
   return Status::Ok();
+}
+
+Status Communicator::enqueue_on_stream(const char* call, void* stream, int device,
+                                       std::function<Status(StagedCollectives& staged)> body) {
+#if RR_HAVE_CUDA
+  StreamOrder* order = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(stream_order_mutex_);
+    if (!stream_order_) {
+      // Made on the queue: it registers memory with the transport, which
+      // only one thread at a time may use.
+      Status made = queue_.run([&] { return StreamOrder::create(this, device, &stream_order_); });
+      if (!made.ok()) return Status(made.code(), std::string(call) + ": setting up stream-ordered calls: " + made.message());
+    }
+    order = stream_order_.get();
+  }
+  if (device >= 0 && device != order->device()) {
+    return InvalidArgument(std::string(call) + ": the buffers are on device " + std::to_string(device) +
+                           ", but this communicator's stream-ordered calls use device " +
+                           std::to_string(order->device()) + " (one GPU per communicator)");
+  }
+  return order->submit(call, stream, std::move(body));
+#else
+  (void)stream, (void)device, (void)body;
+  return InvalidUsage(std::string(call) + ": stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
+#endif
+}
+
+void Communicator::report_async_failure(const Status& failure) {
+  if (failure.ok()) return;
+  if (failure.code() == Code::kCudaError) {
+    (void)fail_operation(failure);  // tells the peers, and the communicator is broken
+  } else {
+    int expected = rrSuccess;
+    async_error_.compare_exchange_strong(expected, to_result(failure.code()), std::memory_order_relaxed);
+  }
+  set_last_error(failure.message());
 }
 
 Status Communicator::check() {

@@ -1,0 +1,90 @@
+#include "memory/cuda_copy_engine.hpp"
+
+#include <string>
+
+namespace rr::memory {
+
+namespace {
+const char* lane_name(Lane lane) { return lane == Lane::kToHost ? "device-to-host" : "host-to-device"; }
+}  // namespace
+
+CudaCopyEngine::~CudaCopyEngine() {
+  // Nothing may still copy into or out of the slots once they go.
+  for (CudaStream& stream : streams_) {
+    if (stream.get()) cudaStreamSynchronize(stream.get());
+  }
+  unregister();
+}
+
+void CudaCopyEngine::unregister() {
+  if (registered_) cudaHostUnregister(pool_.data());
+  registered_ = false;
+}
+
+Status CudaCopyEngine::init() {
+  RR_RETURN_IF_ERROR(streams_[static_cast<int>(Lane::kToHost)].create("staging, device-to-host"));
+  RR_RETURN_IF_ERROR(streams_[static_cast<int>(Lane::kToDevice)].create("staging, host-to-device"));
+  // The pipeline waits for a marker while the next segment is on the
+  // network: spinning would take a core from the ring.
+  for (CudaEvent& marker : markers_) RR_RETURN_IF_ERROR(marker.create(/*blocking=*/true, "staging marker"));
+  return Status::Ok();
+}
+
+Status CudaCopyEngine::reserve_slots(size_t slot_bytes, size_t slots) {
+  if (registered_ && pool_.slots() >= slots && pool_.slot_bytes() >= slot_bytes) return Status::Ok();
+  unregister();
+  RR_RETURN_IF_ERROR(pool_.reserve(slot_bytes, slots));
+  // The pool's pages are touched already: pin them where they are (the NUMA
+  // node of the thread that made them).
+  RR_RETURN_IF_ERROR(cuda_status(cudaHostRegister(pool_.data(), pool_.bytes(), cudaHostRegisterDefault),
+                                 "cudaHostRegister of " + std::to_string(pool_.bytes()) + " bytes of staging slots"));
+  registered_ = true;
+  return Status::Ok();
+}
+
+Status CudaCopyEngine::check_marker(int marker) const {
+  if (marker < 0 || marker >= kMarkers) {
+    return InternalError("copy engine: marker " + std::to_string(marker) + " out of range 0.." +
+                         std::to_string(kMarkers - 1));
+  }
+  return Status::Ok();
+}
+
+Status CudaCopyEngine::copy(Lane lane, const Copy& c) {
+  const cudaMemcpyKind kind = lane == Lane::kToHost ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+  cudaStream_t stream = streams_[static_cast<int>(lane)].get();
+  const cudaError_t error = c.rows == 1 ? cudaMemcpyAsync(c.dst, c.src, c.width, kind, stream)
+                                        : cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width,
+                                                            c.rows, kind, stream);
+  if (error == cudaSuccess) return Status::Ok();
+  return cuda_status(error, std::string(c.rows == 1 ? "cudaMemcpyAsync" : "cudaMemcpy2DAsync") + " (" +
+                                lane_name(lane) + ", " + std::to_string(c.rows) + " x " + std::to_string(c.width) +
+                                " bytes)");
+}
+
+Status CudaCopyEngine::record(Lane lane, int marker) {
+  RR_RETURN_IF_ERROR(check_marker(marker));
+  return cuda_status(cudaEventRecord(markers_[marker].get(), streams_[static_cast<int>(lane)].get()),
+                     std::string("cudaEventRecord on the ") + lane_name(lane) + " staging stream");
+}
+
+Status CudaCopyEngine::wait(int marker) {
+  RR_RETURN_IF_ERROR(check_marker(marker));
+  // A failed copy surfaces here, as the error of the event after it.
+  return cuda_status(cudaEventSynchronize(markers_[marker].get()), "cudaEventSynchronize of a staging copy");
+}
+
+Status CudaCopyEngine::query(int marker, bool* done) {
+  RR_RETURN_IF_ERROR(check_marker(marker));
+  const cudaError_t error = cudaEventQuery(markers_[marker].get());
+  if (error == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // not an error: not yet
+    *done = false;
+    return Status::Ok();
+  }
+  RR_RETURN_IF_ERROR(cuda_status(error, "cudaEventQuery of a staging copy"));
+  *done = true;
+  return Status::Ok();
+}
+
+}  // namespace rr::memory
