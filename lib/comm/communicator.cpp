@@ -33,14 +33,14 @@ Communicator::Communicator(int rank, int size, Settings settings,
 Communicator::~Communicator() {
   // Queued operations finish (or time out) before their transport goes.
   queue_.stop();
-#if RR_HAVE_CUDA
-  // Its slots are registered with the transport: they go first.
-  stream_order_.reset();
-#endif
   if (control_) control_->close(std::chrono::milliseconds(100));
   // The transport goes first: closing it may still complete requests into the
   // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();
+#if RR_HAVE_CUDA
+  // Its staging slots are registered with the transport, like the pool's.
+  stream_order_.reset();
+#endif
   control_.reset();
   ring_.reset();
   chain_.reset();

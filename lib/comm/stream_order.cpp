@@ -14,8 +14,14 @@ Status StreamOrder::create(Communicator* comm, int device, std::unique_ptr<Strea
   if (device < 0) {
     RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&device), "cudaGetDevice (the stream's device)"));
   }
+  // Made on `device`, on a thread whose current device is the caller's to keep.
+  int current = 0;
+  RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&current), "cudaGetDevice"));
   std::unique_ptr<StreamOrder> order(new StreamOrder(comm, device));
-  RR_RETURN_IF_ERROR(order->init());
+  Status made = order->init();
+  const cudaError_t restored = cudaSetDevice(current);
+  RR_RETURN_IF_ERROR(made);
+  RR_RETURN_IF_ERROR(memory::cuda_status(restored, "cudaSetDevice(" + std::to_string(current) + ") (restoring it)"));
   *out = std::move(order);
   return Status::Ok();
 }

@@ -51,7 +51,8 @@ Status CudaCopyEngine::check_marker(int marker) const {
 }
 
 Status CudaCopyEngine::copy(Lane lane, const Copy& c) {
-  const cudaMemcpyKind kind = lane == Lane::kToHost ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+  // Default: the runtime reads the direction from the pointers (managed memory too).
+  const cudaMemcpyKind kind = cudaMemcpyDefault;
   cudaStream_t stream = streams_[static_cast<int>(lane)].get();
   const cudaError_t error = c.rows == 1 ? cudaMemcpyAsync(c.dst, c.src, c.width, kind, stream)
                                         : cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width,

@@ -241,21 +241,25 @@ TEST(StagedReduce, RootGetsTheReductionOthersKeepTheirBuffers) {
   uint64_t seed = 400;
   for (int root = 0; root < g_size; ++root) {
     for (rrRedOp_t op : {rrSum, rrMin, rrAvg}) {
-      for (size_t count : {size_t{0}, size_t{1}, size_t{333}}) {
-        SCOPED_TRACE(describe("reduce", rrFloat32, op, count, 64, false) + " root=" + std::to_string(root));
-        StagedCollectives staged(g_comm.get(), &engine, 64);
-        ASSERT_TRUE(staged.init().ok());
-        Buffer send(count * 4), recv(count * 4);
-        test::fill(rrFloat32, op, g_rank, ++seed, send.get(), 0, count);
-        Status done = staged.reduce(send.get(), recv.get(), count, rrFloat32, op, root);
-        ASSERT_TRUE(done.ok()) << done.message();
-        EXPECT_TRUE(recv.guard_intact());
-        if (g_rank == root) {
-          std::string report;
-          EXPECT_EQ(test::count_wrong(rrFloat32, op, g_size, seed, recv.get(), 0, count, &report), 0u) << report;
-        } else {
-          // A rank that is not the root has no result: its recvbuff stays as it was.
-          EXPECT_EQ(recv.data, std::vector<uint8_t>(count * 4 + kGuardBytes, kPoison));
+      // Segments of up to 64 bytes take the tree, longer ones the chain.
+      for (size_t segment_bytes : kSegmentBytes) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{333}}) {
+          SCOPED_TRACE(describe("reduce", rrFloat32, op, count, segment_bytes, false) + " root=" +
+                       std::to_string(root));
+          StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+          ASSERT_TRUE(staged.init().ok());
+          Buffer send(count * 4), recv(count * 4);
+          test::fill(rrFloat32, op, g_rank, ++seed, send.get(), 0, count);
+          Status done = staged.reduce(send.get(), recv.get(), count, rrFloat32, op, root);
+          ASSERT_TRUE(done.ok()) << done.message();
+          EXPECT_TRUE(recv.guard_intact());
+          if (g_rank == root) {
+            std::string report;
+            EXPECT_EQ(test::count_wrong(rrFloat32, op, g_size, seed, recv.get(), 0, count, &report), 0u) << report;
+          } else {
+            // A rank that is not the root has no result: its recvbuff stays as it was.
+            EXPECT_EQ(recv.data, std::vector<uint8_t>(count * 4 + kGuardBytes, kPoison));
+          }
         }
       }
     }
