@@ -7,18 +7,14 @@
 // it (a reader kernel), the legacy default stream, host buffers with a
 // stream, and the errors for buffers that cannot be staged.
 //
-// The binary is its own launcher: run without arguments it asks a child
-// whether a GPU can be used (exit 77 with the reason when not: the parent
-// never initializes CUDA, so the ranks it forks can), then for 1, 2, 3 and 4
-// ranks (RR_GPU_TEST_RANKS="2 4" to choose) starts that many copies of
-// itself, which meet through a file:// rendezvous. Rank 0 prints to the
-// terminal; the others' output is shown when they fail.
+// The binary is its own launcher (tests/common/fork_ranks.hpp): exit 77 with
+// the reason when no GPU can be used, else 1, 2, 3 and 4 ranks in turn
+// (RR_GPU_TEST_RANKS="2 4" to choose). Rank 0 prints to the terminal; the
+// others' output is shown when they fail.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,13 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "../common/fork_ranks.hpp"
 #include "../common/typed_reference.hpp"
 #include "reduce/with_dtype.hpp"
 #include "test_kernels.hpp"
@@ -343,97 +336,12 @@ int run_rank(int argc, char** argv, const std::string& url, int rank, int size) 
   return RUN_ALL_TESTS();
 }
 
-// ---------------------------------------------------------------------------
-// The launcher.
-
-// Asks a child process, so that this one never initializes CUDA.
-int probe_gpu() {
-  const pid_t child = fork();
-  if (child == 0) {
-    int devices = 0;
-    const cudaError_t error = cudaGetDeviceCount(&devices);
-    if (error != cudaSuccess || devices == 0) {
-      std::printf("SKIP: no usable GPU (cudaGetDeviceCount: %s)\n",
-                  error != cudaSuccess ? cudaGetErrorString(error) : "0 devices");
-      std::fflush(stdout);
-      _exit(77);
-    }
-    cudaDeviceProp props{};
-    cudaGetDeviceProperties(&props, 0);
-    std::printf("GPU 0: %s (compute capability %d.%d); every rank uses it\n", props.name, props.major, props.minor);
-    std::fflush(stdout);
-    _exit(0);
-  }
-  int status = 0;
-  if (child < 0 || waitpid(child, &status, 0) != child) return 1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs `size` ranks of this binary; 0 when every one passed.
-int run_ranks(int size, char** argv, const std::string& dir, int timeout_s) {
-  const std::string url = "file://" + dir + "/store-" + std::to_string(size);
-  std::printf("== %d rank(s) on GPU 0\n", size);
-  std::fflush(stdout);
-  std::vector<pid_t> ranks;
-  for (int r = 0; r < size; ++r) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (r > 0) {
-        const std::string log = dir + "/rank" + std::to_string(r) + "-of-" + std::to_string(size) + ".log";
-        if (!std::freopen(log.c_str(), "w", stdout) || !std::freopen(log.c_str(), "a", stderr)) _exit(1);
-      }
-      setenv("RR_GPU_TEST_URL", url.c_str(), 1);
-      setenv("RR_GPU_TEST_RANK", std::to_string(r).c_str(), 1);
-      setenv("RR_GPU_TEST_SIZE", std::to_string(size).c_str(), 1);
-      execv("/proc/self/exe", argv);
-      _exit(127);
-    }
-    ranks.push_back(pid);
-  }
-  int failed = 0;
-  size_t left = ranks.size();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (left > 0) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      --left;
-      const int r = static_cast<int>(std::find(ranks.begin(), ranks.end(), pid) - ranks.begin());
-      const bool passed = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!passed) {
-        ++failed;
-        std::printf("rank %d of %d failed (%s %d)\n", r, size, WIFEXITED(status) ? "exit" : "signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-        if (r > 0) std::printf("%s", read_file(dir + "/rank" + std::to_string(r) + "-of-" + std::to_string(size) + ".log").c_str());
-      }
-      continue;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::printf("%d rank(s): timed out after %d s; killing the ranks\n", size, timeout_s);
-      for (pid_t p : ranks) kill(p, SIGKILL);
-      while (waitpid(-1, &status, 0) > 0) {
-      }
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return failed == 0 ? 0 : 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (const char* rank = std::getenv("RR_GPU_TEST_RANK")) {
-    return run_rank(argc, argv, std::getenv("RR_GPU_TEST_URL"), std::atoi(rank), std::atoi(std::getenv("RR_GPU_TEST_SIZE")));
-  }
-  const int probed = probe_gpu();
+  rr::test::RankEnv env;
+  if (rr::test::this_is_a_rank(&env)) return run_rank(argc, argv, env.url, env.rank, env.size);
+  const int probed = rr::test::probe_gpu();
   if (probed != 0) return probed;
   char dir_template[] = "/tmp/rr-gpu-test-XXXXXX";
   const char* dir = mkdtemp(dir_template);
@@ -441,14 +349,11 @@ int main(int argc, char** argv) {
     std::perror("mkdtemp");
     return 1;
   }
-  std::vector<int> sizes = {1, 2, 3, 4};
-  if (const char* chosen = std::getenv("RR_GPU_TEST_RANKS")) {
-    sizes.clear();
-    std::istringstream words(chosen);
-    for (int n = 0; words >> n;) sizes.push_back(n);
-  }
   int failed = 0;
-  for (int size : sizes) failed += run_ranks(size, argv, dir, 500);
-  std::printf("%s (logs of ranks > 0 in %s)\n", failed == 0 ? "all rank counts passed" : "FAILED", dir);
+  for (int size : rr::test::rank_counts("RR_GPU_TEST_RANKS", {1, 2, 3, 4})) {
+    std::printf("== %d rank(s) on GPU 0\n", size);
+    failed += rr::test::run_ranks(size, argv, dir, 500);
+  }
+  std::printf("%s (logs of ranks > 0 in %s)\n", failed == 0 ? "every rank count passed" : "FAILED", dir);
   return failed == 0 ? 0 : 1;
 }
