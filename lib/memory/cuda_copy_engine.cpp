@@ -1,5 +1,6 @@
 #include "memory/cuda_copy_engine.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace rr::memory {
@@ -27,6 +28,12 @@ Status CudaCopyEngine::init() {
   // The pipeline waits for a marker while the next segment is on the
   // network: spinning would take a core from the ring.
   for (CudaEvent& marker : markers_) RR_RETURN_IF_ERROR(marker.create(/*blocking=*/true, "staging marker"));
+  int device = 0;
+  int max_pitch = 0;
+  RR_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+  RR_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, device),
+                                 "cudaDeviceGetAttribute(cudaDevAttrMaxPitch)"));
+  max_pitch_ = static_cast<size_t>(max_pitch);
   return Status::Ok();
 }
 
@@ -54,13 +61,21 @@ Status CudaCopyEngine::copy(Lane lane, const Copy& c) {
   // Default: the runtime reads the direction from the pointers (managed memory too).
   const cudaMemcpyKind kind = cudaMemcpyDefault;
   cudaStream_t stream = streams_[static_cast<int>(lane)].get();
-  const cudaError_t error = c.rows == 1 ? cudaMemcpyAsync(c.dst, c.src, c.width, kind, stream)
-                                        : cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width,
-                                                            c.rows, kind, stream);
+  const bool strided = c.rows > 1 && c.dst_pitch <= max_pitch_ && c.src_pitch <= max_pitch_;
+  cudaError_t error = cudaSuccess;
+  if (strided) {
+    error = cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows, kind, stream);
+  } else {
+    // One row, or rows further apart than a 2D copy may stride: a copy per
+    // row (there are as many as ranks).
+    for (size_t row = 0; row < c.rows && error == cudaSuccess; ++row) {
+      error = cudaMemcpyAsync(static_cast<uint8_t*>(c.dst) + row * c.dst_pitch,
+                              static_cast<const uint8_t*>(c.src) + row * c.src_pitch, c.width, kind, stream);
+    }
+  }
   if (error == cudaSuccess) return Status::Ok();
-  return cuda_status(error, std::string(c.rows == 1 ? "cudaMemcpyAsync" : "cudaMemcpy2DAsync") + " (" +
-                                lane_name(lane) + ", " + std::to_string(c.rows) + " x " + std::to_string(c.width) +
-                                " bytes)");
+  return cuda_status(error, std::string(strided ? "cudaMemcpy2DAsync" : "cudaMemcpyAsync") + " (" + lane_name(lane) +
+                                ", " + std::to_string(c.rows) + " x " + std::to_string(c.width) + " bytes)");
 }
 
 Status CudaCopyEngine::record(Lane lane, int marker) {

@@ -40,6 +40,7 @@ class CudaCopyEngine : public CopyEngine {
 
   StagingPool pool_;
   bool registered_ = false;
+  size_t max_pitch_ = 0;  // cudaMemcpy2DAsync's limit on this device
   CudaStream streams_[2];  // [Lane]
   CudaEvent markers_[kMarkers];
 };

@@ -44,8 +44,16 @@ Status classify(const void* ptr, const char* name, Placement* out) {
     const cudaError_t error = cudaPointerGetAttributes(&attributes, ptr);
     if (error != cudaSuccess) {
       (void)cudaGetLastError();
-      return CudaError(std::string(name) + ": cudaPointerGetAttributes: " + cudaGetErrorName(error) + ": " +
-                       cudaGetErrorString(error));
+      // A process that cannot use CUDA (no device, no driver, or a child
+      // forked after its parent started CUDA) has no device memory; an
+      // unknown pointer is host memory (older drivers say so this way).
+      const bool host = error == cudaErrorInvalidValue || error == cudaErrorNoDevice ||
+                        error == cudaErrorInsufficientDriver || error == cudaErrorInitializationError;
+      if (!host) {
+        return CudaError(std::string(name) + ": cudaPointerGetAttributes: " + cudaGetErrorName(error) + ": " +
+                         cudaGetErrorString(error));
+      }
+      attributes.type = cudaMemoryTypeUnregistered;
     }
     switch (attributes.type) {
       case cudaMemoryTypeDevice: placement.kind = MemoryKind::kDevice; break;
