@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api/setup.hpp"
@@ -507,16 +508,21 @@ rr::Status host_only(const char* call, const char* name, const void* buf, void* 
 }
 
 // As dispatch(), or, for a stream-ordered route, queues the call on the
-// stream and returns at once: `staged` for device buffers, `body` for host ones.
-template <typename Body>
+// stream and returns at once: `staged` for device buffers (nullptr where the
+// collective has no staged form), `body` for host ones. Nothing is wrapped
+// for a blocking call: its data path allocates nothing.
+template <typename Body, typename Staged>
 rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char* call, const Route& route,
-                           void* stream, rrRequest_t* request, Body body,
-                           std::function<rr::Status(rr::StagedCollectives&)> staged = nullptr) {
+                           void* stream, rrRequest_t* request, Body body, Staged staged) {
   if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body);
   InComm inside(comm);
   return guarded(comm, [&] {
-    if (!route.staged) staged = [body](rr::StagedCollectives&) { return body(); };
-    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, std::move(staged)));
+    std::function<rr::Status(rr::StagedCollectives&)> run;
+    if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
+      if (route.staged) run = std::move(staged);
+    }
+    if (!run) run = [body](rr::StagedCollectives&) { return body(); };
+    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, std::move(run)));
   });
 }
 
@@ -658,7 +664,7 @@ static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendc
               {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
   }
   return dispatch_routed(comm, s, "rrGather", r, stream, request,
-                         [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); });
+                         [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); }, nullptr);
 }
 
 static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -676,7 +682,7 @@ static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recv
               {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
   }
   return dispatch_routed(comm, s, "rrScatter", r, stream, request,
-                         [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); });
+                         [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); }, nullptr);
 }
 
 static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -700,14 +706,14 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
   Route r;
   if (s.ok()) s = route("rrAllToAll", stream, request != nullptr, false, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(comm, s, "rrAllToAll", r, stream, request,
-                         [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); });
+                         [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); }, nullptr);
 }
 
 static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
   Route r;
   if (s.ok()) s = route("rrBarrier", stream, request != nullptr, false, {}, &r);
-  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); });
+  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr);
 }
 
 RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
