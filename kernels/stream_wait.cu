@@ -14,7 +14,11 @@ namespace {
 constexpr unsigned kPollNanoseconds = 1000;
 
 __global__ void flag_wait_kernel(const volatile unsigned long long* flag, unsigned long long value) {
-  while (*flag < value) __nanosleep(kPollNanoseconds);
+  while (*flag < value) {
+#if __CUDA_ARCH__ >= 700
+    __nanosleep(kPollNanoseconds);  // Volta and later; before them, a plain spin
+#endif
+  }
   // Reads of the result by later work must not be ordered before the flag's.
   __threadfence_system();
 }
