@@ -71,10 +71,11 @@ Status Communicator::init() {
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo,
            "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s) check_arguments=%d (%s), "
-           "staging %zu bytes",
+           "staging %zu bytes, gpu_segment_bytes=%zu (%s)",
            size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
            settings_.pipeline_depth_source.c_str(), settings_.timeout_ms, settings_.timeout_ms_source.c_str(),
-           settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes());
+           settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes(),
+           settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str());
   }
   return Status::Ok();
 }

@@ -79,6 +79,15 @@ void StreamOrder::give_event(cudaEvent_t event) {
 
 Status StreamOrder::submit(const char* call, void* stream, Body body) {
   auto caller_stream = static_cast<cudaStream_t>(stream);
+  // The event and the wait kernel are made on the current device: it must be
+  // the stream's, and so this communicator's.
+  int current = 0;
+  RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&current), std::string(call) + ": cudaGetDevice"));
+  if (current != device_) {
+    return InvalidUsage(std::string(call) + ": the current device is " + std::to_string(current) +
+                        ", but this communicator's stream-ordered calls use device " + std::to_string(device_) +
+                        " (call cudaSetDevice(" + std::to_string(device_) + ") first)");
+  }
   cudaEvent_t ready = nullptr;
   RR_RETURN_IF_ERROR(take_event(&ready));
   // Sequence numbers in queue order: the flag only moves forward.
