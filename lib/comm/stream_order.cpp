@@ -27,7 +27,6 @@ Status StreamOrder::create(Communicator* comm, int device, std::unique_ptr<Strea
 }
 
 Status StreamOrder::init() {
-  const std::string where = "device " + std::to_string(device_);
   RR_RETURN_IF_ERROR(memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")"));
   RR_RETURN_IF_ERROR(engine_.init());
   staged_ = std::make_unique<StagedCollectives>(comm_, &engine_, comm_->settings().gpu_segment_bytes);
