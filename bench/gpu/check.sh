@@ -10,7 +10,8 @@
 #     -Dmpi=disabled -Dgloo=disabled -Dmicro_benchmarks=disabled
 #   meson compile -C build-gpu
 #   ../shared/tools/device-bundle .devbundle \
-#     build-gpu/tests/gpu/device_reduce_test build-gpu/bench/gpu/rr-gpu-bench
+#     build-gpu/tests/gpu/device_reduce_test build-gpu/tests/gpu/device_collectives_test \
+#     build-gpu/bench/gpu/rr-gpu-bench build-gpu/bench/gpu/rr-gpu-allreduce-bench
 # (.devbundle/ is a build output: keep /.devbundle/ in .git/info/exclude, and
 # with the device tool name it in `carry`.) On the GPU machine:
 #   source .devbundle/env.sh && bash bench/gpu/check.sh
@@ -19,13 +20,16 @@
 #   DIR holds the binaries: a bundle (DIR/bin/NAME) or a build folder
 #   (DIR/tests/gpu/NAME, DIR/bench/gpu/NAME); default .devbundle, then $PATH.
 #   RR_GPU_BENCH_ARGS: extra arguments for rr-gpu-bench (e.g. --sizes-mib 64).
+#   RR_GPU_ALLREDUCE_ARGS: extra arguments for rr-gpu-allreduce-bench
+#     (e.g. --max-mib 256 for a shorter sweep).
 # Exit status: 0 when everything ran and passed, 77 when no GPU could be
 # used (everything skipped), 1 otherwise.
 set -uo pipefail
 
 dir=${1:-.devbundle}
-gpu_tests=(device_reduce_test)
+gpu_tests=(device_reduce_test device_collectives_test)
 bench=rr-gpu-bench
+allreduce_bench=rr-gpu-allreduce-bench
 
 logs=${OUT:-}
 if [ -z "$logs" ]; then
@@ -128,11 +132,35 @@ else
   fi
 fi
 
+# The staging pipeline: allreduce on device buffers, 2 and 4 ranks on the GPU,
+# beside its stages alone (rows: allreduce ranks MiB time_ms algbw busbw
+# d2h_ms host_ms h2d_ms overlap slowest).
+binary=$(find_binary "$allreduce_bench")
+allreduce_log=$logs/$allreduce_bench.log
+if [ -z "$binary" ]; then
+  table+=("$(printf '%-28s %s' "$allreduce_bench" "FAIL: binary not found under $dir or on PATH")")
+  failed=1
+else
+  echo "== $allreduce_bench ${RR_GPU_ALLREDUCE_ARGS:-}"
+  # shellcheck disable=SC2086  # the extra arguments are words
+  run_logged "$allreduce_log" 1800 "$binary" ${RR_GPU_ALLREDUCE_ARGS:-}
+  status=$?
+  case $status in
+    0) table+=("$(printf '%-28s %s' "$allreduce_bench" "ran")"); ran=1 ;;
+    77) table+=("$(printf '%-28s %s' "$allreduce_bench" "SKIP: $(grep -m1 '^SKIP' "$allreduce_log" | sed 's/^SKIP: //')")") ;;
+    *) table+=("$(printf '%-28s %s' "$allreduce_bench" "FAIL: exit $status")"); failed=1; ran=1 ;;
+  esac
+  while read -r line; do
+    table+=("$line")
+  done < <(awk '$1 == "allreduce" {
+      printf "  %d ranks %5d MiB: busbw %7.2f GB/s, %9.3f ms; overlap %.2f, slowest stage x%.2f\n",
+        $2, $3, $6, $4, $10, $11 }' "$allreduce_log")
+fi
+
 echo
 echo "== GPU checks summary (logs: $logs)"
 printf '%s\n' "${table[@]}"
-echo "not measured by this script: allreduce on device buffers and the staging pipeline's"
-echo "overlap (issue 5's device-buffer path is not built yet)"
+echo "overlap = allreduce time / (D2H + host allreduce + H2D, each alone); slowest = time / the slowest of them"
 
 if [ "$failed" != 0 ]; then
   exit 1

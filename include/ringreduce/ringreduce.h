@@ -85,13 +85,15 @@ typedef struct {
   int debug_level;        /* RR_DEBUG: 0 WARN, 1 INFO, 2 TRACE */
   int check_arguments;    /* RR_CHECK_ARGUMENTS: 1 (default) compares every collective's
                              arguments with the ring neighbours' first; 0 skips it */
+  size_t gpu_segment_bytes; /* RR_GPU_SEGMENT_BYTES: device buffers are staged through
+                               pinned host memory in segments of this size (CUDA build) */
 } rrConfig_t;
 
 #define RR_CONFIG_MAGIC 0x72726366u
 #define RR_CONFIG_UNDEF_INT (-1)
 #define RR_CONFIG_INITIALIZER \
   { sizeof(rrConfig_t), RR_CONFIG_MAGIC, 0, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT, RR_CONFIG_UNDEF_INT, \
-    RR_CONFIG_UNDEF_INT }
+    RR_CONFIG_UNDEF_INT, 0 }
 
 rrResult_t rrGetVersion(int* version);
 const char* rrGetErrorString(rrResult_t result);

@@ -10,15 +10,18 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api/setup.hpp"
 #include "comm/communicator.hpp"
+#include "memory/memory_kind.hpp"
 #include "reduce/reduce.hpp"
 #include "ringreduce/ringreduce.h"
 
@@ -418,11 +421,109 @@ rr::Status check_call(const char* call, rrComm_t comm, rrDataType_t datatype, co
       return rr::InvalidArgument(std::string(call) + ": op=" + std::to_string(raw_op) + " is not an rrRedOp_t");
     }
   }
+#if !RR_HAVE_CUDA
   if (stream) {
     return rr::InvalidUsage(std::string(call) +
                             ": stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
   }
+#else
+  (void)stream;
+#endif
   return rr::Status::Ok();
+}
+
+// How a call runs: on the calling thread, blocking (host buffers and no
+// stream), or ordered on a stream (a stream, or device buffers: then through
+// the staging pipeline; comm/stream_order.hpp).
+struct Route {
+  bool stream_ordered = false;
+  bool staged = false;
+  int device = -1;  // the device buffers' GPU
+};
+
+struct Buffer {
+  const char* name;
+  const void* ptr;
+};
+
+// Classifies the buffers this rank uses (NULL ones are skipped). Device
+// buffers are refused beside host buffers (mixed calls are not staged), by
+// collectives that have no staged form (`stages` false), and by the Async
+// forms, which have no stream to order them on.
+rr::Status route(const char* call, void* stream, bool async, bool stages, std::initializer_list<Buffer> buffers,
+                 Route* out) {
+  Route r;
+  const Buffer* host = nullptr;
+  const Buffer* device = nullptr;
+  for (const Buffer& b : buffers) {
+    if (!b.ptr) continue;
+    rr::memory::Placement placement;
+    rr::Status s = rr::memory::classify(b.ptr, b.name, &placement);
+    if (!s.ok()) return rr::Status(s.code(), std::string(call) + ": " + s.message());
+    if (!placement.on_device()) {
+      host = &b;
+      continue;
+    }
+    if (device && placement.device != r.device) {
+      return rr::InvalidArgument(std::string(call) + ": " + device->name + " is on device " + std::to_string(r.device) +
+                                 " but " + b.name + " is on device " + std::to_string(placement.device));
+    }
+    device = &b;
+    r.device = placement.device;
+  }
+  if (device && host) {
+    return rr::InvalidArgument(std::string(call) + ": " + device->name + " is device memory but " + host->name +
+                               " is host memory; pass both on the device or both on the host");
+  }
+  if (device && !stages) {
+    return rr::InvalidArgument(std::string(call) + ": " + device->name +
+                               " is device memory; only rrAllReduce, rrReduceScatter, rrAllGather, rrBroadcast and "
+                               "rrReduce take device buffers");
+  }
+  if (device && async) {
+    return rr::InvalidArgument(std::string(call) + "Async: " + device->name +
+                               " is device memory; the Async forms take host buffers (order device buffers on a "
+                               "stream with " + call + ")");
+  }
+  r.staged = device != nullptr;
+  r.stream_ordered = r.staged || stream != nullptr;
+  *out = r;
+  return rr::Status::Ok();
+}
+
+// Point-to-point takes host buffers and no stream.
+rr::Status host_only(const char* call, const char* name, const void* buf, void* stream) {
+  if (stream) {
+    return rr::InvalidArgument(std::string(call) + ": stream is not NULL; point-to-point calls are not stream-ordered "
+                               "(pass NULL, with host buffers)");
+  }
+  rr::memory::Placement placement;
+  rr::Status s = rr::memory::classify(buf, name, &placement);
+  if (!s.ok()) return rr::Status(s.code(), std::string(call) + ": " + s.message());
+  if (placement.on_device()) {
+    return rr::InvalidArgument(std::string(call) + ": " + name + " is " + rr::memory::kind_name(placement.kind) +
+                               "; point-to-point calls take host buffers");
+  }
+  return rr::Status::Ok();
+}
+
+// As dispatch(), or, for a stream-ordered route, queues the call on the
+// stream and returns at once: `staged` for device buffers (nullptr where the
+// collective has no staged form), `body` for host ones. Nothing is wrapped
+// for a blocking call: its data path allocates nothing.
+template <typename Body, typename Staged>
+rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char* call, const Route& route,
+                           void* stream, rrRequest_t* request, Body body, Staged staged) {
+  if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body);
+  InComm inside(comm);
+  return guarded(comm, [&] {
+    std::function<rr::Status(rr::StagedCollectives&)> run;
+    if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
+      if (route.staged) run = std::move(staged);
+    }
+    if (!run) run = [body](rr::StagedCollectives&) { return body(); };
+    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, std::move(run)));
+  });
 }
 
 // A buffer of `nranks` blocks and one of a single block of `count` elements,
@@ -456,7 +557,12 @@ static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size
     s = check_blocks("rrReduceScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff",
                      recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
-  return dispatch(comm, s, request, [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); });
+  Route r;
+  if (s.ok()) s = route("rrReduceScatter", stream, request != nullptr, true, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrReduceScatter", r, stream, request,
+      [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); },
+      [=](rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); });
 }
 
 static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -465,13 +571,23 @@ static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t s
     s = check_blocks("rrAllGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff,
                      sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
-  return dispatch(comm, s, request, [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); });
+  Route r;
+  if (s.ok()) s = route("rrAllGather", stream, request != nullptr, true, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrAllGather", r, stream, request,
+      [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); },
+      [=](rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); });
 }
 
 static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
   if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
-  return dispatch(comm, s, request, [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); });
+  Route r;
+  if (s.ok()) s = route("rrAllReduce", stream, request != nullptr, true, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrAllReduce", r, stream, request,
+      [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); },
+      [=](rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); });
 }
 
 namespace {
@@ -504,7 +620,16 @@ static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t co
   if (s.ok()) s = check_root("rrBroadcast", comm, root);
   if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count);
   if (s.ok()) s = need("rrBroadcast", "recvbuff", recvbuff, count);
-  return dispatch(comm, s, request, [=] { return comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root); });
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrBroadcast", stream, request != nullptr, true,
+              {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
+  }
+  return dispatch_routed(
+      comm, s, "rrBroadcast", r, stream, request,
+      [=] { return comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root); },
+      [=](rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); });
 }
 
 static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -512,7 +637,16 @@ static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count
   if (s.ok()) s = check_root("rrReduce", comm, root);
   if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count);
   if (s.ok() && comm->impl->rank() == root) s = check_buffers("rrReduce", sendbuff, recvbuff, count, datatype);
-  return dispatch(comm, s, request, [=] { return comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root); });
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrReduce", stream, request != nullptr, true,
+              {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
+  }
+  return dispatch_routed(
+      comm, s, "rrReduce", r, stream, request,
+      [=] { return comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root); },
+      [=](rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); });
 }
 
 static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -523,7 +657,14 @@ static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendc
     s = check_blocks("rrGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff, sendcount, root,
                      rr::reduce::dtype_size(datatype));
   }
-  return dispatch(comm, s, request, [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); });
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrGather", stream, request != nullptr, false,
+              {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
+  }
+  return dispatch_routed(comm, s, "rrGather", r, stream, request,
+                         [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); }, nullptr);
 }
 
 static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -534,7 +675,14 @@ static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recv
     s = check_blocks("rrScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff", recvbuff, recvcount, root,
                      rr::reduce::dtype_size(datatype));
   }
-  return dispatch(comm, s, request, [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); });
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrScatter", stream, request != nullptr, false,
+              {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
+  }
+  return dispatch_routed(comm, s, "rrScatter", r, stream, request,
+                         [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); }, nullptr);
 }
 
 static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -555,12 +703,17 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
       }
     }
   }
-  return dispatch(comm, s, request, [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); });
+  Route r;
+  if (s.ok()) s = route("rrAllToAll", stream, request != nullptr, false, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(comm, s, "rrAllToAll", r, stream, request,
+                         [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); }, nullptr);
 }
 
 static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
-  return dispatch(comm, s, request, [=] { return comm->impl->barrier(); });
+  Route r;
+  if (s.ok()) s = route("rrBarrier", stream, request != nullptr, false, {}, &r);
+  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr);
 }
 
 RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
@@ -672,6 +825,7 @@ rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t data
   const char* call = is_send ? "rrIsend" : "rrIrecv";
   rr::Status s = check_call(call, comm, datatype, nullptr, nullptr);
   if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, nullptr);
   if (s.ok() && !request) s = rr::InvalidArgument(std::string(call) + ": request is NULL");
   if (!s.ok()) return fail(comm, s);
   InComm inside(comm);
@@ -789,6 +943,7 @@ rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t da
   const char* call = is_send ? "rrSend" : "rrRecv";
   rr::Status s = check_call(call, comm, datatype, nullptr, stream);
   if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, stream);
   if (!s.ok()) return fail(comm, s);
   const bool grouped = group.depth > 0;
   if (!grouped && peer != comm->impl->rank()) {

@@ -10,6 +10,9 @@
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
 #include "reduce/reduce.hpp"
+#if RR_HAVE_CUDA
+#include "comm/stream_order.hpp"
+#endif
 
 namespace rr {
 
@@ -34,6 +37,10 @@ Communicator::~Communicator() {
   // The transport goes first: closing it may still complete requests into the
   // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();
+#if RR_HAVE_CUDA
+  // Its staging slots are registered with the transport, like the pool's.
+  stream_order_.reset();
+#endif
   control_.reset();
   ring_.reset();
   chain_.reset();
@@ -64,12 +71,50 @@ Status Communicator::init() {
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo,
            "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s) check_arguments=%d (%s), "
-           "staging %zu bytes",
+           "staging %zu bytes, gpu_segment_bytes=%zu (%s)",
            size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
            settings_.pipeline_depth_source.c_str(), settings_.timeout_ms, settings_.timeout_ms_source.c_str(),
-           settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes());
+           settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes(),
+           settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str());
   }
   return Status::Ok();
+}
+
+Status Communicator::enqueue_on_stream(const char* call, void* stream, int device,
+                                       std::function<Status(StagedCollectives& staged)> body) {
+#if RR_HAVE_CUDA
+  StreamOrder* order = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(stream_order_mutex_);
+    if (!stream_order_) {
+      // Made on the queue: it registers memory with the transport, which
+      // only one thread at a time may use.
+      Status made = queue_.run([&] { return StreamOrder::create(this, device, &stream_order_); });
+      if (!made.ok()) return Status(made.code(), std::string(call) + ": setting up stream-ordered calls: " + made.message());
+    }
+    order = stream_order_.get();
+  }
+  if (device >= 0 && device != order->device()) {
+    return InvalidArgument(std::string(call) + ": the buffers are on device " + std::to_string(device) +
+                           ", but this communicator's stream-ordered calls use device " +
+                           std::to_string(order->device()) + " (one GPU per communicator)");
+  }
+  return order->submit(call, stream, std::move(body));
+#else
+  (void)stream, (void)device, (void)body;
+  return InvalidUsage(std::string(call) + ": stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
+#endif
+}
+
+void Communicator::report_async_failure(const Status& failure) {
+  if (failure.ok()) return;
+  if (failure.code() == Code::kCudaError) {
+    (void)fail_operation(failure);  // tells the peers, and the communicator is broken
+  } else {
+    int expected = rrSuccess;
+    async_error_.compare_exchange_strong(expected, to_result(failure.code()), std::memory_order_relaxed);
+  }
+  set_last_error(failure.message());
 }
 
 Status Communicator::check() {

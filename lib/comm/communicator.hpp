@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 #include "algo/ring.hpp"
 #include "comm/control.hpp"
 #include "comm/operation_queue.hpp"
+#include "comm/staged_collectives.hpp"
 #include "comm/wire.hpp"
 #include "comm/settings.hpp"
 #include "common/status.hpp"
@@ -25,6 +27,10 @@
 #include "transport/transport.hpp"
 
 namespace rr {
+
+#if RR_HAVE_CUDA
+class StreamOrder;
+#endif
 
 // It is the executors' interrupt: a wait ends early on rrCommAbort or on a
 // peer's notice that it gave up (ControlChannel).
@@ -102,6 +108,19 @@ class Communicator : public exec::Interrupt {
   // Every operation of this communicator runs through it (lib/api/ does so).
   OperationQueue& queue() { return queue_; }
 
+  // A stream-ordered call (comm/stream_order.hpp): queues `body` after the
+  // work enqueued on `stream` so far, and makes later work on the stream wait
+  // for it; returns once it is queued. `device` is the buffers' GPU (-1: the
+  // calling thread's current one). Only the CUDA build has them; elsewhere
+  // this is InvalidUsage naming `call`.
+  Status enqueue_on_stream(const char* call, void* stream, int device,
+                           std::function<Status(StagedCollectives& staged)> body);
+  // An operation failed after its caller returned (stream-ordered calls):
+  // rrCommGetAsyncError reports it and rrGetLastError(comm) says what it was.
+  // A CUDA failure breaks the communicator, as a failed collective does: its
+  // peers may be waiting for this rank's next segment.
+  void report_async_failure(const Status& failure);
+
   // The last error's text; rrGetLastError(comm) returns a copy. Threads may
   // fail on one communicator at once, hence the lock.
   std::string last_error() const {
@@ -163,6 +182,10 @@ class Communicator : public exec::Interrupt {
   uint8_t header_out_[wire::kOpHeaderBytes] = {};
   uint8_t header_left_[wire::kOpHeaderBytes] = {};
   uint8_t header_right_[wire::kOpHeaderBytes] = {};
+#if RR_HAVE_CUDA
+  std::mutex stream_order_mutex_;
+  std::unique_ptr<StreamOrder> stream_order_;  // made at the first stream-ordered call
+#endif
   OperationQueue queue_;  // last member: its worker stops before anything it uses goes
   Status broken_;  // set once an operation left the transport in an unknown state
   mutable std::mutex last_error_mutex_;

@@ -22,6 +22,9 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   if (found) s.timeout_ms = static_cast<int>(int_value), s.timeout_ms_source = "env RR_TIMEOUT_MS";
   RR_RETURN_IF_ERROR(env_int("RR_CHECK_ARGUMENTS", 0, 1, &int_value, &found));
   if (found) s.check_arguments = int_value != 0, s.check_arguments_source = "env RR_CHECK_ARGUMENTS";
+  RR_RETURN_IF_ERROR(env_size("RR_GPU_SEGMENT_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes,
+                              &size_value, &found));
+  if (found) s.gpu_segment_bytes = size_value, s.gpu_segment_bytes_source = "env RR_GPU_SEGMENT_BYTES";
   s.debug_level = static_cast<int>(log_level());
 
   if (config) {
@@ -35,6 +38,7 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
     const bool has_timeout = has(offsetof(rrConfig_t, timeout_ms), sizeof(config->timeout_ms));
     const bool has_debug = has(offsetof(rrConfig_t, debug_level), sizeof(config->debug_level));
     const bool has_check = has(offsetof(rrConfig_t, check_arguments), sizeof(config->check_arguments));
+    const bool has_segment = has(offsetof(rrConfig_t, gpu_segment_bytes), sizeof(config->gpu_segment_bytes));
     if (has_chunk && config->chunk_bytes != 0) {
       if (config->chunk_bytes < Settings::kMinChunkBytes || config->chunk_bytes > Settings::kMaxChunkBytes) {
         return InvalidArgument("config.chunk_bytes=" + std::to_string(config->chunk_bytes) +
@@ -62,6 +66,14 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
         return InvalidArgument("config.check_arguments=" + std::to_string(config->check_arguments) + ": expected 0 or 1");
       }
       s.check_arguments = config->check_arguments != 0, s.check_arguments_source = "config";
+    }
+    if (has_segment && config->gpu_segment_bytes != 0) {
+      if (config->gpu_segment_bytes < Settings::kMinChunkBytes || config->gpu_segment_bytes > Settings::kMaxChunkBytes) {
+        return InvalidArgument("config.gpu_segment_bytes=" + std::to_string(config->gpu_segment_bytes) +
+                               ": expected " + std::to_string(Settings::kMinChunkBytes) + ".." +
+                               std::to_string(Settings::kMaxChunkBytes));
+      }
+      s.gpu_segment_bytes = config->gpu_segment_bytes, s.gpu_segment_bytes_source = "config";
     }
   }
   *out = std::move(s);

@@ -26,12 +26,19 @@ struct Settings {
   // neighbours, so that mismatched calls fail on every rank, naming both
   // ranks' arguments, instead of hanging. Costs one neighbour round trip.
   bool check_arguments = true;
+  // Device buffers go through pinned host memory in segments of this size
+  // (comm/staged_collectives.hpp), three slots of it per communicator: 8 MiB
+  // is long enough that a PCIe copy runs at its full rate and that the ring
+  // pipelines its chunks inside a segment, short enough that 24 MiB of
+  // pinned memory per communicator is cheap.
+  size_t gpu_segment_bytes = size_t{8} << 20;
 
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
   std::string pipeline_depth_source = "default";
   std::string timeout_ms_source = "default";
   std::string check_arguments_source = "default";
+  std::string gpu_segment_bytes_source = "default";
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;

@@ -17,6 +17,7 @@ enum class Code {
   kInternalError,
   kRemoteError,  // a peer failed, disconnected or sent something wrong
   kTimeout,
+  kCudaError,  // a CUDA runtime call failed (the GPU path)
 };
 
 class [[nodiscard]] Status {
@@ -46,6 +47,7 @@ inline rrResult_t to_result(Code code) {
     case Code::kInternalError: return rrInternalError;
     case Code::kRemoteError: return rrRemoteError;
     case Code::kTimeout: return rrTimeout;
+    case Code::kCudaError: return rrUnhandledCudaError;
   }
   return rrInternalError;
 }
@@ -56,6 +58,7 @@ inline Status SystemError(std::string m) { return Status(Code::kSystemError, std
 inline Status InternalError(std::string m) { return Status(Code::kInternalError, std::move(m)); }
 inline Status RemoteError(std::string m) { return Status(Code::kRemoteError, std::move(m)); }
 inline Status Timeout(std::string m) { return Status(Code::kTimeout, std::move(m)); }
+inline Status CudaError(std::string m) { return Status(Code::kCudaError, std::move(m)); }
 
 }  // namespace rr
 

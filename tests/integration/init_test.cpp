@@ -228,6 +228,7 @@ TEST(Init, BadArgumentsNameTheArgument) {
       {[&] { rrConfig_t c = {}; return rrCommInitUrl(&comm, "tcp://127.0.0.1:1", 2, 0, &c); }, rrInvalidArgument, "RR_CONFIG_INITIALIZER"},
       {[&] { rrConfig_t c = RR_CONFIG_INITIALIZER; c.pipeline_depth = 0; return rrCommInitUrl(&comm, "tcp://127.0.0.1:1", 2, 0, &c); }, rrInvalidArgument, "pipeline_depth"},
       {[&] { rrConfig_t c = RR_CONFIG_INITIALIZER; c.chunk_bytes = 1; return rrCommInitUrl(&comm, "tcp://127.0.0.1:1", 2, 0, &c); }, rrInvalidArgument, "chunk_bytes"},
+      {[&] { rrConfig_t c = RR_CONFIG_INITIALIZER; c.gpu_segment_bytes = 1; return rrCommInitUrl(&comm, "tcp://127.0.0.1:1", 2, 0, &c); }, rrInvalidArgument, "gpu_segment_bytes"},
       {[&] { return rrGetUniqueId(nullptr); }, rrInvalidArgument, "unique_id"},
   };
   for (auto& c : cases) {

@@ -1,0 +1,276 @@
+// The staging pipeline (lib/comm/staged_collectives.hpp) over real ranks,
+// without a GPU: the copies go through memory::HostCopyEngine, whose lanes
+// are threads copying plain memory asynchronously, so a segment read before
+// its copy landed, a slot reused before its copy back finished, or a copy
+// back that never happened leaves wrong data or the poison behind. Every
+// rank runs this binary under rr-run and the same tests in the same order.
+//
+// Segments are made tiny (down to 64 bytes) so that even small counts take
+// many of them, with counts that do not divide them, 0 and 1 element.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/setup.hpp"
+#include "comm/communicator.hpp"
+#include "comm/staged_collectives.hpp"
+#include "memory/host_copy_engine.hpp"
+#include "reduce/reduce.hpp"
+#include "../common/typed_reference.hpp"
+
+namespace rr {
+namespace {
+
+std::unique_ptr<Communicator> g_comm;
+int g_rank = 0;
+int g_size = 1;
+
+constexpr uint8_t kPoison = 0xCD;
+constexpr size_t kGuardBytes = 16;
+
+class CommEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    rrConfig_t config = RR_CONFIG_INITIALIZER;
+    config.chunk_bytes = 96;  // several chunks inside one segment, too
+    Status made = setup::from_url("env://", -1, -1, &config, &g_comm);
+    ASSERT_TRUE(made.ok()) << made.message();
+    g_rank = g_comm->rank();
+    g_size = g_comm->size();
+  }
+  void TearDown() override { g_comm.reset(); }
+};
+
+const rrDataType_t kTypes[] = {rrInt8, rrUint8, rrInt32, rrUint32, rrInt64, rrUint64,
+                               rrFloat16, rrBfloat16, rrFloat32, rrFloat64};
+const rrRedOp_t kOps[] = {rrSum, rrProd, rrMax, rrMin, rrAvg};
+const size_t kSegmentBytes[] = {64, 1000};
+
+// "Device" memory of the host engine: plain bytes, poisoned, with a guard
+// after `bytes` that nothing may write.
+struct Buffer {
+  explicit Buffer(size_t bytes) : bytes(bytes), data(bytes + kGuardBytes, kPoison) {}
+  void* get() { return data.data(); }
+  bool guard_intact() const {
+    for (size_t k = 0; k < kGuardBytes; ++k) {
+      if (data[bytes + k] != kPoison) return false;
+    }
+    return true;
+  }
+  size_t bytes;
+  std::vector<uint8_t> data;
+};
+
+std::string describe(const char* what, rrDataType_t dtype, rrRedOp_t op, size_t count, size_t segment_bytes,
+                     bool in_place) {
+  return std::string(what) + " " + reduce::dtype_name(dtype) + " " + reduce::op_name(op) + " count=" +
+         std::to_string(count) + " segment_bytes=" + std::to_string(segment_bytes) +
+         (in_place ? " in place" : " out of place") + " ranks=" + std::to_string(g_size);
+}
+
+void check_allreduce(memory::HostCopyEngine& engine, size_t segment_bytes, rrDataType_t dtype, rrRedOp_t op,
+                     size_t count, bool in_place, uint64_t seed) {
+  SCOPED_TRACE(describe("allreduce", dtype, op, count, segment_bytes, in_place));
+  StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+  ASSERT_TRUE(staged.init().ok());
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  Buffer send(bytes), recv(bytes);
+  test::fill(dtype, op, g_rank, seed, send.get(), 0, count);
+  const std::vector<uint8_t> original = send.data;
+  void* out = in_place ? send.get() : recv.get();
+  const uint64_t copies_before = engine.copies();
+  Status done = staged.allreduce(send.get(), out, count, dtype, op);
+  ASSERT_TRUE(done.ok()) << done.message();
+  // Every segment came in and went back: two copies each.
+  const size_t per_segment = std::max<size_t>(1, segment_bytes / reduce::dtype_size(dtype));
+  EXPECT_EQ(engine.copies() - copies_before, 2 * ((count + per_segment - 1) / per_segment));
+  if (!in_place) {
+    EXPECT_EQ(send.data, original) << "the send buffer was modified";
+  }
+  EXPECT_TRUE((in_place ? send : recv).guard_intact()) << "wrote past count";
+  std::string report;
+  EXPECT_EQ(test::count_wrong(dtype, op, g_size, seed, out, 0, count, &report), 0u) << report;
+}
+
+struct Case {
+  rrDataType_t dtype;
+  rrRedOp_t op;
+};
+
+std::vector<Case> every_case() {
+  std::vector<Case> cases;
+  for (rrDataType_t t : kTypes) {
+    for (rrRedOp_t o : kOps) cases.push_back({t, o});
+  }
+  return cases;
+}
+
+class StagedAllReduceEveryTypeAndOp : public ::testing::TestWithParam<Case> {};
+
+TEST_P(StagedAllReduceEveryTypeAndOp, MatchesDoubleReference) {
+  const Case c = GetParam();
+  memory::HostCopyEngine engine;
+  uint64_t seed = static_cast<uint64_t>(c.dtype) * 16 + static_cast<uint64_t>(c.op);
+  for (size_t segment_bytes : kSegmentBytes) {
+    // Zero, one, fewer than a segment, many segments with a short last one.
+    for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1031}}) {
+      for (bool in_place : {false, true}) check_allreduce(engine, segment_bytes, c.dtype, c.op, count, in_place, ++seed);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HostEngine, StagedAllReduceEveryTypeAndOp, ::testing::ValuesIn(every_case()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(reduce::dtype_name(info.param.dtype)) + "_" +
+                                  reduce::op_name(info.param.op);
+                         });
+
+// Copies that take long: a segment used before its copy landed, or a slot
+// refilled while its copy back still runs, would show.
+TEST(StagedAllReduce, SlowCopiesStillLandInOrder) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(300));
+  check_allreduce(engine, 256, rrFloat32, rrSum, 4099, false, 7);
+  check_allreduce(engine, 256, rrInt64, rrMax, 1001, true, 8);
+}
+
+// The pool is three slots of one segment, whatever the count.
+TEST(StagedAllReduce, StagingMemoryIsThreeSegmentsForAnyCount) {
+  memory::HostCopyEngine engine;
+  check_allreduce(engine, 4096, rrFloat32, rrSum, 100000, false, 9);
+  EXPECT_EQ(engine.slots(), StagedCollectives::kSlots);
+  const size_t slot_bytes = static_cast<uint8_t*>(engine.slot(1)) - static_cast<uint8_t*>(engine.slot(0));
+  EXPECT_EQ(slot_bytes, size_t{4096});
+}
+
+TEST(StagedReduceScatter, MatchesDoubleReference) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(50));
+  uint64_t seed = 100;
+  const Case cases[] = {{rrInt32, rrSum}, {rrFloat32, rrAvg}, {rrFloat16, rrMax}, {rrUint8, rrProd}};
+  for (const Case& c : cases) {
+    for (size_t segment_bytes : kSegmentBytes) {
+      for (size_t recvcount : {size_t{0}, size_t{1}, size_t{7}, size_t{301}}) {
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE(describe("reduce-scatter", c.dtype, c.op, recvcount, segment_bytes, in_place));
+          StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+          ASSERT_TRUE(staged.init().ok());
+          const size_t elem = reduce::dtype_size(c.dtype);
+          const size_t total = recvcount * static_cast<size_t>(g_size);
+          Buffer send(total * elem), recv(recvcount * elem);
+          test::fill(c.dtype, c.op, g_rank, ++seed, send.get(), 0, total);
+          void* out = in_place ? static_cast<uint8_t*>(send.get()) + static_cast<size_t>(g_rank) * recvcount * elem
+                               : recv.get();
+          Status done = staged.reduce_scatter(send.get(), out, recvcount, c.dtype, c.op);
+          ASSERT_TRUE(done.ok()) << done.message();
+          EXPECT_TRUE(send.guard_intact() && recv.guard_intact()) << "wrote past the buffers";
+          std::string report;
+          EXPECT_EQ(test::count_wrong(c.dtype, c.op, g_size, seed, out, static_cast<size_t>(g_rank) * recvcount,
+                                      recvcount, &report), 0u) << report;
+        }
+      }
+    }
+  }
+}
+
+TEST(StagedAllGather, EveryBlockArrives) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(50));
+  uint64_t seed = 200;
+  for (rrDataType_t dtype : {rrInt8, rrBfloat16, rrFloat64}) {
+    for (size_t segment_bytes : kSegmentBytes) {
+      for (size_t sendcount : {size_t{0}, size_t{1}, size_t{9}, size_t{517}}) {
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE(describe("all-gather", dtype, rrSum, sendcount, segment_bytes, in_place));
+          StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+          ASSERT_TRUE(staged.init().ok());
+          const size_t elem = reduce::dtype_size(dtype);
+          Buffer send(sendcount * elem), recv(sendcount * elem * static_cast<size_t>(g_size));
+          ++seed;
+          uint8_t* mine = in_place ? static_cast<uint8_t*>(recv.get()) + static_cast<size_t>(g_rank) * sendcount * elem
+                                   : static_cast<uint8_t*>(send.get());
+          test::fill(dtype, rrSum, g_rank, seed, mine, 0, sendcount);
+          Status done = staged.all_gather(mine, recv.get(), sendcount, dtype);
+          ASSERT_TRUE(done.ok()) << done.message();
+          EXPECT_TRUE(recv.guard_intact()) << "wrote past recvbuff";
+          std::string report;
+          size_t wrong = 0;
+          for (int r = 0; r < g_size; ++r) {
+            wrong += test::count_not_input(dtype, rrSum, r, seed,
+                                           static_cast<uint8_t*>(recv.get()) + static_cast<size_t>(r) * sendcount * elem,
+                                           0, sendcount, &report);
+          }
+          EXPECT_EQ(wrong, 0u) << report;
+        }
+      }
+    }
+  }
+}
+
+TEST(StagedBroadcast, EveryRootReachesEveryRank) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(50));
+  uint64_t seed = 300;
+  for (int root = 0; root < g_size; ++root) {
+    for (size_t segment_bytes : kSegmentBytes) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{11}, size_t{700}}) {
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE(describe("broadcast", rrInt32, rrSum, count, segment_bytes, in_place) + " root=" +
+                       std::to_string(root));
+          StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+          ASSERT_TRUE(staged.init().ok());
+          Buffer send(count * 4), recv(count * 4);
+          ++seed;
+          void* out = in_place ? send.get() : recv.get();
+          if (g_rank == root) test::fill(rrInt32, rrSum, root, seed, send.get(), 0, count);
+          Status done = staged.broadcast(send.get(), out, count, rrInt32, root);
+          ASSERT_TRUE(done.ok()) << done.message();
+          EXPECT_TRUE(recv.guard_intact() && send.guard_intact());
+          std::string report;
+          EXPECT_EQ(test::count_not_input(rrInt32, rrSum, root, seed, out, 0, count, &report), 0u) << report;
+        }
+      }
+    }
+  }
+}
+
+TEST(StagedReduce, RootGetsTheReductionOthersKeepTheirBuffers) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(50));
+  uint64_t seed = 400;
+  for (int root = 0; root < g_size; ++root) {
+    for (rrRedOp_t op : {rrSum, rrMin, rrAvg}) {
+      // Segments of up to 64 bytes take the tree, longer ones the chain.
+      for (size_t segment_bytes : kSegmentBytes) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{333}}) {
+          SCOPED_TRACE(describe("reduce", rrFloat32, op, count, segment_bytes, false) + " root=" +
+                       std::to_string(root));
+          StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+          ASSERT_TRUE(staged.init().ok());
+          Buffer send(count * 4), recv(count * 4);
+          test::fill(rrFloat32, op, g_rank, ++seed, send.get(), 0, count);
+          Status done = staged.reduce(send.get(), recv.get(), count, rrFloat32, op, root);
+          ASSERT_TRUE(done.ok()) << done.message();
+          EXPECT_TRUE(recv.guard_intact());
+          if (g_rank == root) {
+            std::string report;
+            EXPECT_EQ(test::count_wrong(rrFloat32, op, g_size, seed, recv.get(), 0, count, &report), 0u) << report;
+          } else {
+            // A rank that is not the root has no result: its recvbuff stays as it was.
+            EXPECT_EQ(recv.data, std::vector<uint8_t>(count * 4 + kGuardBytes, kPoison));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rr
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new rr::CommEnvironment);
+  return RUN_ALL_TESTS();
+}
