@@ -11,7 +11,8 @@
 #   meson compile -C build-gpu
 #   ../shared/tools/device-bundle .devbundle \
 #     build-gpu/tests/gpu/device_reduce_test build-gpu/tests/gpu/device_collectives_test \
-#     build-gpu/bench/gpu/rr-gpu-bench build-gpu/bench/gpu/rr-gpu-allreduce-bench
+#     build-gpu/bench/gpu/rr-gpu-bench build-gpu/bench/gpu/rr-gpu-allreduce-bench \
+#     build-gpu/bench/rr-bench build-gpu/tools/rr-run
 # (.devbundle/ is a build output: keep /.devbundle/ in .git/info/exclude, and
 # with the device tool name it in `carry`.) On the GPU machine:
 #   source .devbundle/env.sh && bash bench/gpu/check.sh
@@ -155,6 +156,39 @@ else
   done < <(awk '$1 == "allreduce" {
       printf "  %d ranks %5d MiB: busbw %7.2f GB/s, %9.3f ms; overlap %.2f, slowest stage x%.2f\n",
         $2, $3, $6, $4, $10, $11 }' "$allreduce_log")
+fi
+
+# rr-bench's NCCL backend: correctness only. One GPU holds one NCCL rank
+# (busbw of one rank is 0 by definition), and with two ranks on it rr-bench
+# must skip NCCL, saying why, and still run ringreduce.
+rr_bench=$(find_binary rr-bench)
+rr_run=$(find_binary rr-run)
+if [ -n "$rr_bench" ] && [ -n "$rr_run" ] && "$rr_bench" --list-backends | grep -qx nccl; then
+  echo "== rr-bench --backend nccl, 1 rank, every collective, type and op"
+  run_logged "$logs/rr-bench-nccl1.log" 300 "$rr_run" -n 1 -- "$rr_bench" --backend nccl --coll all -d all -o all \
+    -b 1K -e 4M -f 64 -n 2 -w 1 -c 1 -T 120
+  status=$?
+  case $status in
+    0) result="PASS (every row checked, #wrong 0)"; ran=1 ;;
+    *) result="FAIL: exit $status"; failed=1; ran=1 ;;
+  esac
+  table+=("$(printf '%-28s %s' "rr-bench nccl, 1 rank" "$result")")
+  echo "== rr-bench --backend ringreduce --backend nccl, 2 ranks on one GPU"
+  run_logged "$logs/rr-bench-nccl2.log" 300 "$rr_run" -n 2 -- "$rr_bench" --backend ringreduce --backend nccl \
+    -b 1M -e 16M -f 4 -n 5 -w 1 -c 1 -T 120
+  status=$?
+  note=$(grep -o 'nccl skipped: .*' "$logs/rr-bench-nccl2.log" | head -1)
+  if [ "$status" = 0 ] && [ -n "$note" ]; then
+    table+=("$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "PASS: ${note:0:70}")")
+  elif [ "$status" = 0 ]; then
+    table+=("$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "ran (a GPU per rank)")")
+  else
+    table+=("$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "FAIL: exit $status")")
+    failed=1
+  fi
+  ran=1
+else
+  table+=("$(printf '%-28s %s' "rr-bench nccl" "not run: rr-bench (with nccl) or rr-run not in $dir")")
 fi
 
 echo

@@ -174,9 +174,20 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
       continue;
     }
     if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", stall(Code::kOk, "").message().c_str());
+    // Only a neighbour this rank still needs can fail it: the head receives
+    // nothing, so its left neighbour (the tail) may have finished and left;
+    // the tail sends nothing. A non-head rank forwards each chunk after
+    // receiving it.
+    bool need_left = position_ != 0 && next < chunks_;
+    bool need_right = position_ != nranks_ - 1 && next < chunks_;
+    for (const Column& column : columns_) {
+      if (!column.active) continue;
+      need_left |= position_ != 0 && !column.received;
+      need_right |= position_ != nranks_ - 1 && (!column.received || !column.send.done);
+    }
     int failed_peer = -1;
-    Status cause = wait.after_still_round((rank_ + nranks_ - 1) % nranks_, (rank_ + 1) % nranks_, transport_moved,
-                                          &failed_peer);
+    Status cause = wait.after_still_round(need_left ? (rank_ + nranks_ - 1) % nranks_ : -1,
+                                          need_right ? (rank_ + 1) % nranks_ : -1, transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {
       status = stall(Code::kTimeout, "");
     } else if (!cause.ok()) {

@@ -275,8 +275,19 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     // No chunk moved (UCX may still be busy with wire-up, keepalives or
     // partial transfers, which must not hide a dead peer or the deadline).
     if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", describe_stall(Code::kOk, -1).message().c_str());
+    // Only a neighbour this rank still needs can fail it: the right one
+    // finishes first when this rank's last step only receives, and may have
+    // returned and closed by now.
+    bool need_left = next < total;
+    bool need_right = next < total;
+    for (const Column& column : columns_) {
+      if (!column.active) continue;
+      need_left |= column.step < schedule.end_step();
+      need_right |= column.step + 1 < schedule.end_step() || !sends_done(column);
+    }
     int failed_peer = -1;
-    Status cause = wait.after_still_round(schedule.left(), schedule.right(), transport_moved, &failed_peer);
+    Status cause = wait.after_still_round(need_left ? schedule.left() : -1, need_right ? schedule.right() : -1,
+                                          transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {
       status = describe_stall(Code::kTimeout, -1);
     } else if (!cause.ok()) {

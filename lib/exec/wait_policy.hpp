@@ -48,7 +48,10 @@ class WaitPolicy {
     // A peer's notice first: it says why, where a dead neighbour may only be
     // a rank that heard the same and exited.
     RR_RETURN_IF_ERROR(interrupted());
+    // A neighbour this rank needs nothing more from (or sends nothing more
+    // to) is -1: it may have finished the operation and left, legitimately.
     for (int peer : {left, right}) {
+      if (peer < 0) continue;
       Status alive = transport_->peer_status(peer);
       if (!alive.ok()) {
         *failed_peer = peer;
