@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <string>
 
+#include "common/log.hpp"
+#include "topo/numa.hpp"
+
 namespace rr::memory {
 
 namespace {
@@ -40,9 +43,23 @@ Status CudaCopyEngine::init() {
 Status CudaCopyEngine::reserve_slots(size_t slot_bytes, size_t slots) {
   if (registered_ && pool_.slots() >= slots && pool_.slot_bytes() >= slot_bytes) return Status::Ok();
   unregister();
-  RR_RETURN_IF_ERROR(pool_.reserve(slot_bytes, slots));
-  // The pool's pages are touched already: pin them where they are (the NUMA
-  // node of the thread that made them).
+  // The slots go on the NUMA node nearest the GPU where hwloc can say which:
+  // every copy to and from the device crosses that node's memory.
+  int device = 0;
+  RR_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
+  char busid[32] = {};
+  int node = -1;
+  std::string why;
+  if (cudaDeviceGetPCIBusId(busid, sizeof busid, device) == cudaSuccess) {
+    node = topo::numa_node_of_pci(busid, &why);
+  } else {
+    (void)cudaGetLastError();
+    why = "cudaDeviceGetPCIBusId failed";
+  }
+  RR_RETURN_IF_ERROR(pool_.reserve(slot_bytes, slots, node));
+  RR_LOG(LogLevel::kInfo, "GPU %d (%s): staging slots %zu x %zu B on %s%s%s", device, busid, pool_.slots(),
+         pool_.slot_bytes(), pool_.placement().c_str(), why.empty() ? "" : "; hwloc: ", why.c_str());
+  // The pool's pages are touched already: pin them where they are.
   RR_RETURN_IF_ERROR(cuda_status(cudaHostRegister(pool_.data(), pool_.bytes(), cudaHostRegisterDefault),
                                  "cudaHostRegister of " + std::to_string(pool_.bytes()) + " bytes of staging slots"));
   registered_ = true;
