@@ -128,10 +128,18 @@ class NcclLibrary : public Library {
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_; }
 
+  // A host-to-device copy complete before the next NCCL call: on NCCL's own
+  // (non-blocking) stream, which a legacy-stream cudaMemcpy from pageable
+  // memory would not be ordered with.
+  void to_device(void* dst, const void* src, std::size_t bytes) {
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (input to device)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
  private:
   void control_allreduce(double* values, std::size_t n, ncclRedOp_t op) {
     scratch_.reserve(n * sizeof(double));
-    check_cuda(cudaMemcpy(scratch_.device, values, n * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
+    to_device(scratch_.device, values, n * sizeof(double));
     check_nccl(ncclAllReduce(scratch_.device, scratch_.device, n, ncclFloat64, op, comm_, stream_), "ncclAllReduce");
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     check_cuda(cudaMemcpy(values, scratch_.device, n * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
@@ -185,11 +193,10 @@ class NcclBackend : public Backend {
       recv_.reserve(recv_bytes);
       device_send_ = send_.device;
       device_recv_ = recv_.device;
-      check_cuda(cudaMemcpy(send_.device, send, send_bytes, cudaMemcpyHostToDevice), "cudaMemcpy (input to device)");
+      library_->to_device(send_.device, send, send_bytes);
     }
     // The receive side carries rr-bench's poison (and, in place, the input).
-    check_cuda(cudaMemcpy(recv_.device, host_base_, host_bytes_, cudaMemcpyHostToDevice),
-               "cudaMemcpy (input to device)");
+    library_->to_device(recv_.device, host_base_, host_bytes_);
   }
 
   void run(const CallArgs& a) override {

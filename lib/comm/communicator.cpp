@@ -87,9 +87,15 @@ Status Communicator::enqueue_on_stream(const char* call, void* stream, int devic
   {
     std::lock_guard<std::mutex> lock(stream_order_mutex_);
     if (!stream_order_) {
+      // The device is the caller's: read it here, since the queue may run
+      // the setup on its own thread, whose current device is 0.
+      int bound = device;
+      if (bound < 0) {
+        RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&bound), std::string(call) + ": cudaGetDevice"));
+      }
       // Made on the queue: it registers memory with the transport, which
       // only one thread at a time may use.
-      Status made = queue_.run([&] { return StreamOrder::create(this, device, &stream_order_); });
+      Status made = queue_.run([&] { return StreamOrder::create(this, bound, &stream_order_); });
       if (!made.ok()) return Status(made.code(), std::string(call) + ": setting up stream-ordered calls: " + made.message());
     }
     order = stream_order_.get();

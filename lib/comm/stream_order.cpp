@@ -1,14 +1,21 @@
 #include "comm/stream_order.hpp"
 
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "comm/communicator.hpp"
 #include "kernels/stream_wait.hpp"
 
 namespace rr {
 
-StreamOrder::StreamOrder(Communicator* comm, int device) : comm_(comm), device_(device) {}
+StreamOrder::StreamOrder(Communicator* comm, int device) : comm_(comm), device_(device) {
+  const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  one_hardware_queue_ = connections != nullptr && std::strcmp(connections, "1") == 0;
+}
 
 Status StreamOrder::create(Communicator* comm, int device, std::unique_ptr<StreamOrder>* out) {
   if (device < 0) {
@@ -41,11 +48,15 @@ Status StreamOrder::init() {
 }
 
 StreamOrder::~StreamOrder() {
-  // Every wait kernel may go (the queue ran every operation before this),
-  // and none may still read the flag once it is freed: wait for them.
+  // Every wait kernel may go (the queue ran every operation before this).
+  // One may still be queued behind other work on its stream, and must find
+  // the flag there when it runs: the flag (one mapped pinned page) is left
+  // allocated rather than waited for. Waiting would mean the whole device
+  // (cudaDeviceSynchronize), that is every other communicator's wait kernel
+  // and the user's work too, which may wait on this very thread.
   if (flag_.host()) {
     release(std::numeric_limits<uint64_t>::max());
-    if (issued_ > 0 && cudaSetDevice(device_) == cudaSuccess) cudaDeviceSynchronize();
+    if (issued_ > 0) flag_.leak();
   }
 }
 
@@ -86,6 +97,23 @@ Status StreamOrder::submit(const char* call, void* stream, Body body) {
     return InvalidUsage(std::string(call) + ": the current device is " + std::to_string(current) +
                         ", but this communicator's stream-ordered calls use device " + std::to_string(device_) +
                         " (call cudaSetDevice(" + std::to_string(device_) + ") first)");
+  }
+  // A captured call would replay as a wait kernel with a stale sequence
+  // number and no collective: refuse capture, as its record/wait cannot be
+  // expressed in a graph.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  RR_RETURN_IF_ERROR(memory::cuda_status(cudaStreamIsCapturing(caller_stream, &capture),
+                                         std::string(call) + ": cudaStreamIsCapturing"));
+  if (capture != cudaStreamCaptureStatusNone) {
+    return InvalidUsage(std::string(call) +
+                        ": the stream is being captured into a CUDA graph; ringreduce's stream-ordered calls "
+                        "cannot be captured (call it outside the capture)");
+  }
+  if (one_hardware_queue_) {
+    return InvalidUsage(std::string(call) +
+                        ": CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream in one hardware queue, where the "
+                        "staging copies that release the stream would wait behind it; unset it (or raise it) "
+                        "for ringreduce's stream-ordered calls");
   }
   cudaEvent_t ready = nullptr;
   RR_RETURN_IF_ERROR(take_event(&ready));
@@ -131,8 +159,18 @@ Status StreamOrder::run(const char* call, uint64_t sequence, cudaEvent_t ready, 
     ~Release() { order->release(sequence); }
   } release_at_end{this, sequence};
   Status status = memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
-  if (status.ok()) {
-    status = memory::cuda_status(cudaEventSynchronize(ready), "waiting for the stream's earlier work (cudaEventSynchronize)");
+  // The stream's earlier work may take long (or wait on another
+  // communicator): poll, so an abort does not wait for it.
+  while (status.ok()) {
+    const cudaError_t state = cudaEventQuery(ready);
+    if (state == cudaSuccess) break;
+    if (state != cudaErrorNotReady) {
+      status = memory::cuda_status(state, "waiting for the stream's earlier work (cudaEventQuery)");
+    } else if (comm_->aborting()) {
+      status = InvalidUsage("aborted while waiting for the stream's earlier work");
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
   give_event(ready);
   if (status.ok()) status = body(*staged_);

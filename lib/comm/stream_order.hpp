@@ -70,6 +70,7 @@ class StreamOrder {
 
   Communicator* comm_;
   int device_;
+  bool one_hardware_queue_ = false;  // CUDA_DEVICE_MAX_CONNECTIONS=1
   memory::CudaCopyEngine engine_;
   std::unique_ptr<StagedCollectives> staged_;
   memory::MappedHostMemory flag_;  // one uint64_t: the last sequence number done

@@ -80,6 +80,9 @@ class MappedHostMemory {
   }
   void* host() const { return host_; }
   void* device() const { return device_; }
+  // Gives the memory up without freeing it: for memory a kernel may still
+  // read after its owner is gone (the stream-ordering flag).
+  void leak() { host_ = device_ = nullptr; }
 
  private:
   void* host_ = nullptr;
