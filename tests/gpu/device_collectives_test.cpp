@@ -303,6 +303,24 @@ TEST(DeviceErrors, MixedAsyncAndPointToPointAreRefusedNamingTheBuffer) {
   EXPECT_EQ(async, rrSuccess);
 }
 
+TEST(DeviceErrors, ACapturedStreamIsRefused) {
+  DeviceBuffer buffer(1024);
+  ASSERT_TRUE(buffer.data);
+  ASSERT_CUDA(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeRelaxed));
+  const rrResult_t result = rrAllReduce(buffer.data, buffer.data, 256, rrFloat32, rrSum, g_comm, g_stream);
+  const std::string error = rrGetLastError(g_comm);
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(g_stream, &graph));
+  if (graph) cudaGraphDestroy(graph);
+  EXPECT_EQ(result, rrInvalidUsage);
+  EXPECT_NE(error.find("captured into a CUDA graph"), std::string::npos) << error;
+  // Refused before anything was enqueued: the communicator still works.
+  rrResult_t async = rrSuccess;
+  ASSERT_RR(rrCommGetAsyncError(g_comm, &async));
+  EXPECT_EQ(async, rrSuccess);
+  check_device_allreduce(rrFloat32, rrSum, 1000, false, 97, g_stream);
+}
+
 // ---------------------------------------------------------------------------
 // One rank.
 
