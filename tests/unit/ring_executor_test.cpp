@@ -134,5 +134,47 @@ TEST(RingExecutor, WrongLengthFromPeerIsReported) {
   EXPECT_NE(all.find("expected"), std::string::npos) << all;
 }
 
+// A rank that has everything may return and leave (its endpoints close)
+// while its left neighbour still receives its own last chunk: that
+// neighbour needs nothing more from it and must still succeed. Each rank
+// here "exits" (fail_rank) the moment its call returns; the ranks whose last
+// chunk is still on its way must finish anyway.
+TEST(RingExecutor, ANeighbourThatFinishedAndLeftIsNotAFailure) {
+  for (int n : {3, 4, 8}) {
+    for (size_t count : {size_t{1}, size_t{5}, size_t{64}}) {
+      for (int round = 0; round < 20; ++round) {
+        World world(n, 8 * sizeof(double), 2);
+        std::vector<std::vector<double>> in(n, std::vector<double>(count)), out(n, std::vector<double>(count));
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i) in[r][i] = r + 1;
+        std::vector<Status> results(n);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < n; ++r) {
+          threads.emplace_back([&, r] {
+            algo::RingSchedule schedule(n, r, count, 8);
+            RingCall call;
+            call.sequence = 9;
+            call.send = in[r].data();
+            call.recv = out[r].data();
+            call.count = count;
+            call.dtype = rrFloat64;
+            call.op = rrSum;
+            call.deadline = Clock::now() + std::chrono::seconds(10);
+            results[r] = world.ranks[r].executor->run(schedule, call);
+            if (results[r].ok()) world.fabric->fail_rank(r);  // done: this rank leaves
+          });
+        }
+        for (auto& t : threads) t.join();
+        const double sum = n * (n + 1) / 2.0;
+        for (int r = 0; r < n; ++r) {
+          ASSERT_TRUE(results[r].ok()) << n << " ranks, count " << count << ", round " << round << ", rank " << r
+                                       << ": " << results[r].message();
+          for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[r][i], sum) << "rank " << r << " element " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rr::exec
