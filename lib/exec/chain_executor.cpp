@@ -153,6 +153,7 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
     status = start(columns_[slot], slot, next++);
   }
   WaitPolicy wait(transport_, call.deadline, call.interrupt);
+  bool peer_loss_seen = false;
   while (status.ok() && chunks_done_ < chunks_) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -171,18 +172,21 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
     if (!status.ok()) break;
     if (moved) {
       wait.reset();
+      peer_loss_seen = false;
       continue;
     }
     if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", stall(Code::kOk, "").message().c_str());
-    // Only a neighbour this rank still needs can fail it: the head receives
-    // nothing, so its left neighbour (the tail) may have finished and left;
-    // the tail sends nothing. A non-head rank forwards each chunk after
-    // receiving it.
-    bool need_left = position_ != 0 && next < chunks_;
+    // Only a neighbour this rank still waits on can fail it. The head
+    // receives nothing, so its left neighbour (the tail) may have finished
+    // and left; the left one may also have sent its last chunk and left
+    // before this rank posted the receive that matches it. So the left
+    // counts only while a posted receive is pending, the right (which needs
+    // every chunk) while a send to it is in flight or still to come.
+    bool need_left = false;
     bool need_right = position_ != nranks_ - 1 && next < chunks_;
     for (const Column& column : columns_) {
       if (!column.active) continue;
-      need_left |= position_ != 0 && !column.received;
+      need_left |= position_ != 0 && !column.received && !column.recv.done;
       need_right |= position_ != nranks_ - 1 && (!column.received || !column.send.done);
     }
     int failed_peer = -1;
@@ -190,6 +194,10 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
                                           need_right ? (rank_ + 1) % nranks_ : -1, transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {
       status = stall(Code::kTimeout, "");
+    } else if (!cause.ok() && failed_peer >= 0 && !peer_loss_seen) {
+      // A transport may show a peer gone before it has matched what the
+      // peer sent last: one more round of progress first.
+      peer_loss_seen = true;
     } else if (!cause.ok()) {
       status = stall(cause.code(), cause.message());
     }

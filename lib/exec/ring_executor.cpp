@@ -252,6 +252,7 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
   }
 
   WaitPolicy wait(transport_, call.deadline, call.interrupt);
+  bool peer_loss_seen = false;
   while (status.ok() && columns_done_ < total) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -270,26 +271,36 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     if (!status.ok()) break;
     if (moved) {
       wait.reset();
+      peer_loss_seen = false;
       continue;
     }
     // No chunk moved (UCX may still be busy with wire-up, keepalives or
     // partial transfers, which must not hide a dead peer or the deadline).
     if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", describe_stall(Code::kOk, -1).message().c_str());
-    // Only a neighbour this rank still needs can fail it: the right one
-    // finishes first when this rank's last step only receives, and may have
-    // returned and closed by now.
-    bool need_left = next < total;
+    // Only a neighbour this rank still waits on can fail it. A neighbour may
+    // have finished, returned and closed legitimately: the right one when
+    // this rank's last step only receives; the left one as soon as its last
+    // send left, which may sit here unmatched until this rank posts the
+    // receive for it. So the left counts only while a posted receive is
+    // pending (posting matches what already arrived), the right while a
+    // send to it is in flight or still to come (it needs every one).
+    bool need_left = false;
     bool need_right = next < total;
     for (const Column& column : columns_) {
       if (!column.active) continue;
-      need_left |= column.step < schedule.end_step();
-      need_right |= column.step + 1 < schedule.end_step() || !sends_done(column);
+      const int step = column.step;
+      need_left |= step < schedule.end_step() && column.next_recv > step && !column.recv[step % 2].done;
+      need_right |= step + 1 < schedule.end_step() || !sends_done(column);
     }
     int failed_peer = -1;
     Status cause = wait.after_still_round(need_left ? schedule.left() : -1, need_right ? schedule.right() : -1,
                                           transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {
       status = describe_stall(Code::kTimeout, -1);
+    } else if (!cause.ok() && failed_peer >= 0 && !peer_loss_seen) {
+      // A transport may show a peer gone before it has matched what the
+      // peer sent last: one more round of progress first.
+      peer_loss_seen = true;
     } else if (!cause.ok()) {
       status = Status(cause.code(), describe_stall(Code::kRemoteError, failed_peer).message() + ": " + cause.message());
     }
