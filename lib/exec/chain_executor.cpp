@@ -153,7 +153,6 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
     status = start(columns_[slot], slot, next++);
   }
   WaitPolicy wait(transport_, call.deadline, call.interrupt);
-  bool peer_loss_seen = false;
   while (status.ok() && chunks_done_ < chunks_) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -172,7 +171,6 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
     if (!status.ok()) break;
     if (moved) {
       wait.reset();
-      peer_loss_seen = false;
       continue;
     }
     if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", stall(Code::kOk, "").message().c_str());
@@ -194,10 +192,6 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
                                           need_right ? (rank_ + 1) % nranks_ : -1, transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {
       status = stall(Code::kTimeout, "");
-    } else if (!cause.ok() && failed_peer >= 0 && !peer_loss_seen) {
-      // A transport may show a peer gone before it has matched what the
-      // peer sent last: one more round of progress first.
-      peer_loss_seen = true;
     } else if (!cause.ok()) {
       status = stall(cause.code(), cause.message());
     }

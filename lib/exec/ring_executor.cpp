@@ -252,7 +252,6 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
   }
 
   WaitPolicy wait(transport_, call.deadline, call.interrupt);
-  bool peer_loss_seen = false;
   while (status.ok() && columns_done_ < total) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -271,7 +270,6 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     if (!status.ok()) break;
     if (moved) {
       wait.reset();
-      peer_loss_seen = false;
       continue;
     }
     // No chunk moved (UCX may still be busy with wire-up, keepalives or
@@ -297,10 +295,6 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
                                           transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {
       status = describe_stall(Code::kTimeout, -1);
-    } else if (!cause.ok() && failed_peer >= 0 && !peer_loss_seen) {
-      // A transport may show a peer gone before it has matched what the
-      // peer sent last: one more round of progress first.
-      peer_loss_seen = true;
     } else if (!cause.ok()) {
       status = Status(cause.code(), describe_stall(Code::kRemoteError, failed_peer).message() + ": " + cause.message());
     }

@@ -35,15 +35,20 @@ class WaitPolicy {
       : transport_(transport), deadline_(deadline), interrupt_(interrupt) {}
 
   // Something moved: go back to spinning.
-  void reset() { idle_rounds_ = 0; }
+  void reset() {
+    idle_rounds_ = 0;
+    peer_loss_seen_ = false;
+  }
 
   bool expired() const { return Clock::now() >= deadline_; }
 
-  // After a round in which no chunk moved: checks that `left` and `right`
-  // the interrupt, that `left` and `right` are alive, and the deadline, then idles (or spins again
-  // when the transport itself moved). Not ok when the operation must stop:
+  // After a round in which no chunk moved: checks the interrupt, that `left`
+  // and `right` are alive, and the deadline, then idles (or spins again when
+  // the transport itself moved). Not ok when the operation must stop:
   // kRemoteError with *failed_peer and the transport's message when a
-  // neighbour is gone, the interrupt's status, kTimeout when the deadline passed.
+  // neighbour is gone (seen in two rounds running: a transport may show the
+  // loss before it has matched what the peer sent just before leaving), the
+  // interrupt's status, kTimeout when the deadline passed.
   Status after_still_round(int left, int right, bool transport_moved, int* failed_peer) {
     // A peer's notice first: it says why, where a dead neighbour may only be
     // a rank that heard the same and exited.
@@ -54,6 +59,10 @@ class WaitPolicy {
       if (peer < 0) continue;
       Status alive = transport_->peer_status(peer);
       if (!alive.ok()) {
+        if (!peer_loss_seen_) {
+          peer_loss_seen_ = true;  // one more round of progress first
+          return Status::Ok();
+        }
         *failed_peer = peer;
         return alive;
       }
@@ -92,6 +101,7 @@ class WaitPolicy {
   Clock::time_point deadline_;
   Interrupt* interrupt_;
   int idle_rounds_ = 0;
+  bool peer_loss_seen_ = false;
 };
 
 }  // namespace rr::exec
