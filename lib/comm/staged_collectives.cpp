@@ -27,8 +27,9 @@ Status StagedCollectives::init() {
   return engine_->reserve_slots(std::max(segment_bytes_, one_column), kSlots);
 }
 
-size_t StagedCollectives::segment_elems(size_t elem_bytes, size_t blocks) const {
-  return std::max<size_t>(1, segment_bytes_ / (elem_bytes * blocks));
+StagedCollectives::Segments StagedCollectives::segments(size_t count, rrDataType_t dtype, size_t blocks) const {
+  const size_t elem = reduce::dtype_size(dtype);
+  return Segments{elem, std::max<size_t>(1, segment_bytes_ / (elem * blocks)), count};
 }
 
 void StagedCollectives::drain() {
@@ -73,107 +74,84 @@ Status StagedCollectives::pipeline(size_t segments, Plan&& plan, Collective&& co
 }
 
 Status StagedCollectives::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {
-  const size_t elem = reduce::dtype_size(dtype);
-  const size_t per_segment = segment_elems(elem, 1);
-  const size_t segments = (count + per_segment - 1) / per_segment;
-  auto elems = [&](size_t k) { return std::min(per_segment, count - k * per_segment); };
+  const Segments seg = segments(count, dtype, 1);
   return pipeline(
-      segments,
+      seg.number(),
       [&](size_t k, void* slot) {
-        const size_t offset = k * per_segment * elem;
-        const size_t bytes = elems(k) * elem;
-        return SegmentCopies{memory::contiguous(slot, at(send, offset), bytes),
-                             memory::contiguous(at(recv, offset), slot, bytes)};
+        return SegmentCopies{memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k)),
+                             memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k))};
       },
-      [&](size_t k, void* slot) { return comm_->allreduce(slot, slot, elems(k), dtype, op); });
+      [&](size_t k, void* slot) { return comm_->allreduce(slot, slot, seg.elems(k), dtype, op); });
 }
 
 Status StagedCollectives::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
                                          rrRedOp_t op) {
-  const size_t elem = reduce::dtype_size(dtype);
   const size_t ranks = static_cast<size_t>(comm_->size());
   const size_t rank = static_cast<size_t>(comm_->rank());
-  // A segment is columns [k * per_segment, ...) of every rank's block: the
-  // slot holds them as `ranks` blocks of elems(k), so the host call is an
-  // in-place reduce-scatter of elems(k) per rank.
-  const size_t per_segment = segment_elems(elem, ranks);
-  const size_t segments = (recvcount + per_segment - 1) / per_segment;
-  auto elems = [&](size_t k) { return std::min(per_segment, recvcount - k * per_segment); };
+  // A segment is columns [k * seg.per, ...) of every rank's block: the slot
+  // holds them as `ranks` blocks of seg.elems(k), so the host call is an
+  // in-place reduce-scatter of seg.elems(k) per rank.
+  const Segments seg = segments(recvcount, dtype, ranks);
   return pipeline(
-      segments,
+      seg.number(),
       [&](size_t k, void* slot) {
-        const size_t offset = k * per_segment * elem;
-        const size_t bytes = elems(k) * elem;
-        const memory::Copy in{slot, bytes, at(send, offset), recvcount * elem, bytes, ranks};
-        return SegmentCopies{in, memory::contiguous(at(recv, offset), at(slot, rank * bytes), bytes)};
+        const size_t bytes = seg.bytes(k);
+        const memory::Copy in{slot, bytes, at(send, seg.offset(k)), recvcount * seg.elem, bytes, ranks};
+        return SegmentCopies{in, memory::contiguous(at(recv, seg.offset(k)), at(slot, rank * bytes), bytes)};
       },
       [&](size_t k, void* slot) {
-        return comm_->reduce_scatter(slot, at(slot, rank * elems(k) * elem), elems(k), dtype, op);
+        return comm_->reduce_scatter(slot, at(slot, rank * seg.bytes(k)), seg.elems(k), dtype, op);
       });
 }
 
 Status StagedCollectives::all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) {
-  const size_t elem = reduce::dtype_size(dtype);
   const size_t ranks = static_cast<size_t>(comm_->size());
   const size_t rank = static_cast<size_t>(comm_->rank());
-  // The slot holds segment k of every rank's block, rank r's at r * elems(k):
-  // this rank's comes in, the host all-gather fills the others in place,
-  // and all go back to their blocks of recv.
-  const size_t per_segment = segment_elems(elem, ranks);
-  const size_t segments = (sendcount + per_segment - 1) / per_segment;
-  auto elems = [&](size_t k) { return std::min(per_segment, sendcount - k * per_segment); };
+  // The slot holds segment k of every rank's block, rank r's at
+  // r * seg.bytes(k): this rank's comes in, the host all-gather fills the
+  // others in place, and all go back to their blocks of recv.
+  const Segments seg = segments(sendcount, dtype, ranks);
   return pipeline(
-      segments,
+      seg.number(),
       [&](size_t k, void* slot) {
-        const size_t offset = k * per_segment * elem;
-        const size_t bytes = elems(k) * elem;
-        const memory::Copy out{at(recv, offset), sendcount * elem, slot, bytes, bytes, ranks};
-        return SegmentCopies{memory::contiguous(at(slot, rank * bytes), at(send, offset), bytes), out};
+        const size_t bytes = seg.bytes(k);
+        const memory::Copy out{at(recv, seg.offset(k)), sendcount * seg.elem, slot, bytes, bytes, ranks};
+        return SegmentCopies{memory::contiguous(at(slot, rank * bytes), at(send, seg.offset(k)), bytes), out};
       },
       [&](size_t k, void* slot) {
-        return comm_->all_gather(at(slot, rank * elems(k) * elem), slot, elems(k), dtype);
+        return comm_->all_gather(at(slot, rank * seg.bytes(k)), slot, seg.elems(k), dtype);
       });
 }
 
 Status StagedCollectives::broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
-  const size_t elem = reduce::dtype_size(dtype);
   const bool is_root = comm_->rank() == root;
-  const size_t per_segment = segment_elems(elem, 1);
-  const size_t segments = (count + per_segment - 1) / per_segment;
-  auto elems = [&](size_t k) { return std::min(per_segment, count - k * per_segment); };
+  const Segments seg = segments(count, dtype, 1);
   return pipeline(
-      segments,
+      seg.number(),
       [&](size_t k, void* slot) {
-        const size_t offset = k * per_segment * elem;
-        const size_t bytes = elems(k) * elem;
         SegmentCopies copies;
         // Only the root's data comes in; the root in place has it already.
-        if (is_root) copies.in = memory::contiguous(slot, at(send, offset), bytes);
-        if (!is_root || send != recv) copies.out = memory::contiguous(at(recv, offset), slot, bytes);
+        if (is_root) copies.in = memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k));
+        if (!is_root || send != recv) copies.out = memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k));
         return copies;
       },
-      [&](size_t k, void* slot) { return comm_->broadcast(slot, slot, elems(k), dtype, root); });
+      [&](size_t k, void* slot) { return comm_->broadcast(slot, slot, seg.elems(k), dtype, root); });
 }
 
 Status StagedCollectives::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
                                  int root) {
-  const size_t elem = reduce::dtype_size(dtype);
   const bool is_root = comm_->rank() == root;
-  const size_t per_segment = segment_elems(elem, 1);
-  const size_t segments = (count + per_segment - 1) / per_segment;
-  auto elems = [&](size_t k) { return std::min(per_segment, count - k * per_segment); };
+  const Segments seg = segments(count, dtype, 1);
   return pipeline(
-      segments,
+      seg.number(),
       [&](size_t k, void* slot) {
-        const size_t offset = k * per_segment * elem;
-        const size_t bytes = elems(k) * elem;
         SegmentCopies copies;
-        copies.in = memory::contiguous(slot, at(send, offset), bytes);
+        copies.in = memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k));
         // Only the root has a result.
-        if (is_root) copies.out = memory::contiguous(at(recv, offset), slot, bytes);
+        if (is_root) copies.out = memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k));
         return copies;
       },
-      [&](size_t k, void* slot) { return comm_->reduce(slot, slot, elems(k), dtype, op, root); });
+      [&](size_t k, void* slot) { return comm_->reduce(slot, slot, seg.elems(k), dtype, op, root); });
 }
 
 }  // namespace rr

@@ -18,6 +18,7 @@
 //
 // Runs on the communicator's queue, as its other operations do.
 
+#include <algorithm>
 #include <cstddef>
 
 #include "common/status.hpp"
@@ -63,9 +64,18 @@ class StagedCollectives {
   // Waits for every marker, after a failure: no copy may still touch the
   // caller's buffers or a slot once the call returns.
   void drain();
-  // Elements of `elem_bytes` per segment when each segment holds `blocks`
-  // blocks of them (never 0).
-  size_t segment_elems(size_t elem_bytes, size_t blocks) const;
+  // How `count` elements of `elem` bytes fall into segments that each hold
+  // `blocks` blocks of them (one per rank for reduce-scatter and all-gather).
+  struct Segments {
+    size_t elem;       // bytes per element
+    size_t per;        // elements per segment and block (never 0)
+    size_t count;      // elements in all
+    size_t number() const { return (count + per - 1) / per; }
+    size_t elems(size_t k) const { return std::min(per, count - k * per); }
+    size_t offset(size_t k) const { return k * per * elem; }  // bytes into a block
+    size_t bytes(size_t k) const { return elems(k) * elem; }
+  };
+  Segments segments(size_t count, rrDataType_t dtype, size_t blocks) const;
 
   Communicator* comm_;
   memory::CopyEngine* engine_;
