@@ -1,4 +1,4 @@
-// The wait kernel of stream-ordered calls (stream_wait.hpp).
+// The counter kernels of the staging pipeline (stream_wait.hpp).
 
 #include "kernels/stream_wait.hpp"
 
@@ -9,7 +9,7 @@
 namespace rr::kernels {
 namespace {
 
-// Polling period: a result reaches the stream within about this much of the
+// Polling period: a release reaches the stream within about this much of the
 // host's write, and the PCIe link sees one 8-byte read per period.
 constexpr unsigned kPollNanoseconds = 1000;
 
@@ -19,8 +19,22 @@ __global__ void flag_wait_kernel(const volatile unsigned long long* flag, unsign
     __nanosleep(kPollNanoseconds);  // Volta and later; before them, a plain spin
 #endif
   }
-  // Reads of the result by later work must not be ordered before the flag's.
+  // Later work on the stream must not read the staged data before the flag.
   __threadfence_system();
+}
+
+__global__ void flag_set_kernel(volatile unsigned long long* flag, unsigned long long value) {
+  // The stream's earlier copies completed before this kernel started; the
+  // fence orders anything this grid wrote before the flag for the host.
+  __threadfence_system();
+  *flag = value;
+}
+
+Status launched(const char* what, uint64_t value) {
+  const cudaError_t error = cudaGetLastError();
+  if (error == cudaSuccess) return Status::Ok();
+  return CudaError(std::string("launch of the staging ") + what + " kernel (count " + std::to_string(value) +
+                   "): " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
 }
 
 }  // namespace
@@ -30,10 +44,14 @@ Status enqueue_flag_wait(const volatile uint64_t* flag, uint64_t value, void* st
   (void)cudaGetLastError();  // report this launch, not an earlier error on the thread
   flag_wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
       reinterpret_cast<const volatile unsigned long long*>(flag), static_cast<unsigned long long>(value));
-  const cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess) return Status::Ok();
-  return CudaError(std::string("launch of the stream-ordering wait kernel (sequence ") + std::to_string(value) +
-                   "): " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+  return launched("wait", value);
+}
+
+Status enqueue_flag_set(volatile uint64_t* flag, uint64_t value, void* stream) {
+  (void)cudaGetLastError();
+  flag_set_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(reinterpret_cast<volatile unsigned long long*>(flag),
+                                                                  static_cast<unsigned long long>(value));
+  return launched("signal", value);
 }
 
 }  // namespace rr::kernels

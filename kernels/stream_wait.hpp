@@ -1,13 +1,16 @@
 #pragma once
-// The device side of a stream-ordered call (lib/comm/stream_order.hpp): one
-// GPU thread, enqueued on the caller's stream, that holds the stream until
-// the host writes a sequence number at least `value` into `flag`, so work
-// enqueued after the call runs after the call's result is in place.
+// The device side of the staging pipeline's counters (memory/copy_engine.hpp,
+// memory/cuda_copy_engine.hpp): one-thread kernels that
+//   - hold their stream until the host wrote at least `value` into `flag`
+//     (wait_release), and
+//   - write `value` into `flag` once the work before them on their stream
+//     is done (signal: a copy's data is in place when the host sees it).
 //
 // `flag` is pinned host memory mapped into the device (cudaHostAllocMapped),
-// passed as the device's pointer to it; the host writes it with a release
-// store. The thread sleeps (__nanosleep, about 1 us) between reads, so it
-// costs one warp slot and a PCIe read per microsecond, not a multiprocessor.
+// passed as the device's pointer to it; the host writes and reads it with
+// atomic release/acquire operations. The waiting thread sleeps (__nanosleep,
+// about 1 us) between reads, so it costs one warp slot and a PCIe read per
+// microsecond, not a multiprocessor.
 //
 // Plain C++ like device_reduce.hpp: `stream` is a cudaStream_t as void*.
 
@@ -17,7 +20,8 @@
 
 namespace rr::kernels {
 
-// Enqueues the wait on `stream`; a failed launch is CudaError naming it.
+// Enqueue on `stream`; a failed launch is CudaError naming it.
 Status enqueue_flag_wait(const volatile uint64_t* flag, uint64_t value, void* stream);
+Status enqueue_flag_set(volatile uint64_t* flag, uint64_t value, void* stream);
 
 }  // namespace rr::kernels

@@ -77,6 +77,23 @@ if command -v nvidia-smi >/dev/null; then
     sed 's/^/GPU: /' | tee "$logs/gpu.txt"
 fi
 
+# run_test LABEL LOG BINARY ARGS...: a GoogleTest binary, its line in the table.
+run_test() {
+  local label=$1 log=$2 status passed failures result
+  shift 2
+  run_logged "$log" 600 "$@" --gtest_color=no
+  status=$?
+  passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+  failures=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+  case $status in
+    0) result="PASS (${passed:-?} tests)"; ran=1 ;;
+    77) result="SKIP: $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')" ;;
+    124) result="FAIL: timed out after 600 s"; failed=1; ran=1 ;;
+    *) result="FAIL: exit $status (${failures:-?} failed, ${passed:-0} passed)"; failed=1; ran=1 ;;
+  esac
+  table+=("$(printf '%-28s %s' "$label" "$result")")
+}
+
 for name in "${gpu_tests[@]}"; do
   binary=$(find_binary "$name")
   if [ -z "$binary" ]; then
@@ -85,18 +102,24 @@ for name in "${gpu_tests[@]}"; do
     continue
   fi
   echo "== $name"
-  run_logged "$logs/$name.log" 600 "$binary" --gtest_color=no
-  status=$?
-  passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/$name.log" | tail -1)
-  failures=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$logs/$name.log" | tail -1)
-  case $status in
-    0) result="PASS (${passed:-?} tests)"; ran=1 ;;
-    77) result="SKIP: $(grep -m1 '^SKIP' "$logs/$name.log" | sed 's/^SKIP: //')" ;;
-    124) result="FAIL: timed out after 600 s"; failed=1; ran=1 ;;
-    *) result="FAIL: exit $status (${failures:-?} failed, ${passed:-0} passed)"; failed=1; ran=1 ;;
-  esac
-  table+=("$(printf '%-28s %s' "$name" "$result")")
+  run_test "$name" "$logs/$name.log" "$binary"
 done
+
+# One hardware queue for every stream: the staging lanes and the caller's
+# stream then run in one FIFO, where a wait issued before what releases it
+# would hang the stream (lib/memory/copy_engine.hpp).
+binary=$(find_binary device_collectives_test)
+if [ -n "$binary" ]; then
+  echo "== device_collectives_test, CUDA_DEVICE_MAX_CONNECTIONS=1, 2 ranks"
+  CUDA_DEVICE_MAX_CONNECTIONS=1 RR_GPU_TEST_RANKS=2 run_test "  ... one hardware queue" \
+    "$logs/device_collectives_one_queue.log" "$binary" \
+    --gtest_filter='StreamOrdering.*:DeviceAllReduce.LargeTensorThroughManySegments:DeviceCollectives.*'
+  # The counters by one-thread kernels instead of stream memory operations.
+  echo "== device_collectives_test, RR_GPU_STREAM_MEMOPS=0, one hardware queue, 2 ranks"
+  RR_GPU_STREAM_MEMOPS=0 CUDA_DEVICE_MAX_CONNECTIONS=1 RR_GPU_TEST_RANKS=2 run_test "  ... counter kernels" \
+    "$logs/device_collectives_kernels.log" "$binary" \
+    --gtest_filter='StreamOrdering.*:DeviceAllReduce.LargeTensorThroughManySegments'
+fi
 
 binary=$(find_binary "$bench")
 bench_log=$logs/$bench.log

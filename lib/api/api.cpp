@@ -517,12 +517,12 @@ rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char*
   if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body);
   InComm inside(comm);
   return guarded(comm, [&] {
-    std::function<rr::Status(rr::StagedCollectives&)> run;
+    std::function<rr::StagedCollectives::Plan(const rr::StagedCollectives&)> plan;
     if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
-      if (route.staged) run = std::move(staged);
+      if (route.staged) plan = std::move(staged);
     }
-    if (!run) run = [body](rr::StagedCollectives&) { return body(); };
-    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, std::move(run)));
+    if (!plan) plan = [body](const rr::StagedCollectives&) { return rr::StagedCollectives::host_call(body); };
+    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan));
   });
 }
 
@@ -562,7 +562,7 @@ static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size
   return dispatch_routed(
       comm, s, "rrReduceScatter", r, stream, request,
       [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); },
-      [=](rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); });
+      [=](const rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); });
 }
 
 static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -576,7 +576,7 @@ static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t s
   return dispatch_routed(
       comm, s, "rrAllGather", r, stream, request,
       [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); },
-      [=](rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); });
+      [=](const rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); });
 }
 
 static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -587,7 +587,7 @@ static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t c
   return dispatch_routed(
       comm, s, "rrAllReduce", r, stream, request,
       [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); },
-      [=](rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); });
+      [=](const rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); });
 }
 
 namespace {
@@ -629,7 +629,7 @@ static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t co
   return dispatch_routed(
       comm, s, "rrBroadcast", r, stream, request,
       [=] { return comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root); },
-      [=](rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); });
+      [=](const rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); });
 }
 
 static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -646,7 +646,7 @@ static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count
   return dispatch_routed(
       comm, s, "rrReduce", r, stream, request,
       [=] { return comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root); },
-      [=](rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); });
+      [=](const rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); });
 }
 
 static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {

@@ -81,7 +81,7 @@ Status Communicator::init() {
 }
 
 Status Communicator::enqueue_on_stream(const char* call, void* stream, int device,
-                                       std::function<Status(StagedCollectives& staged)> body) {
+                                       const std::function<StagedCollectives::Plan(const StagedCollectives& staged)>& make) {
 #if RR_HAVE_CUDA
   StreamOrder* order = nullptr;
   {
@@ -105,9 +105,9 @@ Status Communicator::enqueue_on_stream(const char* call, void* stream, int devic
                            ", but this communicator's stream-ordered calls use device " +
                            std::to_string(order->device()) + " (one GPU per communicator)");
   }
-  return order->submit(call, stream, std::move(body));
+  return order->submit(call, stream, make);
 #else
-  (void)stream, (void)device, (void)body;
+  (void)stream, (void)device, (void)make;
   return InvalidUsage(std::string(call) + ": stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
 #endif
 }

@@ -114,7 +114,7 @@ class Communicator : public exec::Interrupt {
   // calling thread's current one). Only the CUDA build has them; elsewhere
   // this is InvalidUsage naming `call`.
   Status enqueue_on_stream(const char* call, void* stream, int device,
-                           std::function<Status(StagedCollectives& staged)> body);
+                           const std::function<StagedCollectives::Plan(const StagedCollectives& staged)>& make);
   // An operation failed after its caller returned (stream-ordered calls):
   // rrCommGetAsyncError reports it and rrGetLastError(comm) says what it was.
   // A CUDA failure breaks the communicator, as a failed collective does: its

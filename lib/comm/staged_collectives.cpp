@@ -1,6 +1,7 @@
 #include "comm/staged_collectives.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "comm/communicator.hpp"
 #include "reduce/reduce.hpp"
@@ -8,10 +9,11 @@
 namespace rr {
 
 namespace {
-// Markers: [slot] the copy in landed, [kSlots + slot] the copy back landed.
-int in_marker(size_t slot) { return static_cast<int>(slot); }
-int out_marker(size_t slot) { return static_cast<int>(StagedCollectives::kSlots + slot); }
-static_assert(2 * StagedCollectives::kSlots <= memory::CopyEngine::kMarkers, "two markers per slot");
+// Markers: [slot] the slot's last copy back landed; then the end of each lane.
+int out_marker(size_t slot) { return static_cast<int>(slot); }
+constexpr int kToDeviceEnd = static_cast<int>(StagedCollectives::kSlots);
+constexpr int kToHostEnd = kToDeviceEnd + 1;
+static_assert(kToHostEnd < memory::CopyEngine::kMarkers, "a marker per slot and per lane");
 
 uint8_t* at(void* p, size_t offset) { return static_cast<uint8_t*>(p) + offset; }
 const uint8_t* at(const void* p, size_t offset) { return static_cast<const uint8_t*>(p) + offset; }
@@ -32,126 +34,171 @@ StagedCollectives::Segments StagedCollectives::segments(size_t count, rrDataType
   return Segments{elem, std::max<size_t>(1, segment_bytes_ / (elem * blocks)), count};
 }
 
-void StagedCollectives::drain() {
-  for (int marker = 0; marker < static_cast<int>(2 * kSlots); ++marker) (void)engine_->wait(marker);
-}
-
-template <typename Plan, typename Collective>
-Status StagedCollectives::pipeline(size_t segments, Plan&& plan, Collective&& collective) {
+Status StagedCollectives::issue(const Plan& plan, uint64_t* first_out) {
+  const size_t n = plan.segments;
+  *first_out = 0;
+  if (n == 0) return Status::Ok();
   if (engine_->slots() < kSlots) return InternalError("staging: the slots were not made (init)");
-  // Issues segment k's copy into its slot, once the slot's last copy back
-  // (segment k - kSlots) has landed.
+  const uint64_t first = engine_->take_counts(n);
+  *first_out = first;
+  // Segment k comes into slot k % kSlots once the slot's last copy back
+  // (segment k - kSlots, or an earlier call's) landed, and says so.
   auto copy_in = [&](size_t k) -> Status {
     const size_t s = k % kSlots;
-    if (k >= kSlots) RR_RETURN_IF_ERROR(engine_->wait(out_marker(s)));
-    const SegmentCopies copies = plan(k, engine_->slot(s));
+    RR_RETURN_IF_ERROR(engine_->after(memory::Lane::kToHost, out_marker(s)));
+    const SegmentCopies copies = plan.copies(k, engine_->slot(s));
     if (copies.in.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToHost, copies.in));
-    return engine_->record(memory::Lane::kToHost, in_marker(s));
+    return engine_->signal(memory::Lane::kToHost, first + k);
   };
-  auto run = [&]() -> Status {
-    if (segments == 0) return Status::Ok();
-    RR_RETURN_IF_ERROR(copy_in(0));
-    for (size_t k = 0; k < segments; ++k) {
-      const size_t s = k % kSlots;
-      // Segment k+1 comes in while k is on the network and k-1 goes back.
-      if (k + 1 < segments) RR_RETURN_IF_ERROR(copy_in(k + 1));
-      // Wait for segment k's input.
-      RR_RETURN_IF_ERROR(engine_->wait(in_marker(s)));
-      // Reduce (or gather, or forward) it across the ranks, in the slot.
-      RR_RETURN_IF_ERROR(collective(k, engine_->slot(s)));
-      // Send the result back to the device.
-      const SegmentCopies copies = plan(k, engine_->slot(s));
-      if (copies.out.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToDevice, copies.out));
-      RR_RETURN_IF_ERROR(engine_->record(memory::Lane::kToDevice, out_marker(s)));
-    }
-    // The call is done once every copy back has landed.
-    for (size_t s = 0; s < std::min(segments, kSlots); ++s) RR_RETURN_IF_ERROR(engine_->wait(out_marker(s)));
-    return Status::Ok();
+  // Segment k goes back once the host released it (its collective is done).
+  auto copy_out = [&](size_t k) -> Status {
+    const size_t s = k % kSlots;
+    RR_RETURN_IF_ERROR(engine_->wait_release(memory::Lane::kToDevice, first + k));
+    const SegmentCopies copies = plan.copies(k, engine_->slot(s));
+    if (copies.out.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToDevice, copies.out));
+    return engine_->record(memory::Lane::kToDevice, out_marker(s));
   };
-  Status status = run();
-  if (!status.ok()) drain();
+  // Issue order = an order every dependency respects: the first slots' copies
+  // in; then each copy back, followed by the copy in that reuses its slot.
+  Status status;
+  for (size_t k = 0; k < std::min(n, kSlots) && status.ok(); ++k) status = copy_in(k);
+  for (size_t k = 0; k < n && status.ok(); ++k) {
+    status = copy_out(k);
+    if (status.ok() && k + kSlots < n) status = copy_in(k + kSlots);
+  }
+  if (status.ok()) status = engine_->record(memory::Lane::kToDevice, kToDeviceEnd);
+  if (status.ok()) status = engine_->record(memory::Lane::kToHost, kToHostEnd);
+  if (!status.ok()) engine_->release(first + n - 1);
   return status;
 }
 
-Status StagedCollectives::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {
-  const Segments seg = segments(count, dtype, 1);
-  return pipeline(
-      seg.number(),
-      [&](size_t k, void* slot) {
-        return SegmentCopies{memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k)),
-                             memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k))};
-      },
-      [&](size_t k, void* slot) { return comm_->allreduce(slot, slot, seg.elems(k), dtype, op); });
+Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up) {
+  const size_t n = plan.segments;
+  Status status;
+  for (size_t k = 0; k < n && status.ok(); ++k) {
+    // Segment k's input is in its slot; reduce (or gather, or forward) it
+    // across the ranks there; then let its copy back go.
+    status = engine_->wait_arrived(first + k, give_up);
+    if (status.ok()) status = plan.collective(k, engine_->slot(k % kSlots));
+    engine_->release(first + k);
+  }
+  if (n > 0 && !status.ok()) engine_->release(first + n - 1);
+  return status;
 }
 
-Status StagedCollectives::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
-                                         rrRedOp_t op) {
+Status StagedCollectives::run_now(const Plan& plan) {
+  uint64_t first = 0;
+  Status status = issue(plan, &first);
+  if (status.ok()) status = run(plan, first);
+  if (plan.segments > 0) {
+    // No copy may still touch the caller's buffers or a slot once the call returns.
+    Status landed = engine_->wait(kToDeviceEnd);
+    Status read = engine_->wait(kToHostEnd);
+    if (status.ok()) status = landed.ok() ? read : landed;
+  }
+  return status;
+}
+
+StagedCollectives::Plan StagedCollectives::host_call(std::function<Status()> body) {
+  Plan plan;
+  plan.segments = 1;
+  plan.copies = [](size_t, void*) { return SegmentCopies{}; };
+  plan.collective = [body = std::move(body)](size_t, void*) { return body(); };
+  return plan;
+}
+
+StagedCollectives::Plan StagedCollectives::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype,
+                                                     rrRedOp_t op) const {
+  const Segments seg = segments(count, dtype, 1);
+  Communicator* comm = comm_;
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    return SegmentCopies{memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k)),
+                         memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k))};
+  };
+  plan.collective = [=](size_t k, void* slot) { return comm->allreduce(slot, slot, seg.elems(k), dtype, op); };
+  return plan;
+}
+
+StagedCollectives::Plan StagedCollectives::reduce_scatter(const void* send, void* recv, size_t recvcount,
+                                                          rrDataType_t dtype, rrRedOp_t op) const {
   const size_t ranks = static_cast<size_t>(comm_->size());
   const size_t rank = static_cast<size_t>(comm_->rank());
+  Communicator* comm = comm_;
   // A segment is columns [k * seg.per, ...) of every rank's block: the slot
   // holds them as `ranks` blocks of seg.elems(k), so the host call is an
   // in-place reduce-scatter of seg.elems(k) per rank.
   const Segments seg = segments(recvcount, dtype, ranks);
-  return pipeline(
-      seg.number(),
-      [&](size_t k, void* slot) {
-        const size_t bytes = seg.bytes(k);
-        const memory::Copy in{slot, bytes, at(send, seg.offset(k)), recvcount * seg.elem, bytes, ranks};
-        return SegmentCopies{in, memory::contiguous(at(recv, seg.offset(k)), at(slot, rank * bytes), bytes)};
-      },
-      [&](size_t k, void* slot) {
-        return comm_->reduce_scatter(slot, at(slot, rank * seg.bytes(k)), seg.elems(k), dtype, op);
-      });
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    const size_t bytes = seg.bytes(k);
+    const memory::Copy in{slot, bytes, at(send, seg.offset(k)), recvcount * seg.elem, bytes, ranks};
+    return SegmentCopies{in, memory::contiguous(at(recv, seg.offset(k)), at(slot, rank * bytes), bytes)};
+  };
+  plan.collective = [=](size_t k, void* slot) {
+    return comm->reduce_scatter(slot, at(slot, rank * seg.bytes(k)), seg.elems(k), dtype, op);
+  };
+  return plan;
 }
 
-Status StagedCollectives::all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) {
+StagedCollectives::Plan StagedCollectives::all_gather(const void* send, void* recv, size_t sendcount,
+                                                      rrDataType_t dtype) const {
   const size_t ranks = static_cast<size_t>(comm_->size());
   const size_t rank = static_cast<size_t>(comm_->rank());
+  Communicator* comm = comm_;
   // The slot holds segment k of every rank's block, rank r's at
   // r * seg.bytes(k): this rank's comes in, the host all-gather fills the
   // others in place, and all go back to their blocks of recv.
   const Segments seg = segments(sendcount, dtype, ranks);
-  return pipeline(
-      seg.number(),
-      [&](size_t k, void* slot) {
-        const size_t bytes = seg.bytes(k);
-        const memory::Copy out{at(recv, seg.offset(k)), sendcount * seg.elem, slot, bytes, bytes, ranks};
-        return SegmentCopies{memory::contiguous(at(slot, rank * bytes), at(send, seg.offset(k)), bytes), out};
-      },
-      [&](size_t k, void* slot) {
-        return comm_->all_gather(at(slot, rank * seg.bytes(k)), slot, seg.elems(k), dtype);
-      });
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    const size_t bytes = seg.bytes(k);
+    const memory::Copy out{at(recv, seg.offset(k)), sendcount * seg.elem, slot, bytes, bytes, ranks};
+    return SegmentCopies{memory::contiguous(at(slot, rank * bytes), at(send, seg.offset(k)), bytes), out};
+  };
+  plan.collective = [=](size_t k, void* slot) {
+    return comm->all_gather(at(slot, rank * seg.bytes(k)), slot, seg.elems(k), dtype);
+  };
+  return plan;
 }
 
-Status StagedCollectives::broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
+StagedCollectives::Plan StagedCollectives::broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype,
+                                                     int root) const {
   const bool is_root = comm_->rank() == root;
+  Communicator* comm = comm_;
   const Segments seg = segments(count, dtype, 1);
-  return pipeline(
-      seg.number(),
-      [&](size_t k, void* slot) {
-        SegmentCopies copies;
-        // Only the root's data comes in; the root in place has it already.
-        if (is_root) copies.in = memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k));
-        if (!is_root || send != recv) copies.out = memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k));
-        return copies;
-      },
-      [&](size_t k, void* slot) { return comm_->broadcast(slot, slot, seg.elems(k), dtype, root); });
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    SegmentCopies copies;
+    // Only the root's data comes in; the root in place has it already.
+    if (is_root) copies.in = memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k));
+    if (!is_root || send != recv) copies.out = memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k));
+    return copies;
+  };
+  plan.collective = [=](size_t k, void* slot) { return comm->broadcast(slot, slot, seg.elems(k), dtype, root); };
+  return plan;
 }
 
-Status StagedCollectives::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                                 int root) {
+StagedCollectives::Plan StagedCollectives::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype,
+                                                  rrRedOp_t op, int root) const {
   const bool is_root = comm_->rank() == root;
+  Communicator* comm = comm_;
   const Segments seg = segments(count, dtype, 1);
-  return pipeline(
-      seg.number(),
-      [&](size_t k, void* slot) {
-        SegmentCopies copies;
-        copies.in = memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k));
-        // Only the root has a result.
-        if (is_root) copies.out = memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k));
-        return copies;
-      },
-      [&](size_t k, void* slot) { return comm_->reduce(slot, slot, seg.elems(k), dtype, op, root); });
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    SegmentCopies copies;
+    copies.in = memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k));
+    // Only the root has a result.
+    if (is_root) copies.out = memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k));
+    return copies;
+  };
+  plan.collective = [=](size_t k, void* slot) { return comm->reduce(slot, slot, seg.elems(k), dtype, op, root); };
+  return plan;
 }
 
 }  // namespace rr

@@ -10,16 +10,29 @@
 // copy back run while segment k is on the network and being reduced. A
 // rank's extra memory is 3 x segment_bytes, whatever the count.
 //
+// A call is a Plan (what each segment copies and which host collective it
+// runs) and runs in two halves:
+//   issue(): the device half, at once: every copy of every segment goes on
+//     the copy engine's lanes, each copy in gated by its slot's last copy
+//     back (a marker) and followed by a signal, each copy back gated by the
+//     host's release of its segment (memory/copy_engine.hpp);
+//   run(): the host half, later (on the communicator's queue): per segment,
+//     wait for its signal, run its collective on the slot, release it.
+// The device half never waits on anything issued after it, so it cannot
+// deadlock however the GPU maps the lanes onto hardware queues, and it can
+// be issued on the caller's thread while the host half waits its turn
+// (comm/stream_order.hpp). run_now() does both, and waits for the copies.
+//
 // The copies go through a memory::CopyEngine (CUDA streams, or host threads
 // in tests); the host collective is the Communicator's own, so each segment
 // is one collective of the communicator (with its argument check): every
 // rank must stage the same call (device buffers on every rank, or host
 // buffers on every rank), or the ranks' calls do not match.
-//
-// Runs on the communicator's queue, as its other operations do.
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 
 #include "common/status.hpp"
 #include "memory/copy_engine.hpp"
@@ -35,35 +48,50 @@ class StagedCollectives {
   // back. Fewer would serialize a stage; more adds memory, not overlap.
   static constexpr size_t kSlots = 3;
 
-  StagedCollectives(Communicator* comm, memory::CopyEngine* engine, size_t segment_bytes);
-
-  // Makes the slots (once); call before the first collective.
-  Status init();
-
-  // As the Communicator's calls of the same names; the buffers are in the
-  // engine's device memory.
-  Status allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op);
-  Status reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype, rrRedOp_t op);
-  Status all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype);
-  Status broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
-  Status reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);
-
-  size_t segment_bytes() const { return segment_bytes_; }
-
- private:
   // One segment's copies: into the slot, and out of it (rows == 0: none).
   struct SegmentCopies {
     memory::Copy in;
     memory::Copy out;
   };
-  // Runs `segments` segments: plan(k, slot) gives segment k's copies,
-  // collective(k, slot) runs its host collective. Returns once every copy
-  // back has landed, also after a failure.
-  template <typename Plan, typename Collective>
-  Status pipeline(size_t segments, Plan&& plan, Collective&& collective);
-  // Waits for every marker, after a failure: no copy may still touch the
-  // caller's buffers or a slot once the call returns.
-  void drain();
+  // A staged call. Both functions are pure descriptions of segment k (they
+  // may be called more than once) and own what they need: a plan outlives
+  // the call that made it.
+  struct Plan {
+    size_t segments = 0;
+    std::function<SegmentCopies(size_t k, void* slot)> copies;
+    std::function<Status(size_t k, void* slot)> collective;
+  };
+
+  StagedCollectives(Communicator* comm, memory::CopyEngine* engine, size_t segment_bytes);
+
+  // Makes the slots (once); call before the first collective.
+  Status init();
+
+  // Plans of the Communicator's calls of the same names; the buffers are in
+  // the engine's device memory.
+  Plan allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) const;
+  Plan reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype, rrRedOp_t op) const;
+  Plan all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) const;
+  Plan broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) const;
+  Plan reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) const;
+  // One segment without copies that runs `body`: a call on host buffers,
+  // ordered on a stream like the staged ones.
+  static Plan host_call(std::function<Status()> body);
+
+  // The device half. Segment k of the plan is count *first + k on the
+  // engine's counters. On failure, every count it took is released, so
+  // nothing issued waits for the host.
+  Status issue(const Plan& plan, uint64_t* first);
+  // The host half, in issue order. However it ends, every segment of the
+  // plan is released. `give_up` as for CopyEngine::wait_arrived.
+  Status run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up = {});
+  // Both halves on the calling thread; returns once no copy of the plan
+  // runs any more (also after a failure).
+  Status run_now(const Plan& plan);
+
+  size_t segment_bytes() const { return segment_bytes_; }
+
+ private:
   // How `count` elements of `elem` bytes fall into segments that each hold
   // `blocks` blocks of them (one per rank for reduce-scatter and all-gather).
   struct Segments {

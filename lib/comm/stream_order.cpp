@@ -1,21 +1,14 @@
 #include "comm/stream_order.hpp"
 
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <limits>
+#include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 
 #include "comm/communicator.hpp"
-#include "kernels/stream_wait.hpp"
 
 namespace rr {
 
-StreamOrder::StreamOrder(Communicator* comm, int device) : comm_(comm), device_(device) {
-  const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  one_hardware_queue_ = connections != nullptr && std::strcmp(connections, "1") == 0;
-}
+StreamOrder::StreamOrder(Communicator* comm, int device) : comm_(comm), device_(device) {}
 
 Status StreamOrder::create(Communicator* comm, int device, std::unique_ptr<StreamOrder>* out) {
   if (device < 0) {
@@ -38,59 +31,27 @@ Status StreamOrder::init() {
   RR_RETURN_IF_ERROR(engine_.init());
   staged_ = std::make_unique<StagedCollectives>(comm_, &engine_, comm_->settings().gpu_segment_bytes);
   RR_RETURN_IF_ERROR(staged_->init());
+  // Only ordering: no timing, and nothing on the host waits for them.
+  RR_RETURN_IF_ERROR(ready_.create(/*blocking=*/false, "the stream-ordered call's input event"));
+  for (memory::CudaEvent& done : done_) {
+    RR_RETURN_IF_ERROR(done.create(/*blocking=*/false, "the stream-ordered call's result event"));
+  }
   if (comm_->size() > 1) {
     // The ring sends from and receives into the slots: register them once.
     RR_RETURN_IF_ERROR(comm_->transport().register_memory(engine_.pinned(), engine_.pinned_bytes()));
   }
-  RR_RETURN_IF_ERROR(flag_.allocate(sizeof(uint64_t), "the stream-ordering flag"));
-  __atomic_store_n(static_cast<uint64_t*>(flag_.host()), uint64_t{0}, __ATOMIC_RELEASE);
   return Status::Ok();
 }
 
 StreamOrder::~StreamOrder() {
-  // Every wait kernel may go (the queue ran every operation before this).
-  // One may still be queued behind other work on its stream, and must find
-  // the flag there when it runs: the flag (one mapped pinned page) is left
-  // allocated rather than waited for. Waiting would mean the whole device
-  // (cudaDeviceSynchronize), that is every other communicator's wait kernel
-  // and the user's work too, which may wait on this very thread.
-  if (flag_.host()) {
-    release(std::numeric_limits<uint64_t>::max());
-    if (issued_ > 0) flag_.leak();
-  }
+  if (gave_up_) engine_.abandon();
 }
 
-void StreamOrder::release(uint64_t sequence) {
-  auto* flag = static_cast<uint64_t*>(flag_.host());
-  uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED);
-  while (seen < sequence &&
-         !__atomic_compare_exchange_n(flag, &seen, sequence, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-  }
-}
-
-Status StreamOrder::take_event(cudaEvent_t* event) {
-  std::lock_guard<std::mutex> lock(events_mutex_);
-  if (free_events_.empty()) {
-    // The operation waits for it on the queue's thread: sleep, not spin.
-    memory::CudaEvent made;
-    RR_RETURN_IF_ERROR(made.create(/*blocking=*/true, "the stream-ordered call's input event"));
-    free_events_.push_back(made.get());
-    events_.push_back(std::move(made));
-  }
-  *event = free_events_.back();
-  free_events_.pop_back();
-  return Status::Ok();
-}
-
-void StreamOrder::give_event(cudaEvent_t event) {
-  std::lock_guard<std::mutex> lock(events_mutex_);
-  free_events_.push_back(event);
-}
-
-Status StreamOrder::submit(const char* call, void* stream, Body body) {
+Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make) {
   auto caller_stream = static_cast<cudaStream_t>(stream);
-  // The event and the wait kernel are made on the current device: it must be
-  // the stream's, and so this communicator's.
+  auto failed = [call](const Status& s) { return Status(s.code(), std::string(call) + ": " + s.message()); };
+  // The events and kernels are made on the current device: it must be the
+  // stream's, and so this communicator's.
   int current = 0;
   RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&current), std::string(call) + ": cudaGetDevice"));
   if (current != device_) {
@@ -98,9 +59,8 @@ Status StreamOrder::submit(const char* call, void* stream, Body body) {
                         ", but this communicator's stream-ordered calls use device " + std::to_string(device_) +
                         " (call cudaSetDevice(" + std::to_string(device_) + ") first)");
   }
-  // A captured call would replay as a wait kernel with a stale sequence
-  // number and no collective: refuse capture, as its record/wait cannot be
-  // expressed in a graph.
+  // A captured call would replay as copies and counter kernels with stale
+  // counts and no host half: refuse capture.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   RR_RETURN_IF_ERROR(memory::cuda_status(cudaStreamIsCapturing(caller_stream, &capture),
                                          std::string(call) + ": cudaStreamIsCapturing"));
@@ -109,74 +69,72 @@ Status StreamOrder::submit(const char* call, void* stream, Body body) {
                         ": the stream is being captured into a CUDA graph; ringreduce's stream-ordered calls "
                         "cannot be captured (call it outside the capture)");
   }
-  if (one_hardware_queue_) {
-    return InvalidUsage(std::string(call) +
-                        ": CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream in one hardware queue, where the "
-                        "staging copies that release the stream would wait behind it; unset it (or raise it) "
-                        "for ringreduce's stream-ordered calls");
-  }
-  cudaEvent_t ready = nullptr;
-  RR_RETURN_IF_ERROR(take_event(&ready));
-  // Sequence numbers in queue order: the flag only moves forward.
+  // Calls are issued on the lanes in the order the queue runs their host halves.
   std::lock_guard<std::mutex> lock(submit_mutex_);
+  auto plan = std::make_shared<const StagedCollectives::Plan>(make(*staged_));
+  if (plan->segments == 0) return Status::Ok();  // count 0: nothing to move or order
   // 1. The inputs are ready when the caller's stream reaches this point.
-  Status recorded = memory::cuda_status(cudaEventRecord(ready, caller_stream),
-                                        std::string(call) + ": cudaEventRecord on the stream");
-  if (!recorded.ok()) {
-    give_event(ready);
-    return recorded;
+  Status ready = memory::cuda_status(cudaEventRecord(ready_.get(), caller_stream), "cudaEventRecord on the stream");
+  if (ready.ok()) {
+    ready = memory::cuda_status(cudaStreamWaitEvent(engine_.stream(memory::Lane::kToHost), ready_.get(), 0),
+                                "cudaStreamWaitEvent (the staging stream after the caller's)");
   }
-  // 2. Later work on the stream waits for this call's result.
-  const uint64_t sequence = issued_ + 1;
-  Status launched = kernels::enqueue_flag_wait(static_cast<const volatile uint64_t*>(flag_.device()), sequence,
-                                               stream);
-  if (!launched.ok()) {
-    give_event(ready);
-    return Status(launched.code(), std::string(call) + ": " + launched.message());
+  if (!ready.ok()) return failed(ready);
+  // 2. The device half.
+  uint64_t first = 0;
+  Status issued = staged_->issue(*plan, &first);
+  if (!issued.ok()) return failed(issued);
+  const uint64_t last = first + plan->segments - 1;
+  // 3. Later work on the caller's stream waits for the copies back, and for
+  // every read of its buffers (after a failure, copies in may still run).
+  Status ordered;
+  for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
+    cudaEvent_t done = done_[static_cast<int>(lane)].get();
+    if (ordered.ok()) {
+      ordered = memory::cuda_status(cudaEventRecord(done, engine_.stream(lane)), "cudaEventRecord on a staging stream");
+    }
+    if (ordered.ok()) {
+      ordered = memory::cuda_status(cudaStreamWaitEvent(caller_stream, done, 0),
+                                    "cudaStreamWaitEvent (the stream after the call)");
+    }
   }
-  issued_ = sequence;
-  // 3. The operation, in program order with the communicator's others.
+  if (!ordered.ok()) {
+    engine_.release(last);
+    return failed(ordered);
+  }
+  // 4. The host half, in program order with the communicator's other calls.
   auto started = std::make_shared<bool>(false);
-  auto operation = comm_->queue().enqueue([this, call, sequence, ready, started, body = std::move(body)] {
+  auto operation = comm_->queue().enqueue([this, call, plan, first, started] {
     *started = true;
-    return run(call, sequence, ready, body);
+    return run(call, *plan, first);
   });
   Status refused;
   if (comm_->queue().test(*operation, &refused) && !*started) {
-    // The queue is closing and will never run it: free the stream anyway.
-    give_event(ready);
-    release(sequence);
-    return Status(refused.code(), std::string(call) + ": " + refused.message());
+    // The queue is closing and will never run it: free the lanes anyway, and
+    // do not wait at destroy for the stream work before it.
+    engine_.release(last);
+    gave_up_ = true;
+    return failed(refused);
   }
   return Status::Ok();
 }
 
-Status StreamOrder::run(const char* call, uint64_t sequence, cudaEvent_t ready, const Body& body) {
-  // However this ends, the stream goes on.
-  struct Release {
-    StreamOrder* order;
-    uint64_t sequence;
-    ~Release() { order->release(sequence); }
-  } release_at_end{this, sequence};
+Status StreamOrder::run(const char* call, const StagedCollectives::Plan& plan, uint64_t first) {
   Status status = memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
-  // The stream's earlier work may take long (or wait on another
-  // communicator): poll, so an abort does not wait for it.
-  while (status.ok()) {
-    const cudaError_t state = cudaEventQuery(ready);
-    if (state == cudaSuccess) break;
-    if (state != cudaErrorNotReady) {
-      status = memory::cuda_status(state, "waiting for the stream's earlier work (cudaEventQuery)");
-    } else if (comm_->aborting()) {
-      status = InvalidUsage("aborted while waiting for the stream's earlier work");
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+  if (status.ok()) {
+    // The stream's earlier work may take long (or wait on another
+    // communicator): an abort does not wait for it.
+    status = staged_->run(plan, first, [this] {
+      if (!comm_->aborting()) return false;
+      gave_up_ = true;
+      return true;
+    });
+  } else {
+    engine_.release(first + plan.segments - 1);
   }
-  give_event(ready);
-  if (status.ok()) status = body(*staged_);
   if (!status.ok()) {
-    status = Status(status.code(), std::string(call) + " (stream-ordered, #" + std::to_string(sequence) + "): " +
-                                       status.message());
+    status = Status(status.code(), std::string(call) + " (stream-ordered, segments " + std::to_string(first) + ".." +
+                                       std::to_string(first + plan.segments - 1) + "): " + status.message());
     comm_->report_async_failure(status);
   }
   return status;

@@ -1,20 +1,37 @@
 #pragma once
 // The copies of the staging pipeline (comm/staged_collectives.hpp) behind one
-// small interface, so the pipeline is the same code with or without a GPU:
+// small interface, so the pipeline is the same code with or without a GPU.
 //
-// - two lanes, device-to-host and host-to-device; each runs its copies one
-//   after the other, in the order they were issued, while the caller goes on;
-// - markers: record(lane, m) completes once everything issued on that lane
-//   before it has; wait(m) blocks until it has, query(m) asks;
-// - staging slots: host memory made once, pinned where the engine can, that
-//   one side of every copy points into.
+// Two lanes, device-to-host and host-to-device. Each runs what was issued on
+// it one after the other, in issue order, while the caller goes on:
+//   copy(lane, c)            a copy;
+//   record(lane, m)          marker m completes (for later after(), wait());
+//   after(lane, m)           later work waits for marker m as last recorded
+//                            before this call (a dependency the engine sees);
+//   signal(lane, n)          the arrival count becomes n (the host reads it);
+//   wait_release(lane, n)    later work waits until the host released n.
+// The host side: arrived() / wait_arrived(n) read the arrival count, release(n)
+// moves the release count forward (never back), wait(m) blocks on a marker.
+//
+// Deadlock freedom: a GPU may run two streams in one hardware queue (more
+// streams than CUDA_DEVICE_MAX_CONNECTIONS, or that variable at 1), where
+// whatever was issued later waits behind a wait_release that has not passed.
+// The pipeline therefore issues work only in an order every dependency
+// respects: a wait_release(n) only after the signals the host needs before
+// it releases n, an after(m) only after its record. Then lanes that share a
+// queue only serialize; they never wait on each other in a cycle.
+// tests/unit/host_copy_engine_test and the staging tests run the pipeline
+// with both lanes in one queue to hold this.
 //
 // Two engines: CudaCopyEngine (memory/cuda_copy_engine.hpp: copy streams,
-// events, cudaHostRegister'd slots; CUDA build only) and HostCopyEngine
+// events as markers, counters in mapped pinned memory written and polled by
+// one-thread kernels; CUDA build only) and HostCopyEngine
 // (memory/host_copy_engine.hpp: "device" memory is plain memory and a thread
-// per lane does the copies), which the tests run the pipeline on.
+// per lane does the work), which the tests run the pipeline on.
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 
 #include "common/status.hpp"
 
@@ -37,8 +54,8 @@ inline Copy contiguous(void* dst, const void* src, size_t bytes) { return Copy{d
 
 class CopyEngine {
  public:
-  // Markers per engine: the pipeline uses two per slot.
-  static constexpr int kMarkers = 16;
+  // Markers per engine.
+  static constexpr int kMarkers = 8;
 
   virtual ~CopyEngine() = default;
 
@@ -48,16 +65,36 @@ class CopyEngine {
   virtual void* slot(size_t index) const = 0;
   virtual size_t slots() const = 0;
 
-  // Issues `copy` on `lane`, after everything issued there before.
+  // Lane work, in issue order per lane (see above). Not ok only when
+  // nothing was issued.
   virtual Status copy(Lane lane, const Copy& copy) = 0;
-  // Marker `marker` (0 <= marker < kMarkers) completes once everything
-  // issued on `lane` so far has; recording it again moves it forward.
   virtual Status record(Lane lane, int marker) = 0;
-  // Blocks until `marker` completed (at once for one never recorded). A copy
-  // that failed is reported here, naming the copy.
+  virtual Status after(Lane lane, int marker) = 0;
+  virtual Status signal(Lane lane, uint64_t count) = 0;
+  virtual Status wait_release(Lane lane, uint64_t count) = 0;
+
+  // Host side.
+  // The largest count a lane signalled.
+  virtual uint64_t arrived() const = 0;
+  // Blocks until arrived() >= count. A lane that failed (a copy the GPU
+  // refused) is reported here, naming it; so is `give_up` returning true
+  // (it is asked every few milliseconds), as Code::kInvalidUsage.
+  virtual Status wait_arrived(uint64_t count, const std::function<bool()>& give_up) = 0;
+  // Lets lane work waiting for a count up to `count` go on.
+  virtual void release(uint64_t count) = 0;
+  // Blocks until `marker` completed (at once for one never recorded).
   virtual Status wait(int marker) = 0;
-  // *done = whether `marker` completed, without blocking.
-  virtual Status query(int marker, bool* done) = 0;
+
+  // Hands out `n` counts for signals and releases, the first of them
+  // returned: the counts of every user of the engine, in issue order.
+  uint64_t take_counts(uint64_t n) {
+    const uint64_t first = issued_ + 1;
+    issued_ += n;
+    return first;
+  }
+
+ private:
+  uint64_t issued_ = 0;  // the last count handed out
 };
 
 }  // namespace rr::memory

@@ -1,19 +1,54 @@
 #include "memory/cuda_copy_engine.hpp"
 
-#include <cstdint>
-#include <string>
+#include <sched.h>
 
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "common/env.hpp"
 #include "common/log.hpp"
+#include "kernels/stream_wait.hpp"
 #include "topo/numa.hpp"
 
 namespace rr::memory {
 
 namespace {
 const char* lane_name(Lane lane) { return lane == Lane::kToHost ? "device-to-host" : "host-to-device"; }
+constexpr size_t kCounterStride = 64;  // bytes: the host's and the device's writes never share a line
+
+// A driver function by name, as of the CUDA 12.0 API; false if the driver has none.
+template <typename Function>
+bool driver_entry(const char* symbol, Function* out) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t error = cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found);
+  if (error != cudaSuccess) (void)cudaGetLastError();
+  if (error != cudaSuccess || found != cudaDriverEntryPointSuccess || !function) return false;
+  *out = reinterpret_cast<Function>(function);
+  return true;
+}
+
+Status driver_status(CUresult result, const std::string& what) {
+  if (result == CUDA_SUCCESS) return Status::Ok();
+  return CudaError(what + ": CUresult " + std::to_string(static_cast<int>(result)));
+}
 }  // namespace
 
 CudaCopyEngine::~CudaCopyEngine() {
-  // Nothing may still copy into or out of the slots once they go.
+  if (!counters_.host()) return;  // init() never ran
+  // Every wait on the lanes passes; then nothing may still copy into or out
+  // of the slots once they go.
+  release(std::numeric_limits<uint64_t>::max());
+  if (abandoned_) {
+    RR_LOG(LogLevel::kWarn, "staging: a lane may wait forever on a stream's earlier work; its %zu bytes of slots "
+           "stay allocated", pool_->bytes());
+    (void)pool_.release();
+    counters_.leak();
+    return;
+  }
   for (CudaStream& stream : streams_) {
     if (stream.get()) cudaStreamSynchronize(stream.get());
   }
@@ -21,27 +56,66 @@ CudaCopyEngine::~CudaCopyEngine() {
 }
 
 void CudaCopyEngine::unregister() {
-  if (registered_) cudaHostUnregister(pool_.data());
+  if (registered_) cudaHostUnregister(pool_->data());
   registered_ = false;
+}
+
+uint64_t* CudaCopyEngine::counter(int index) const {
+  return reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(counters_.host()) + index * kCounterStride);
 }
 
 Status CudaCopyEngine::init() {
   RR_RETURN_IF_ERROR(streams_[static_cast<int>(Lane::kToHost)].create("staging, device-to-host"));
   RR_RETURN_IF_ERROR(streams_[static_cast<int>(Lane::kToDevice)].create("staging, host-to-device"));
-  // The pipeline waits for a marker while the next segment is on the
-  // network: spinning would take a core from the ring.
   for (CudaEvent& marker : markers_) RR_RETURN_IF_ERROR(marker.create(/*blocking=*/true, "staging marker"));
+  RR_RETURN_IF_ERROR(counters_.allocate(2 * kCounterStride, "the staging counters"));
+  __atomic_store_n(counter(0), uint64_t{0}, __ATOMIC_RELEASE);
+  __atomic_store_n(counter(1), uint64_t{0}, __ATOMIC_RELEASE);
   int device = 0;
   int max_pitch = 0;
   RR_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
   RR_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, device),
                                  "cudaDeviceGetAttribute(cudaDevAttrMaxPitch)"));
   max_pitch_ = static_cast<size_t>(max_pitch);
+  return find_memops(device);
+}
+
+Status CudaCopyEngine::find_memops(int device) {
+  const char* setting = env_str("RR_GPU_STREAM_MEMOPS");
+  const std::string mode = setting ? setting : "auto";
+  if (mode != "auto" && mode != "0" && mode != "1") {
+    return InvalidArgument("RR_GPU_STREAM_MEMOPS=" + mode + ": expected 0 (kernels), 1 (stream memory operations) or "
+                           "unset (those where the device has them)");
+  }
+  std::string why;
+  if (mode == "0") {
+    why = "RR_GPU_STREAM_MEMOPS=0";
+  } else {
+    CUresult (*device_get)(CUdevice*, int) = nullptr;
+    CUresult (*get_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+    CUdevice handle = 0;
+    int supported = 0;
+    if (!driver_entry("cuDeviceGet", &device_get) || !driver_entry("cuDeviceGetAttribute", &get_attribute) ||
+        !driver_entry("cuStreamWaitValue64", &wait_value_) || !driver_entry("cuStreamWriteValue64", &write_value_)) {
+      why = "the driver has no stream memory operations";
+    } else if (device_get(&handle, device) != CUDA_SUCCESS ||
+               get_attribute(&supported, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, handle) != CUDA_SUCCESS ||
+               supported == 0) {
+      why = "GPU " + std::to_string(device) + " has no 64-bit stream memory operations";
+    }
+  }
+  if (!why.empty()) {
+    wait_value_ = nullptr;
+    write_value_ = nullptr;
+    if (mode == "1") return InvalidArgument("RR_GPU_STREAM_MEMOPS=1, but " + why);
+  }
+  RR_LOG(LogLevel::kInfo, "GPU %d: staging counters by %s%s%s", device,
+         wait_value_ ? "stream memory operations" : "one-thread kernels", why.empty() ? "" : ": ", why.c_str());
   return Status::Ok();
 }
 
 Status CudaCopyEngine::reserve_slots(size_t slot_bytes, size_t slots) {
-  if (registered_ && pool_.slots() >= slots && pool_.slot_bytes() >= slot_bytes) return Status::Ok();
+  if (registered_ && pool_->slots() >= slots && pool_->slot_bytes() >= slot_bytes) return Status::Ok();
   unregister();
   // The slots go on the NUMA node nearest the GPU where hwloc can say which:
   // every copy to and from the device crosses that node's memory.
@@ -56,12 +130,12 @@ Status CudaCopyEngine::reserve_slots(size_t slot_bytes, size_t slots) {
     (void)cudaGetLastError();
     why = "cudaDeviceGetPCIBusId failed";
   }
-  RR_RETURN_IF_ERROR(pool_.reserve(slot_bytes, slots, node));
-  RR_LOG(LogLevel::kInfo, "GPU %d (%s): staging slots %zu x %zu B on %s%s%s", device, busid, pool_.slots(),
-         pool_.slot_bytes(), pool_.placement().c_str(), why.empty() ? "" : "; hwloc: ", why.c_str());
+  RR_RETURN_IF_ERROR(pool_->reserve(slot_bytes, slots, node));
+  RR_LOG(LogLevel::kInfo, "GPU %d (%s): staging slots %zu x %zu B on %s%s%s", device, busid, pool_->slots(),
+         pool_->slot_bytes(), pool_->placement().c_str(), why.empty() ? "" : "; hwloc: ", why.c_str());
   // The pool's pages are touched already: pin them where they are.
-  RR_RETURN_IF_ERROR(cuda_status(cudaHostRegister(pool_.data(), pool_.bytes(), cudaHostRegisterDefault),
-                                 "cudaHostRegister of " + std::to_string(pool_.bytes()) + " bytes of staging slots"));
+  RR_RETURN_IF_ERROR(cuda_status(cudaHostRegister(pool_->data(), pool_->bytes(), cudaHostRegisterDefault),
+                                 "cudaHostRegister of " + std::to_string(pool_->bytes()) + " bytes of staging slots"));
   registered_ = true;
   return Status::Ok();
 }
@@ -77,17 +151,17 @@ Status CudaCopyEngine::check_marker(int marker) const {
 Status CudaCopyEngine::copy(Lane lane, const Copy& c) {
   // Default: the runtime reads the direction from the pointers (managed memory too).
   const cudaMemcpyKind kind = cudaMemcpyDefault;
-  cudaStream_t stream = streams_[static_cast<int>(lane)].get();
+  cudaStream_t lane_stream = stream(lane);
   const bool strided = c.rows > 1 && c.dst_pitch <= max_pitch_ && c.src_pitch <= max_pitch_;
   cudaError_t error = cudaSuccess;
   if (strided) {
-    error = cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows, kind, stream);
+    error = cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows, kind, lane_stream);
   } else {
     // One row, or rows further apart than a 2D copy may stride: a copy per
     // row (there are as many as ranks).
     for (size_t row = 0; row < c.rows && error == cudaSuccess; ++row) {
       error = cudaMemcpyAsync(static_cast<uint8_t*>(c.dst) + row * c.dst_pitch,
-                              static_cast<const uint8_t*>(c.src) + row * c.src_pitch, c.width, kind, stream);
+                              static_cast<const uint8_t*>(c.src) + row * c.src_pitch, c.width, kind, lane_stream);
     }
   }
   if (error == cudaSuccess) return Status::Ok();
@@ -97,27 +171,78 @@ Status CudaCopyEngine::copy(Lane lane, const Copy& c) {
 
 Status CudaCopyEngine::record(Lane lane, int marker) {
   RR_RETURN_IF_ERROR(check_marker(marker));
-  return cuda_status(cudaEventRecord(markers_[marker].get(), streams_[static_cast<int>(lane)].get()),
+  return cuda_status(cudaEventRecord(markers_[marker].get(), stream(lane)),
                      std::string("cudaEventRecord on the ") + lane_name(lane) + " staging stream");
+}
+
+Status CudaCopyEngine::after(Lane lane, int marker) {
+  RR_RETURN_IF_ERROR(check_marker(marker));
+  return cuda_status(cudaStreamWaitEvent(stream(lane), markers_[marker].get(), 0),
+                     std::string("cudaStreamWaitEvent on the ") + lane_name(lane) + " staging stream");
+}
+
+Status CudaCopyEngine::signal(Lane lane, uint64_t count) {
+  void* device_counter = static_cast<uint8_t*>(counters_.device()) + 0 * kCounterStride;
+  if (write_value_) {
+    // Default flags: a system-wide fence before the write.
+    return driver_status(write_value_(stream(lane), reinterpret_cast<CUdeviceptr>(device_counter), count,
+                                      CU_STREAM_WRITE_VALUE_DEFAULT),
+                         std::string("cuStreamWriteValue64 on the ") + lane_name(lane) + " staging stream");
+  }
+  return kernels::enqueue_flag_set(static_cast<volatile uint64_t*>(device_counter), count, stream(lane));
+}
+
+Status CudaCopyEngine::wait_release(Lane lane, uint64_t count) {
+  void* device_counter = static_cast<uint8_t*>(counters_.device()) + 1 * kCounterStride;
+  if (wait_value_) {
+    return driver_status(wait_value_(stream(lane), reinterpret_cast<CUdeviceptr>(device_counter), count,
+                                     CU_STREAM_WAIT_VALUE_GEQ),
+                         std::string("cuStreamWaitValue64 on the ") + lane_name(lane) + " staging stream");
+  }
+  return kernels::enqueue_flag_wait(static_cast<const volatile uint64_t*>(device_counter), count, stream(lane));
+}
+
+uint64_t CudaCopyEngine::arrived() const { return __atomic_load_n(counter(0), __ATOMIC_ACQUIRE); }
+
+Status CudaCopyEngine::wait_arrived(uint64_t count, const std::function<bool()>& give_up) {
+  // Usually the segment is there already (it was copied while the previous
+  // one was on the network): spin briefly, then sleep in short naps so the
+  // ring keeps its core.
+  using Clock = std::chrono::steady_clock;
+  auto next_check = Clock::now();
+  for (int round = 0; arrived() < count; ++round) {
+    if (Clock::now() >= next_check) {
+      next_check = Clock::now() + std::chrono::milliseconds(2);
+      for (Lane lane : {Lane::kToHost, Lane::kToDevice}) {
+        const cudaError_t state = cudaStreamQuery(stream(lane));
+        if (state == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: busy
+        if (state != cudaSuccess && state != cudaErrorNotReady) {
+          return cuda_status(state, std::string("the ") + lane_name(lane) + " staging stream");
+        }
+      }
+      if (give_up && give_up()) return InvalidUsage("gave up waiting for staged segment " + std::to_string(count));
+    }
+    if (round < 256) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  return Status::Ok();
+}
+
+void CudaCopyEngine::release(uint64_t count) {
+  uint64_t* released = counter(1);
+  uint64_t seen = __atomic_load_n(released, __ATOMIC_RELAXED);
+  while (seen < count &&
+         !__atomic_compare_exchange_n(released, &seen, count, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
 }
 
 Status CudaCopyEngine::wait(int marker) {
   RR_RETURN_IF_ERROR(check_marker(marker));
   // A failed copy surfaces here, as the error of the event after it.
-  return cuda_status(cudaEventSynchronize(markers_[marker].get()), "cudaEventSynchronize of a staging copy");
-}
-
-Status CudaCopyEngine::query(int marker, bool* done) {
-  RR_RETURN_IF_ERROR(check_marker(marker));
-  const cudaError_t error = cudaEventQuery(markers_[marker].get());
-  if (error == cudaErrorNotReady) {
-    (void)cudaGetLastError();  // not an error: not yet
-    *done = false;
-    return Status::Ok();
-  }
-  RR_RETURN_IF_ERROR(cuda_status(error, "cudaEventQuery of a staging copy"));
-  *done = true;
-  return Status::Ok();
+  return cuda_status(cudaEventSynchronize(markers_[marker].get()), "cudaEventSynchronize of a staging marker");
 }
 
 }  // namespace rr::memory

@@ -17,7 +17,7 @@ inline Status cuda_status(cudaError_t error, const std::string& what) {
 }
 
 // A stream the engine owns. Non-blocking: it never waits for the legacy
-// default stream, where a stream-ordered call's wait kernel may be spinning.
+// default stream, only for what the engine orders it after (events).
 class CudaStream {
  public:
   CudaStream() = default;

@@ -1,12 +1,17 @@
 #include "memory/host_copy_engine.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 namespace rr::memory {
 
-HostCopyEngine::HostCopyEngine(std::chrono::microseconds copy_delay) : copy_delay_(copy_delay) {
-  for (Worker& worker : workers_) worker.thread = std::thread([this, &worker] { work(worker); });
+HostCopyEngine::HostCopyEngine(std::chrono::microseconds copy_delay, bool one_queue)
+    : copy_delay_(copy_delay), one_queue_(one_queue) {
+  for (int w = 0; w < (one_queue_ ? 1 : 2); ++w) {
+    Worker& worker = workers_[w];
+    worker.thread = std::thread([this, &worker] { work(worker); });
+  }
 }
 
 HostCopyEngine::~HostCopyEngine() {
@@ -15,7 +20,9 @@ HostCopyEngine::~HostCopyEngine() {
     stopping_ = true;
     changed_.notify_all();
   }
-  for (Worker& worker : workers_) worker.thread.join();
+  for (Worker& worker : workers_) {
+    if (worker.thread.joinable()) worker.thread.join();
+  }
 }
 
 Status HostCopyEngine::reserve_slots(size_t slot_bytes, size_t slots) { return pool_.reserve(slot_bytes, slots); }
@@ -28,19 +35,60 @@ Status HostCopyEngine::check_marker(int marker) const {
   return Status::Ok();
 }
 
-Status HostCopyEngine::copy(Lane lane, const Copy& copy) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  workers_[static_cast<int>(lane)].commands.push_back(Command{copy, -1, 0});
+Status HostCopyEngine::push(Lane lane, const Command& command) {
+  workers_[one_queue_ ? 0 : static_cast<int>(lane)].commands.push_back(command);
   changed_.notify_all();
   return Status::Ok();
+}
+
+Status HostCopyEngine::copy(Lane lane, const Copy& copy) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Command command;
+  command.copy = copy;
+  return push(lane, command);
 }
 
 Status HostCopyEngine::record(Lane lane, int marker) {
   RR_RETURN_IF_ERROR(check_marker(marker));
   std::lock_guard<std::mutex> lock(mutex_);
-  workers_[static_cast<int>(lane)].commands.push_back(Command{Copy{}, marker, ++recorded_[marker]});
-  changed_.notify_all();
+  return push(lane, Command{Command::kRecord, Copy{}, marker, ++recorded_[marker]});
+}
+
+Status HostCopyEngine::after(Lane lane, int marker) {
+  RR_RETURN_IF_ERROR(check_marker(marker));
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The generation recorded so far, as cudaStreamWaitEvent takes the event's last record.
+  return push(lane, Command{Command::kAfter, Copy{}, marker, recorded_[marker]});
+}
+
+Status HostCopyEngine::signal(Lane lane, uint64_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return push(lane, Command{Command::kSignal, Copy{}, 0, count});
+}
+
+Status HostCopyEngine::wait_release(Lane lane, uint64_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return push(lane, Command{Command::kWaitRelease, Copy{}, 0, count});
+}
+
+uint64_t HostCopyEngine::arrived() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return arrived_;
+}
+
+Status HostCopyEngine::wait_arrived(uint64_t count, const std::function<bool()>& give_up) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (arrived_ < count) {
+    if (give_up && give_up()) return InvalidUsage("gave up waiting for staged segment " + std::to_string(count));
+    changed_.wait_for(lock, std::chrono::milliseconds(5));
+  }
   return Status::Ok();
+}
+
+void HostCopyEngine::release(uint64_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  released_ = std::max(released_, count);
+  changed_.notify_all();
 }
 
 Status HostCopyEngine::wait(int marker) {
@@ -48,13 +96,6 @@ Status HostCopyEngine::wait(int marker) {
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t target = recorded_[marker];
   changed_.wait(lock, [&] { return completed_[marker] >= target; });
-  return Status::Ok();
-}
-
-Status HostCopyEngine::query(int marker, bool* done) {
-  RR_RETURN_IF_ERROR(check_marker(marker));
-  std::lock_guard<std::mutex> lock(mutex_);
-  *done = completed_[marker] >= recorded_[marker];
   return Status::Ok();
 }
 
@@ -69,21 +110,39 @@ void HostCopyEngine::work(Worker& worker) {
     changed_.wait(lock, [&] { return stopping_ || !worker.commands.empty(); });
     if (worker.commands.empty()) return;  // stopping, and nothing left
     const Command command = worker.commands.front();
+    switch (command.kind) {
+      case Command::kRecord:
+        completed_[command.marker] = std::max(completed_[command.marker], command.value);
+        break;
+      case Command::kSignal:
+        arrived_ = std::max(arrived_, command.value);
+        break;
+      case Command::kAfter:
+      case Command::kWaitRelease: {
+        // Held at the head of the lane, as a waiting stream holds its queue.
+        auto ready = [&] {
+          return command.kind == Command::kAfter ? completed_[command.marker] >= command.value
+                                                 : released_ >= command.value;
+        };
+        changed_.wait(lock, [&] { return ready() || stopping_; });
+        if (!ready()) return;  // stopping with work that can never run
+        break;
+      }
+      case Command::kCopy: {
+        lock.unlock();
+        if (copy_delay_.count() > 0) std::this_thread::sleep_for(copy_delay_);
+        const Copy& c = command.copy;
+        for (size_t row = 0; row < c.rows; ++row) {
+          std::memcpy(static_cast<uint8_t*>(c.dst) + row * c.dst_pitch,
+                      static_cast<const uint8_t*>(c.src) + row * c.src_pitch, c.width);
+        }
+        lock.lock();
+        ++copies_;
+        break;
+      }
+    }
     worker.commands.pop_front();
-    if (command.marker >= 0) {
-      completed_[command.marker] = command.generation;
-      changed_.notify_all();
-      continue;
-    }
-    lock.unlock();
-    if (copy_delay_.count() > 0) std::this_thread::sleep_for(copy_delay_);
-    const Copy& c = command.copy;
-    for (size_t row = 0; row < c.rows; ++row) {
-      std::memcpy(static_cast<uint8_t*>(c.dst) + row * c.dst_pitch,
-                  static_cast<const uint8_t*>(c.src) + row * c.src_pitch, c.width);
-    }
-    lock.lock();
-    ++copies_;
+    changed_.notify_all();
   }
 }
 

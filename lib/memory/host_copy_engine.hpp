@@ -1,10 +1,14 @@
 #pragma once
 // A CopyEngine without a GPU: "device" memory is ordinary memory, and one
-// thread per lane does the copies in issue order while the caller goes on,
-// as a copy engine does. The staging pipeline's tests run on it, so a missed
-// wait (reading a slot before its copy landed, or reusing a slot whose copy
-// back is still running) shows up as wrong data; `copy_delay` holds every
-// copy back that long to widen those windows.
+// thread per lane does the lane's work in issue order while the caller goes
+// on, as a copy engine does. The staging pipeline's tests run on it, so a
+// missed dependency (reading a slot before its copy landed, reusing a slot
+// whose copy back is still running) shows up as wrong data; `copy_delay`
+// holds every copy back that long to widen those windows.
+//
+// `one_queue`: both lanes are one thread, in issue order across them, as
+// two CUDA streams that share a hardware queue. A pipeline that issued a
+// wait before what releases it hangs there (copy_engine.hpp).
 
 #include <chrono>
 #include <condition_variable>
@@ -20,7 +24,8 @@ namespace rr::memory {
 
 class HostCopyEngine : public CopyEngine {
  public:
-  explicit HostCopyEngine(std::chrono::microseconds copy_delay = std::chrono::microseconds(0));
+  explicit HostCopyEngine(std::chrono::microseconds copy_delay = std::chrono::microseconds(0),
+                          bool one_queue = false);
   ~HostCopyEngine() override;
   HostCopyEngine(const HostCopyEngine&) = delete;
   HostCopyEngine& operator=(const HostCopyEngine&) = delete;
@@ -30,18 +35,23 @@ class HostCopyEngine : public CopyEngine {
   size_t slots() const override { return pool_.slots(); }
   Status copy(Lane lane, const Copy& copy) override;
   Status record(Lane lane, int marker) override;
+  Status after(Lane lane, int marker) override;
+  Status signal(Lane lane, uint64_t count) override;
+  Status wait_release(Lane lane, uint64_t count) override;
+  uint64_t arrived() const override;
+  Status wait_arrived(uint64_t count, const std::function<bool()>& give_up) override;
+  void release(uint64_t count) override;
   Status wait(int marker) override;
-  Status query(int marker, bool* done) override;
 
   // Copies done so far, on both lanes.
   uint64_t copies() const;
 
  private:
-  // A copy, or (marker >= 0) a marker reaching `generation`.
   struct Command {
+    enum Kind { kCopy, kRecord, kAfter, kSignal, kWaitRelease } kind = kCopy;
     Copy copy;
-    int marker = -1;
-    uint64_t generation = 0;
+    int marker = 0;
+    uint64_t value = 0;  // the marker's generation, or the count
   };
   struct Worker {
     std::deque<Command> commands;
@@ -49,17 +59,21 @@ class HostCopyEngine : public CopyEngine {
   };
 
   Status check_marker(int marker) const;
+  Status push(Lane lane, const Command& command);
   void work(Worker& worker);
 
   const std::chrono::microseconds copy_delay_;
+  const bool one_queue_;
   StagingPool pool_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool stopping_ = false;
   uint64_t copies_ = 0;
+  uint64_t arrived_ = 0;
+  uint64_t released_ = 0;
   uint64_t recorded_[kMarkers] = {};   // generation each marker was last recorded at
   uint64_t completed_[kMarkers] = {};  // generation each marker reached
-  Worker workers_[2];                  // [Lane]
+  Worker workers_[2];                  // [Lane]; with one_queue, workers_[0] only
 };
 
 }  // namespace rr::memory

@@ -85,7 +85,7 @@ void check_allreduce(memory::HostCopyEngine& engine, size_t segment_bytes, rrDat
   const std::vector<uint8_t> original = send.data;
   void* out = in_place ? send.get() : recv.get();
   const uint64_t copies_before = engine.copies();
-  Status done = staged.allreduce(send.get(), out, count, dtype, op);
+  Status done = staged.run_now(staged.allreduce(send.get(), out, count, dtype, op));
   ASSERT_TRUE(done.ok()) << done.message();
   // Every segment came in and went back: two copies each.
   const size_t per_segment = std::max<size_t>(1, segment_bytes / reduce::dtype_size(dtype));
@@ -148,6 +148,75 @@ TEST(StagedAllReduce, StagingMemoryIsThreeSegmentsForAnyCount) {
   EXPECT_EQ(slot_bytes, size_t{4096});
 }
 
+// Both lanes in one queue, as two CUDA streams in one hardware queue: what
+// was issued later waits behind every earlier wait. The pipeline issues no
+// wait before what releases it, so this only serializes (copy_engine.hpp);
+// issued in another order, it hangs here.
+TEST(StagedAllReduce, LanesSharingOneQueueOnlySerialize) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(100), /*one_queue=*/true);
+  check_allreduce(engine, 256, rrFloat32, rrSum, 4099, false, 10);
+  check_allreduce(engine, 64, rrBfloat16, rrAvg, 777, true, 11);
+}
+
+// What a stream does: the device halves of two calls are issued before the
+// host half of the first runs. The second call's copies wait for nothing the
+// first call's host half needs, with one queue or two.
+TEST(StagedAllReduce, SecondCallIssuedBeforeTheFirstRuns) {
+  for (bool one_queue : {false, true}) {
+    SCOPED_TRACE(one_queue ? "one queue" : "two lanes");
+    memory::HostCopyEngine engine(std::chrono::microseconds(50), one_queue);
+    StagedCollectives staged(g_comm.get(), &engine, 128);
+    ASSERT_TRUE(staged.init().ok());
+    const size_t count = 1000;  // 8 segments of 32 floats: more than the slots
+    Buffer a(count * 4), b(count * 4), out_a(count * 4), out_b(count * 4);
+    test::fill(rrFloat32, rrSum, g_rank, 500, a.get(), 0, count);
+    test::fill(rrFloat32, rrMax, g_rank, 501, b.get(), 0, count);
+    const StagedCollectives::Plan first = staged.allreduce(a.get(), out_a.get(), count, rrFloat32, rrSum);
+    const StagedCollectives::Plan second = staged.allreduce(b.get(), out_b.get(), count, rrFloat32, rrMax);
+    uint64_t first_count = 0, second_count = 0;
+    ASSERT_TRUE(staged.issue(first, &first_count).ok());
+    ASSERT_TRUE(staged.issue(second, &second_count).ok());
+    EXPECT_EQ(second_count, first_count + first.segments);
+    Status ran = staged.run(first, first_count);
+    ASSERT_TRUE(ran.ok()) << ran.message();
+    ran = staged.run(second, second_count);
+    ASSERT_TRUE(ran.ok()) << ran.message();
+    // A call without copies, issued after both: once it is done, so are theirs.
+    ASSERT_TRUE(staged.run_now(StagedCollectives::host_call([] { return Status::Ok(); })).ok());
+    std::string report;
+    EXPECT_EQ(test::count_wrong(rrFloat32, rrSum, g_size, 500, out_a.get(), 0, count, &report), 0u) << report;
+    EXPECT_EQ(test::count_wrong(rrFloat32, rrMax, g_size, 501, out_b.get(), 0, count, &report), 0u) << report;
+  }
+}
+
+// A segment whose host collective fails ends the call with its error; the
+// copies of the segments after it are released, not left waiting, and the
+// next call runs normally.
+TEST(StagedAllReduce, FailedSegmentReleasesTheRestAndTheNextCallRuns) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(20), /*one_queue=*/true);
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  std::vector<uint8_t> device(6 * 64, 1), back(6 * 64, 0);
+  StagedCollectives::Plan plan;
+  plan.segments = 6;
+  plan.copies = [&](size_t k, void* slot) {
+    return StagedCollectives::SegmentCopies{memory::contiguous(slot, device.data() + k * 64, 64),
+                                            memory::contiguous(back.data() + k * 64, slot, 64)};
+  };
+  size_t ran = 0;
+  plan.collective = [&](size_t k, void*) {
+    ++ran;
+    return k == 2 ? InternalError("segment 2 failed") : Status::Ok();
+  };
+  const uint64_t copies_before = engine.copies();
+  Status failed = staged.run_now(plan);
+  EXPECT_EQ(failed.code(), Code::kInternalError);
+  EXPECT_EQ(failed.message(), "segment 2 failed");
+  EXPECT_EQ(ran, 3u) << "no segment runs after the failed one";
+  EXPECT_EQ(engine.copies() - copies_before, 12u) << "every issued copy still ran";
+  check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 12);
+}
+
 TEST(StagedReduceScatter, MatchesDoubleReference) {
   memory::HostCopyEngine engine(std::chrono::microseconds(50));
   uint64_t seed = 100;
@@ -165,7 +234,7 @@ TEST(StagedReduceScatter, MatchesDoubleReference) {
           test::fill(c.dtype, c.op, g_rank, ++seed, send.get(), 0, total);
           void* out = in_place ? static_cast<uint8_t*>(send.get()) + static_cast<size_t>(g_rank) * recvcount * elem
                                : recv.get();
-          Status done = staged.reduce_scatter(send.get(), out, recvcount, c.dtype, c.op);
+          Status done = staged.run_now(staged.reduce_scatter(send.get(), out, recvcount, c.dtype, c.op));
           ASSERT_TRUE(done.ok()) << done.message();
           EXPECT_TRUE(send.guard_intact() && recv.guard_intact()) << "wrote past the buffers";
           std::string report;
@@ -193,7 +262,7 @@ TEST(StagedAllGather, EveryBlockArrives) {
           uint8_t* mine = in_place ? static_cast<uint8_t*>(recv.get()) + static_cast<size_t>(g_rank) * sendcount * elem
                                    : static_cast<uint8_t*>(send.get());
           test::fill(dtype, rrSum, g_rank, seed, mine, 0, sendcount);
-          Status done = staged.all_gather(mine, recv.get(), sendcount, dtype);
+          Status done = staged.run_now(staged.all_gather(mine, recv.get(), sendcount, dtype));
           ASSERT_TRUE(done.ok()) << done.message();
           EXPECT_TRUE(recv.guard_intact()) << "wrote past recvbuff";
           std::string report;
@@ -225,7 +294,7 @@ TEST(StagedBroadcast, EveryRootReachesEveryRank) {
           ++seed;
           void* out = in_place ? send.get() : recv.get();
           if (g_rank == root) test::fill(rrInt32, rrSum, root, seed, send.get(), 0, count);
-          Status done = staged.broadcast(send.get(), out, count, rrInt32, root);
+          Status done = staged.run_now(staged.broadcast(send.get(), out, count, rrInt32, root));
           ASSERT_TRUE(done.ok()) << done.message();
           EXPECT_TRUE(recv.guard_intact() && send.guard_intact());
           std::string report;
@@ -250,7 +319,7 @@ TEST(StagedReduce, RootGetsTheReductionOthersKeepTheirBuffers) {
           ASSERT_TRUE(staged.init().ok());
           Buffer send(count * 4), recv(count * 4);
           test::fill(rrFloat32, op, g_rank, ++seed, send.get(), 0, count);
-          Status done = staged.reduce(send.get(), recv.get(), count, rrFloat32, op, root);
+          Status done = staged.run_now(staged.reduce(send.get(), recv.get(), count, rrFloat32, op, root));
           ASSERT_TRUE(done.ok()) << done.message();
           EXPECT_TRUE(recv.guard_intact());
           if (g_rank == root) {
