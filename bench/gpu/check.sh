@@ -119,6 +119,10 @@ if [ -n "$binary" ]; then
   RR_GPU_STREAM_MEMOPS=0 CUDA_DEVICE_MAX_CONNECTIONS=1 RR_GPU_TEST_RANKS=2 run_test "  ... counter kernels" \
     "$logs/device_collectives_kernels.log" "$binary" \
     --gtest_filter='StreamOrdering.*:DeviceAllReduce.LargeTensorThroughManySegments'
+  # The received chunks reduced by a kernel (memory/cuda_reducer.hpp).
+  echo "== device_collectives_test, RR_GPU_REDUCE=device, 2 and 3 ranks"
+  RR_GPU_REDUCE=device RR_GPU_TEST_RANKS="2 3" run_test "  ... RR_GPU_REDUCE=device" \
+    "$logs/device_collectives_device_reduce.log" "$binary" --gtest_filter='DeviceAllReduce.*:StreamOrdering.*'
 fi
 
 binary=$(find_binary "$bench")
@@ -159,26 +163,37 @@ fi
 # The staging pipeline: allreduce on device buffers, 2 and 4 ranks on the GPU,
 # beside its stages alone (rows: allreduce ranks MiB time_ms algbw busbw
 # d2h_ms host_ms h2d_ms overlap slowest).
-binary=$(find_binary "$allreduce_bench")
-allreduce_log=$logs/$allreduce_bench.log
-if [ -z "$binary" ]; then
-  table+=("$(printf '%-28s %s' "$allreduce_bench" "FAIL: binary not found under $dir or on PATH")")
-  failed=1
-else
-  echo "== $allreduce_bench ${RR_GPU_ALLREDUCE_ARGS:-}"
-  # shellcheck disable=SC2086  # the extra arguments are words
-  run_logged "$allreduce_log" 1800 "$binary" ${RR_GPU_ALLREDUCE_ARGS:-}
+# run_allreduce_bench LABEL LOG LIMIT ARGS...: one run, its rows in the table.
+run_allreduce_bench() {
+  local label=$1 log=$2 limit=$3 status line
+  shift 3
+  echo "== $label $*"
+  run_logged "$log" "$limit" "$binary" "$@"
   status=$?
   case $status in
-    0) table+=("$(printf '%-28s %s' "$allreduce_bench" "ran")"); ran=1 ;;
-    77) table+=("$(printf '%-28s %s' "$allreduce_bench" "SKIP: $(grep -m1 '^SKIP' "$allreduce_log" | sed 's/^SKIP: //')")") ;;
-    *) table+=("$(printf '%-28s %s' "$allreduce_bench" "FAIL: exit $status")"); failed=1; ran=1 ;;
+    0) table+=("$(printf '%-28s %s' "$label" "ran")"); ran=1 ;;
+    77) table+=("$(printf '%-28s %s' "$label" "SKIP: $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')")") ;;
+    *) table+=("$(printf '%-28s %s' "$label" "FAIL: exit $status")"); failed=1; ran=1 ;;
   esac
   while read -r line; do
     table+=("$line")
   done < <(awk '$1 == "allreduce" {
       printf "  %d ranks %5d MiB: busbw %7.2f GB/s, %9.3f ms; overlap %.2f, slowest stage x%.2f\n",
-        $2, $3, $6, $4, $10, $11 }' "$allreduce_log")
+        $2, $3, $6, $4, $10, $11 }' "$log")
+}
+
+binary=$(find_binary "$allreduce_bench")
+if [ -z "$binary" ]; then
+  table+=("$(printf '%-28s %s' "$allreduce_bench" "FAIL: binary not found under $dir or on PATH")")
+  failed=1
+else
+  # shellcheck disable=SC2086  # the extra arguments are words
+  RR_GPU_REDUCE=host run_allreduce_bench "$allreduce_bench" "$logs/$allreduce_bench.log" 1800 \
+    ${RR_GPU_ALLREDUCE_ARGS:-}
+  # The received chunks reduced by a kernel instead of the host (up to 256 MiB).
+  # shellcheck disable=SC2086
+  RR_GPU_REDUCE=device run_allreduce_bench "  ... RR_GPU_REDUCE=device" "$logs/$allreduce_bench-device.log" 900 \
+    --max-mib 256 ${RR_GPU_ALLREDUCE_ARGS:-}
 fi
 
 # rr-bench's NCCL backend: correctness only. One GPU holds one NCCL rank

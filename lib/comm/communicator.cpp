@@ -71,11 +71,12 @@ Status Communicator::init() {
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo,
            "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s) check_arguments=%d (%s), "
-           "staging %zu bytes, gpu_segment_bytes=%zu (%s)",
+           "staging %zu bytes, gpu_segment_bytes=%zu (%s) gpu_reduce=%s (%s)",
            size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
            settings_.pipeline_depth_source.c_str(), settings_.timeout_ms, settings_.timeout_ms_source.c_str(),
            settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes(),
-           settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str());
+           settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str(),
+           settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.c_str());
   }
   return Status::Ok();
 }
@@ -279,7 +280,8 @@ Status Communicator::check_usable() {
 }
 
 Status Communicator::run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype,
-                              rrRedOp_t op, int shift, algo::RingPhases phases) {
+                              rrRedOp_t op, int shift, algo::RingPhases phases, exec::Reducer* reducer,
+                              const void* reduce_source) {
   const size_t elem_bytes = reduce::dtype_size(dtype);
   size_t chunk_elems = settings_.chunk_bytes / elem_bytes;
   if (chunk_elems == 0) chunk_elems = 1;
@@ -299,11 +301,14 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   call.op = op;
   call.deadline = exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
   call.interrupt = this;
+  call.reducer = reducer;
+  call.reduce_source = reduce_source;
   // On failure peers may be mid-operation: this ring is no longer in step.
   return fail_operation(ring_->run(schedule, call));
 }
 
-Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {
+Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
+                               exec::Reducer* reducer, const void* reduce_source) {
   RR_RETURN_IF_ERROR(check_usable());
   if (count == 0) return Status::Ok();
   if (size_ == 1) {
@@ -312,7 +317,7 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     return Status::Ok();
   }
   RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
-  return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth);
+  return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, reducer, reduce_source);
 }
 
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,

@@ -50,7 +50,10 @@ class Communicator : public exec::Interrupt {
   transport::Transport& transport() { return *transport_; }
   const memory::StagingPool& pool() const { return pool_; }
 
-  Status allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op);
+  // With a reducer (exec/reducer.hpp), it reduces the received chunks, with
+  // this rank's values read from reduce_source (laid out as send).
+  Status allreduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
+                   exec::Reducer* reducer = nullptr, const void* reduce_source = nullptr);
   // recv (recvcount elements) = op over ranks of send[rank * recvcount ...].
   Status reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype, rrRedOp_t op);
   // recv[r * sendcount ...] = rank r's send, on every rank.
@@ -159,7 +162,8 @@ class Communicator : public exec::Interrupt {
   }
   // Runs the ring over `count` elements of `dtype` with the given phases.
   Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                  int shift, algo::RingPhases phases);
+                  int shift, algo::RingPhases phases, exec::Reducer* reducer = nullptr,
+                  const void* reduce_source = nullptr);
 
   int rank_;
   int size_;

@@ -1,6 +1,7 @@
 #include "comm/settings.hpp"
 
 #include <cstddef>
+#include <string>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -25,6 +26,14 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   RR_RETURN_IF_ERROR(env_size("RR_GPU_SEGMENT_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes,
                               &size_value, &found));
   if (found) s.gpu_segment_bytes = size_value, s.gpu_segment_bytes_source = "env RR_GPU_SEGMENT_BYTES";
+  if (const char* reduce_on = env_str("RR_GPU_REDUCE")) {
+    const std::string where = reduce_on;
+    if (where != "host" && where != "device") {
+      return InvalidArgument("RR_GPU_REDUCE=" + where + ": expected host or device");
+    }
+    s.gpu_reduce_on_device = where == "device";
+    s.gpu_reduce_source = "env RR_GPU_REDUCE";
+  }
   s.debug_level = static_cast<int>(log_level());
 
   if (config) {

@@ -32,6 +32,11 @@ struct Settings {
   // pipelines its chunks inside a segment, short enough that 24 MiB of
   // pinned memory per communicator is cheap.
   size_t gpu_segment_bytes = size_t{8} << 20;
+  // Who reduces the chunks a staged allreduce receives: the host (false), or
+  // a CUDA kernel reading them from pinned memory beside the device copy of
+  // this rank's values (true; then only this rank's own ring segment is
+  // copied to the host). RR_GPU_REDUCE=host|device.
+  bool gpu_reduce_on_device = false;
 
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
@@ -39,6 +44,7 @@ struct Settings {
   std::string timeout_ms_source = "default";
   std::string check_arguments_source = "default";
   std::string gpu_segment_bytes_source = "default";
+  std::string gpu_reduce_source = "default";
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;

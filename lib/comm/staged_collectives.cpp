@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "algo/ring.hpp"
 #include "comm/communicator.hpp"
 #include "reduce/reduce.hpp"
 
@@ -111,13 +112,27 @@ StagedCollectives::Plan StagedCollectives::allreduce(const void* send, void* rec
                                                      rrRedOp_t op) const {
   const Segments seg = segments(count, dtype, 1);
   Communicator* comm = comm_;
+  exec::Reducer* reducer = comm_->size() > 1 ? reducer_ : nullptr;
+  const size_t ranks = static_cast<size_t>(comm_->size());
+  const size_t rank = static_cast<size_t>(comm_->rank());
   Plan plan;
   plan.segments = seg.number();
   plan.copies = [=](size_t k, void* slot) {
-    return SegmentCopies{memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k)),
+    SegmentCopies copies{memory::contiguous(slot, at(send, seg.offset(k)), seg.bytes(k)),
                          memory::contiguous(at(recv, seg.offset(k)), slot, seg.bytes(k))};
+    if (reducer) {
+      // The ring reads from the slot only the segment this rank sends first,
+      // unreduced (its own: algo::RingSchedule, shift 0); every other part
+      // is written there (a reduction, or a chunk received) before it is read.
+      const algo::Range own = algo::split(seg.elems(k), ranks, rank);
+      copies.in = memory::contiguous(at(slot, own.offset * seg.elem), at(send, seg.offset(k) + own.offset * seg.elem),
+                                     own.count * seg.elem);
+    }
+    return copies;
   };
-  plan.collective = [=](size_t k, void* slot) { return comm->allreduce(slot, slot, seg.elems(k), dtype, op); };
+  plan.collective = [=](size_t k, void* slot) {
+    return comm->allreduce(slot, slot, seg.elems(k), dtype, op, reducer, reducer ? at(send, seg.offset(k)) : nullptr);
+  };
   return plan;
 }
 

@@ -35,6 +35,7 @@
 #include <functional>
 
 #include "common/status.hpp"
+#include "exec/reducer.hpp"
 #include "memory/copy_engine.hpp"
 #include "ringreduce/ringreduce.h"
 
@@ -66,6 +67,12 @@ class StagedCollectives {
 
   // Makes the slots (once); call before the first collective.
   Status init();
+  // Allreduce's received chunks are reduced by `reducer` (exec/reducer.hpp),
+  // with this rank's values read from the device buffer; then only the part
+  // of a segment this rank sends first (its own ring segment) is copied in.
+  // Null: on the host, from the slot. Both slots and the communicator's ring
+  // staging must be memory the reducer can read and write.
+  void set_reducer(exec::Reducer* reducer) { reducer_ = reducer; }
 
   // Plans of the Communicator's calls of the same names; the buffers are in
   // the engine's device memory.
@@ -108,6 +115,7 @@ class StagedCollectives {
   Communicator* comm_;
   memory::CopyEngine* engine_;
   size_t segment_bytes_;
+  exec::Reducer* reducer_ = nullptr;
 };
 
 }  // namespace rr

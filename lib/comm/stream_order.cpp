@@ -40,11 +40,25 @@ Status StreamOrder::init() {
     // The ring sends from and receives into the slots: register them once.
     RR_RETURN_IF_ERROR(comm_->transport().register_memory(engine_.pinned(), engine_.pinned_bytes()));
   }
+  if (comm_->settings().gpu_reduce_on_device && comm_->size() > 1 && comm_->pool().bytes() > 0) {
+    // The reduction kernel reads the chunks the ring received where they
+    // landed: pin and map the ring's staging (the slots are already).
+    RR_RETURN_IF_ERROR(reducer_.init());
+    void* ring_staging = comm_->pool().data();
+    RR_RETURN_IF_ERROR(memory::cuda_status(
+        cudaHostRegister(ring_staging, comm_->pool().bytes(), cudaHostRegisterMapped | cudaHostRegisterPortable),
+        "cudaHostRegister of the ring's " + std::to_string(comm_->pool().bytes()) + " bytes of staging "
+        "(RR_GPU_REDUCE=device)"));
+    registered_ring_staging_ = ring_staging;
+    staged_->set_reducer(&reducer_);
+  }
   return Status::Ok();
 }
 
 StreamOrder::~StreamOrder() {
   if (gave_up_) engine_.abandon();
+  // No reduction kernel runs any more: each one finished inside its call.
+  if (registered_ring_staging_) cudaHostUnregister(registered_ring_staging_);
 }
 
 Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make) {

@@ -21,7 +21,9 @@
 //
 // Nothing on the GPU waits for work issued after it, so lanes and streams
 // that share a hardware queue (CUDA_DEVICE_MAX_CONNECTIONS) only serialize.
-// Host buffers with a stream are one segment without copies.
+// Host buffers with a stream are one segment without copies. With
+// RR_GPU_REDUCE=device, an allreduce's received chunks are reduced by a
+// kernel (memory/cuda_reducer.hpp) instead of on the host.
 //
 // NULL is the legacy default stream, as in NCCL; the engine's own streams are
 // non-blocking. The communicator is bound to the device current at its first
@@ -39,6 +41,7 @@
 #include "common/status.hpp"
 #include "memory/cuda_copy_engine.hpp"
 #include "memory/cuda_handles.hpp"
+#include "memory/cuda_reducer.hpp"
 
 namespace rr {
 
@@ -74,6 +77,8 @@ class StreamOrder {
   Communicator* comm_;
   int device_;
   memory::CudaCopyEngine engine_;
+  memory::CudaReducer reducer_;  // RR_GPU_REDUCE=device
+  void* registered_ring_staging_ = nullptr;  // the communicator's, pinned for reducer_
   std::unique_ptr<StagedCollectives> staged_;
   memory::CudaEvent ready_;  // step 1, recorded again at every call
   memory::CudaEvent done_[2];  // step 3, [Lane]

@@ -160,14 +160,28 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
       // owned segment leaves here final. Reduce-scatter keeps partial sums in
       // the staging slot they arrived in (recv only holds the owned segment).
       const bool scatter = s.phases() == algo::RingPhases::kReduceScatter;
-      const void* mine = static_cast<const uint8_t*>(call_->send) + chunk.offset * elem_bytes_;
+      const void* source = call_->reducer ? call_->reduce_source : call_->send;
+      const void* mine = static_cast<const uint8_t*>(source) + chunk.offset * elem_bytes_;
       void* arrived = staging(slot, step);
-      if (s.is_last_reduce_step(step)) {
+      const bool last = s.is_last_reduce_step(step);
+      void* dst = nullptr;
+      if (last) {
         const size_t base = scatter ? s.segment(s.owned_segment()).offset : 0;
-        void* dst = static_cast<uint8_t*>(call_->recv) + (chunk.offset - base) * elem_bytes_;
+        dst = static_cast<uint8_t*>(call_->recv) + (chunk.offset - base) * elem_bytes_;
+      } else {
+        dst = scatter ? arrived : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
+      }
+      if (call_->reducer) {
+        Status reduced = call_->reducer->reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op, last,
+                                                s.nranks());
+        if (!reduced.ok()) {
+          return Status(reduced.code(), std::string(call_->name) + " #" + std::to_string(call_->sequence) +
+                                            ": rank " + std::to_string(s.rank()) + ": reducing chunk " +
+                                            std::to_string(column.index) + ": " + reduced.message());
+        }
+      } else if (last) {
         reduce::reduce_last(dst, mine, arrived, chunk.count, call_->dtype, call_->op, s.nranks());
       } else {
-        void* dst = scatter ? arrived : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
         reduce::reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op);
       }
     }

@@ -13,6 +13,7 @@
 #include "memory/staging_pool.hpp"
 #include "ringreduce/ringreduce.h"
 #include "transport/transport.hpp"
+#include "exec/reducer.hpp"
 #include "exec/wait_policy.hpp"
 
 namespace rr::exec {
@@ -34,6 +35,11 @@ struct RingCall {
   rrRedOp_t op = rrSum;
   Clock::time_point deadline;
   Interrupt* interrupt = nullptr;  // checked whenever the ring stalls
+  // Reductions (exec/reducer.hpp): null, on the host with this rank's values
+  // read from send; else by `reducer`, with them read from reduce_source
+  // (laid out as send).
+  Reducer* reducer = nullptr;
+  const void* reduce_source = nullptr;
 };
 
 class RingExecutor {

@@ -134,7 +134,9 @@ Status CudaCopyEngine::reserve_slots(size_t slot_bytes, size_t slots) {
   RR_LOG(LogLevel::kInfo, "GPU %d (%s): staging slots %zu x %zu B on %s%s%s", device, busid, pool_->slots(),
          pool_->slot_bytes(), pool_->placement().c_str(), why.empty() ? "" : "; hwloc: ", why.c_str());
   // The pool's pages are touched already: pin them where they are.
-  RR_RETURN_IF_ERROR(cuda_status(cudaHostRegister(pool_->data(), pool_->bytes(), cudaHostRegisterDefault),
+  // Mapped: with RR_GPU_REDUCE=device, reduction kernels write into them.
+  RR_RETURN_IF_ERROR(cuda_status(cudaHostRegister(pool_->data(), pool_->bytes(),
+                                                  cudaHostRegisterMapped | cudaHostRegisterPortable),
                                  "cudaHostRegister of " + std::to_string(pool_->bytes()) + " bytes of staging slots"));
   registered_ = true;
   return Status::Ok();

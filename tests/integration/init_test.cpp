@@ -251,6 +251,11 @@ TEST(Init, EnvWithoutMasterAddrSaysSo) {
   EXPECT_EQ(rrCommInitUrl(&comm, "env://", 1, 0, nullptr), rrInvalidArgument);
   EXPECT_NE(std::string(rrGetLastError(nullptr)).find("RR_CHUNK_BYTES"), std::string::npos) << rrGetLastError(nullptr);
   unsetenv("RR_CHUNK_BYTES");
+  setenv("RR_GPU_REDUCE", "gpu", 1);
+  EXPECT_EQ(rrCommInitUrl(&comm, "env://", 1, 0, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(nullptr)).find("RR_GPU_REDUCE=gpu: expected host or device"), std::string::npos)
+      << rrGetLastError(nullptr);
+  unsetenv("RR_GPU_REDUCE");
 }
 
 TEST(Init, FromEnvUnderOpenMpiVariablesNeedsNoMasterAddress) {

@@ -22,6 +22,7 @@
 #include "comm/staged_collectives.hpp"
 #include "memory/host_copy_engine.hpp"
 #include "reduce/reduce.hpp"
+#include "../common/host_reducer.hpp"
 #include "../common/typed_reference.hpp"
 
 namespace rr {
@@ -74,11 +75,17 @@ std::string describe(const char* what, rrDataType_t dtype, rrRedOp_t op, size_t 
          (in_place ? " in place" : " out of place") + " ranks=" + std::to_string(g_size);
 }
 
+// With `reducer`, the ring's reductions go through it (RR_GPU_REDUCE=device
+// on a GPU), reading this rank's values from the "device" buffer, and only
+// this rank's own ring segment of each segment is copied in.
 void check_allreduce(memory::HostCopyEngine& engine, size_t segment_bytes, rrDataType_t dtype, rrRedOp_t op,
-                     size_t count, bool in_place, uint64_t seed) {
-  SCOPED_TRACE(describe("allreduce", dtype, op, count, segment_bytes, in_place));
+                     size_t count, bool in_place, uint64_t seed, test::HostReducer* reducer = nullptr) {
+  SCOPED_TRACE(describe("allreduce", dtype, op, count, segment_bytes, in_place) +
+               (reducer ? " reducer" : " host reduction"));
   StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
   ASSERT_TRUE(staged.init().ok());
+  staged.set_reducer(reducer);
+  const int reductions_before = reducer ? reducer->calls.load() : 0;
   const size_t bytes = count * reduce::dtype_size(dtype);
   Buffer send(bytes), recv(bytes);
   test::fill(dtype, op, g_rank, seed, send.get(), 0, count);
@@ -96,6 +103,9 @@ void check_allreduce(memory::HostCopyEngine& engine, size_t segment_bytes, rrDat
   EXPECT_TRUE((in_place ? send : recv).guard_intact()) << "wrote past count";
   std::string report;
   EXPECT_EQ(test::count_wrong(dtype, op, g_size, seed, out, 0, count, &report), 0u) << report;
+  if (reducer && g_size > 1 && count >= static_cast<size_t>(g_size)) {
+    EXPECT_GT(reducer->calls.load(), reductions_before) << "the host reduced, not the reducer";
+  }
 }
 
 struct Case {
@@ -123,6 +133,15 @@ TEST_P(StagedAllReduceEveryTypeAndOp, MatchesDoubleReference) {
       for (bool in_place : {false, true}) check_allreduce(engine, segment_bytes, c.dtype, c.op, count, in_place, ++seed);
     }
   }
+  // The ring's reductions by a reducer, as RR_GPU_REDUCE=device does.
+  test::HostReducer reducer;
+  for (size_t segment_bytes : kSegmentBytes) {
+    for (size_t count : {size_t{1}, size_t{13}, size_t{1031}}) {
+      for (bool in_place : {false, true}) {
+        check_allreduce(engine, segment_bytes, c.dtype, c.op, count, in_place, ++seed, &reducer);
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(HostEngine, StagedAllReduceEveryTypeAndOp, ::testing::ValuesIn(every_case()),
@@ -137,6 +156,8 @@ TEST(StagedAllReduce, SlowCopiesStillLandInOrder) {
   memory::HostCopyEngine engine(std::chrono::microseconds(300));
   check_allreduce(engine, 256, rrFloat32, rrSum, 4099, false, 7);
   check_allreduce(engine, 256, rrInt64, rrMax, 1001, true, 8);
+  test::HostReducer reducer;
+  check_allreduce(engine, 256, rrFloat64, rrAvg, 3001, true, 13, &reducer);
 }
 
 // The pool is three slots of one segment, whatever the count.

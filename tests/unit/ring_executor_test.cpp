@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "algo/ring.hpp"
 #include "exec/ring_executor.hpp"
 #include "memory/staging_pool.hpp"
+#include "../common/host_reducer.hpp"
 #include "transport/loopback/loopback.hpp"
 
 namespace rr::exec {
@@ -173,6 +175,86 @@ TEST(RingExecutor, ANeighbourThatFinishedAndLeftIsNotAFailure) {
         }
       }
     }
+  }
+}
+
+// With a reducer, this rank's values come from reduce_source; send is read
+// only for what this rank sends first (its own segment, unreduced). Here the
+// rest of send is NaN, so a reduction reading send instead shows.
+TEST(RingExecutor, AReducerReducesWithTheValuesOfTheReduceSource) {
+  for (int n : {2, 3, 5}) {
+    for (size_t count : {size_t{1}, size_t{7}, size_t{1000}}) {
+      World world(n, 4 * sizeof(double), 3);
+      std::vector<std::vector<double>> source(n, std::vector<double>(count)), send(n), out(n);
+      std::vector<test::HostReducer> reducers(n);
+      std::vector<double> expect(count, 0.0);
+      for (int r = 0; r < n; ++r) {
+        for (size_t i = 0; i < count; ++i) expect[i] += (source[r][i] = static_cast<double>(r * 1000 + i % 97));
+        send[r].assign(count, std::nan(""));
+        algo::RingSchedule s(n, r, count, 4);
+        const algo::Range own = s.segment(s.send_segment(0));
+        for (size_t i = own.offset; i < own.offset + own.count; ++i) send[r][i] = source[r][i];
+        out[r] = send[r];  // in place, as the staging path runs it
+      }
+      std::vector<Status> results(n);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          algo::RingSchedule schedule(n, r, count, 4);
+          RingCall call;
+          call.sequence = 11;
+          call.send = out[r].data();
+          call.recv = out[r].data();
+          call.count = count;
+          call.dtype = rrFloat64;
+          call.op = rrSum;
+          call.deadline = Clock::now() + std::chrono::seconds(10);
+          call.reducer = &reducers[r];
+          call.reduce_source = source[r].data();
+          results[r] = world.ranks[r].executor->run(schedule, call);
+        });
+      }
+      for (auto& t : threads) t.join();
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(results[r].ok()) << results[r].message();
+        EXPECT_EQ(out[r], expect) << n << " ranks, count " << count << ", rank " << r;
+        // (With fewer elements than ranks, some ranks receive nothing to reduce.)
+        if (count >= static_cast<size_t>(n)) EXPECT_GT(reducers[r].calls.load(), 0) << "the host reduced instead";
+      }
+    }
+  }
+}
+
+TEST(RingExecutor, AFailedReductionFailsTheCallNamingTheChunk) {
+  const int n = 2;
+  const size_t count = 64;
+  World world(n, 8 * sizeof(double), 2);
+  std::vector<std::vector<double>> data(n, std::vector<double>(count, 1.0));
+  std::vector<test::HostReducer> reducers{test::HostReducer(true), test::HostReducer(true)};
+  std::vector<Status> results(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      algo::RingSchedule schedule(n, r, count, 8);
+      RingCall call;
+      call.sequence = 12;
+      call.send = data[r].data();
+      call.recv = data[r].data();
+      call.count = count;
+      call.dtype = rrFloat64;
+      call.op = rrSum;
+      call.deadline = Clock::now() + std::chrono::seconds(5);
+      call.reducer = &reducers[r];
+      call.reduce_source = data[r].data();
+      results[r] = world.ranks[r].executor->run(schedule, call);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(results[r].code(), Code::kSystemError) << results[r].message();
+    EXPECT_EQ(results[r].message().rfind("allreduce #12: rank " + std::to_string(r) + ": reducing chunk ", 0), 0u)
+        << results[r].message();
+    EXPECT_NE(results[r].message().find("the reducer broke"), std::string::npos) << results[r].message();
   }
 }
 

@@ -1,0 +1,28 @@
+#pragma once
+// Who reduces a ring's received chunks. Without one (RingCall::reducer
+// null) the ring reduces on the host (reduce::reduce, reduce::reduce_last)
+// with this rank's values read from the send buffer. With one, the reducer
+// does, with this rank's values read from RingCall::reduce_source: the
+// staging path passes the device copy of a segment and a CUDA reducer, so a
+// received chunk is reduced by a kernel that reads it from pinned host
+// memory in the same pass (comm/stream_order.hpp, RR_GPU_REDUCE=device).
+
+#include <cstddef>
+
+#include "common/status.hpp"
+#include "ringreduce/ringreduce.h"
+
+namespace rr::exec {
+
+class Reducer {
+ public:
+  virtual ~Reducer() = default;
+  // dst = mine op arrived for `count` elements; with `last`, rrAvg also
+  // divides by `nranks` (as reduce::reduce_last). dst is host memory the
+  // ring sends from next, arrived a staging slot; dst may be arrived. Returns
+  // once dst holds the result.
+  virtual Status reduce(void* dst, const void* mine, const void* arrived, size_t count, rrDataType_t dtype,
+                        rrRedOp_t op, bool last, int nranks) = 0;
+};
+
+}  // namespace rr::exec
