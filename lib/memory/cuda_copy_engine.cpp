@@ -19,22 +19,6 @@ namespace {
 const char* lane_name(Lane lane) { return lane == Lane::kToHost ? "device-to-host" : "host-to-device"; }
 constexpr size_t kCounterStride = 64;  // bytes: the host's and the device's writes never share a line
 
-// A driver function by name, as of the CUDA 12.0 API; false if the driver has none.
-template <typename Function>
-bool driver_entry(const char* symbol, Function* out) {
-  void* function = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t error = cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found);
-  if (error != cudaSuccess) (void)cudaGetLastError();
-  if (error != cudaSuccess || found != cudaDriverEntryPointSuccess || !function) return false;
-  *out = reinterpret_cast<Function>(function);
-  return true;
-}
-
-Status driver_status(CUresult result, const std::string& what) {
-  if (result == CUDA_SUCCESS) return Status::Ok();
-  return CudaError(what + ": CUresult " + std::to_string(static_cast<int>(result)));
-}
 }  // namespace
 
 CudaCopyEngine::~CudaCopyEngine() {

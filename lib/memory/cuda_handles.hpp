@@ -1,7 +1,9 @@
 #pragma once
-// RAII owners of CUDA handles (CUDA build only), and the one conversion of a
-// cudaError_t into a Status, naming the call that failed.
+// RAII owners of CUDA handles (CUDA build only), the conversions of a
+// cudaError_t or CUresult into a Status naming the call that failed, and the
+// lookup of driver API functions.
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
@@ -14,6 +16,25 @@ namespace rr::memory {
 inline Status cuda_status(cudaError_t error, const std::string& what) {
   if (error == cudaSuccess) return Status::Ok();
   return CudaError(what + ": " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+}
+
+inline Status driver_status(CUresult result, const std::string& what) {
+  if (result == CUDA_SUCCESS) return Status::Ok();
+  return CudaError(what + ": CUresult " + std::to_string(static_cast<int>(result)));
+}
+
+// A driver API function by name, as of the CUDA 12.0 API, through the
+// runtime (no link to libcuda, which machines without a GPU lack); false if
+// the driver has none.
+template <typename Function>
+bool driver_entry(const char* symbol, Function* out) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t error = cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found);
+  if (error != cudaSuccess) (void)cudaGetLastError();
+  if (error != cudaSuccess || found != cudaDriverEntryPointSuccess || !function) return false;
+  *out = reinterpret_cast<Function>(function);
+  return true;
 }
 
 // A stream the engine owns. Non-blocking: it never waits for the legacy

@@ -6,6 +6,8 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+
+#include "memory/cuda_handles.hpp"
 #endif
 
 namespace rr::memory {
@@ -35,11 +37,50 @@ bool have_gpu() {
   }();
   return have;
 }
+
+// Whether this process has a CUDA context that memory could belong to: a
+// primary context active on some device (the runtime's, made by cudaMalloc
+// and friends), or a context current on this thread (the driver API's).
+// Until one exists no pointer is device memory, and asking the runtime
+// (cudaPointerGetAttributes) would make one on device 0 in a process that
+// never uses the GPU (hundreds of MiB of its memory, and time). Once true,
+// it stays true. Where the driver cannot be asked, true (ask the runtime).
+bool have_context() {
+  static std::atomic<bool> seen{false};
+  if (seen.load(std::memory_order_relaxed)) return true;
+  struct Driver {
+    CUresult (*device_get)(CUdevice*, int) = nullptr;
+    CUresult (*primary_state)(CUdevice, unsigned int*, int*) = nullptr;
+    CUresult (*current)(CUcontext*) = nullptr;
+    int devices = 0;
+    bool found = false;
+  };
+  static const Driver driver = [] {
+    Driver d;
+    d.found = driver_entry("cuDeviceGet", &d.device_get) &&
+              driver_entry("cuDevicePrimaryCtxGetState", &d.primary_state) &&
+              driver_entry("cuCtxGetCurrent", &d.current) && cudaGetDeviceCount(&d.devices) == cudaSuccess;
+    (void)cudaGetLastError();
+    return d;
+  }();
+  bool active = !driver.found;
+  CUcontext current = nullptr;
+  if (!active && driver.current(&current) == CUDA_SUCCESS && current != nullptr) active = true;
+  for (int ordinal = 0; ordinal < driver.devices && !active; ++ordinal) {
+    CUdevice device = 0;
+    unsigned int flags = 0;
+    int state = 0;
+    active = driver.device_get(&device, ordinal) == CUDA_SUCCESS &&
+             driver.primary_state(device, &flags, &state) == CUDA_SUCCESS && state != 0;
+  }
+  if (active) seen.store(true, std::memory_order_relaxed);
+  return active;
+}
 }  // namespace
 
 Status classify(const void* ptr, const char* name, Placement* out) {
   Placement placement;
-  if (ptr != nullptr && have_gpu()) {
+  if (ptr != nullptr && have_gpu() && have_context()) {
     cudaPointerAttributes attributes{};
     const cudaError_t error = cudaPointerGetAttributes(&attributes, ptr);
     if (error != cudaSuccess) {
