@@ -69,7 +69,6 @@ Status StagedCollectives::issue(const Plan& plan, uint64_t* first_out) {
   }
   if (status.ok()) status = engine_->record(memory::Lane::kToDevice, kToDeviceEnd);
   if (status.ok()) status = engine_->record(memory::Lane::kToHost, kToHostEnd);
-  if (!status.ok()) engine_->release(first + n - 1);
   return status;
 }
 
@@ -90,7 +89,11 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
 Status StagedCollectives::run_now(const Plan& plan) {
   uint64_t first = 0;
   Status status = issue(plan, &first);
-  if (status.ok()) status = run(plan, first);
+  if (status.ok()) {
+    status = run(plan, first);
+  } else if (first != 0) {
+    engine_->release(first + plan.segments - 1);  // in order: nothing else runs here
+  }
   if (plan.segments > 0) {
     // No copy may still touch the caller's buffers or a slot once the call returns.
     Status landed = engine_->wait(kToDeviceEnd);

@@ -86,8 +86,10 @@ class StagedCollectives {
   static Plan host_call(std::function<Status()> body);
 
   // The device half. Segment k of the plan is count *first + k on the
-  // engine's counters. On failure, every count it took is released, so
-  // nothing issued waits for the host.
+  // engine's counters (*first is 0 when it took none). On failure, what it
+  // issued waits for those counts: the caller releases them, in order, after
+  // the host halves of the calls issued before (a count released early would
+  // let those calls' copies back run before their collectives).
   Status issue(const Plan& plan, uint64_t* first);
   // The host half, in issue order. However it ends, every segment of the
   // plan is released. `give_up` as for CopyEngine::wait_arrived.

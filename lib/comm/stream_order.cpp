@@ -43,7 +43,7 @@ Status StreamOrder::init() {
   if (comm_->settings().gpu_reduce_on_device && comm_->size() > 1 && comm_->pool().bytes() > 0) {
     // The reduction kernel reads the chunks the ring received where they
     // landed: pin and map the ring's staging (the slots are already).
-    RR_RETURN_IF_ERROR(reducer_.init());
+    RR_RETURN_IF_ERROR(reducer_.init(comm_->settings().timeout_ms));
     void* ring_staging = comm_->pool().data();
     RR_RETURN_IF_ERROR(memory::cuda_status(
         cudaHostRegister(ring_staging, comm_->pool().bytes(), cudaHostRegisterMapped | cudaHostRegisterPortable),
@@ -56,9 +56,16 @@ Status StreamOrder::init() {
 }
 
 StreamOrder::~StreamOrder() {
+  // The engine's streams and memory are the device's: tear down there.
+  int current = -1;
+  const bool switched = cudaGetDevice(&current) == cudaSuccess && current != device_ &&
+                        cudaSetDevice(device_) == cudaSuccess;
   if (gave_up_) engine_.abandon();
+  engine_.finish();
   // No reduction kernel runs any more: each one finished inside its call.
   if (registered_ring_staging_) cudaHostUnregister(registered_ring_staging_);
+  if (switched) cudaSetDevice(current);
+  (void)cudaGetLastError();
 }
 
 Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make) {
@@ -94,13 +101,17 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                 "cudaStreamWaitEvent (the staging stream after the caller's)");
   }
   if (!ready.ok()) return failed(ready);
-  // 2. The device half.
+  // 2. The device half; the copies back also follow the caller's stream
+  // through an event, not only through the host's releases.
   uint64_t first = 0;
-  Status issued = staged_->issue(*plan, &first);
-  if (!issued.ok()) return failed(issued);
+  Status issued = memory::cuda_status(
+      cudaStreamWaitEvent(engine_.stream(memory::Lane::kToDevice), ready_.get(), 0),
+      "cudaStreamWaitEvent (the staging stream after the caller's)");
+  if (issued.ok()) issued = staged_->issue(*plan, &first);
   const uint64_t last = first + plan->segments - 1;
   // 3. Later work on the caller's stream waits for the copies back, and for
-  // every read of its buffers (after a failure, copies in may still run).
+  // every read of its buffers; also after a failed issue, whose copies may
+  // still run.
   Status ordered;
   for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
     cudaEvent_t done = done_[static_cast<int>(lane)].get();
@@ -112,9 +123,17 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                     "cudaStreamWaitEvent (the stream after the call)");
     }
   }
-  if (!ordered.ok()) {
-    engine_.release(last);
-    return failed(ordered);
+  if (!issued.ok() || !ordered.ok()) {
+    // What was issued waits for its counts: release them in queue order.
+    if (first != 0) {
+      auto release = comm_->queue().enqueue([this, last] {
+        engine_.release(last);
+        return Status::Ok();
+      });
+      Status refused;
+      if (comm_->queue().test(*release, &refused) && !refused.ok()) gave_up_ = true;  // the destructor releases
+    }
+    return failed(issued.ok() ? ordered : issued);
   }
   // 4. The host half, in program order with the communicator's other calls.
   auto started = std::make_shared<bool>(false);
@@ -124,9 +143,9 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   });
   Status refused;
   if (comm_->queue().test(*operation, &refused) && !*started) {
-    // The queue is closing and will never run it: free the lanes anyway, and
-    // do not wait at destroy for the stream work before it.
-    engine_.release(last);
+    // The queue is closing and will never run it. Its counts are released at
+    // destroy (not here: earlier calls may still be running), which then does
+    // not wait for the stream work before it.
     gave_up_ = true;
     return failed(refused);
   }

@@ -24,8 +24,8 @@
 // with both lanes in one queue to hold this.
 //
 // Two engines: CudaCopyEngine (memory/cuda_copy_engine.hpp: copy streams,
-// events as markers, counters in mapped pinned memory written and polled by
-// one-thread kernels; CUDA build only) and HostCopyEngine
+// events as markers, counters in mapped pinned memory written and waited
+// for by stream memory operations or one-thread kernels; CUDA build only) and HostCopyEngine
 // (memory/host_copy_engine.hpp: "device" memory is plain memory and a thread
 // per lane does the work), which the tests run the pipeline on.
 
@@ -51,6 +51,12 @@ struct Copy {
 };
 
 inline Copy contiguous(void* dst, const void* src, size_t bytes) { return Copy{dst, bytes, src, bytes, bytes, 1}; }
+
+// Whether a counter at `counter` lets a wait for `count` pass, as the GPU
+// compares (cuStreamWaitValue64 with CU_STREAM_WAIT_VALUE_GEQ: cyclic, so a
+// counter 2^63 or more past the count does not): never release more than
+// was handed out.
+inline bool reached(uint64_t counter, uint64_t count) { return static_cast<int64_t>(counter - count) >= 0; }
 
 class CopyEngine {
  public:
@@ -92,6 +98,8 @@ class CopyEngine {
     issued_ += n;
     return first;
   }
+  // The last count handed out: releasing it lets every lane finish.
+  uint64_t issued() const { return issued_; }
 
  private:
   uint64_t issued_ = 0;  // the last count handed out

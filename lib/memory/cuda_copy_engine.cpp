@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <thread>
 
@@ -21,11 +20,15 @@ constexpr size_t kCounterStride = 64;  // bytes: the host's and the device's wri
 
 }  // namespace
 
-CudaCopyEngine::~CudaCopyEngine() {
-  if (!counters_.host()) return;  // init() never ran
-  // Every wait on the lanes passes; then nothing may still copy into or out
-  // of the slots once they go.
-  release(std::numeric_limits<uint64_t>::max());
+CudaCopyEngine::~CudaCopyEngine() { finish(); }
+
+void CudaCopyEngine::finish() {
+  if (!counters_.host() || finished_) return;  // init() never ran, or done already
+  finished_ = true;
+  // Every wait on the lanes passes (the last count handed out: the GPU's
+  // comparison is cyclic, copy_engine.hpp); then nothing may still copy into
+  // or out of the slots once they go.
+  release(issued());
   if (abandoned_) {
     RR_LOG(LogLevel::kWarn, "staging: a lane may wait forever on a stream's earlier work; its %zu bytes of slots "
            "stay allocated", pool_->bytes());

@@ -27,9 +27,12 @@ namespace rr::memory {
 class CudaCopyEngine : public CopyEngine {
  public:
   CudaCopyEngine() = default;
-  // Releases every wait on the lanes and waits for the lanes to finish,
-  // unless abandon() was called.
+  // finish(), if not called before.
   ~CudaCopyEngine() override;
+  // Releases every wait on the lanes and waits for the lanes to finish,
+  // unless abandon() was called; then unpins the slots. Call with the
+  // engine's device current. Nothing may be issued after it.
+  void finish();
   CudaCopyEngine(const CudaCopyEngine&) = delete;
   CudaCopyEngine& operator=(const CudaCopyEngine&) = delete;
 
@@ -70,6 +73,7 @@ class CudaCopyEngine : public CopyEngine {
   std::unique_ptr<StagingPool> pool_ = std::make_unique<StagingPool>();
   bool registered_ = false;
   bool abandoned_ = false;
+  bool finished_ = false;
   size_t max_pitch_ = 0;  // cudaMemcpy2DAsync's limit on this device
   CudaStream streams_[2];  // [Lane]
   CudaEvent markers_[kMarkers];

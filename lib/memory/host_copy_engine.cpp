@@ -122,7 +122,7 @@ void HostCopyEngine::work(Worker& worker) {
         // Held at the head of the lane, as a waiting stream holds its queue.
         auto ready = [&] {
           return command.kind == Command::kAfter ? completed_[command.marker] >= command.value
-                                                 : released_ >= command.value;
+                                                 : reached(released_, command.value);
         };
         changed_.wait(lock, [&] { return ready() || stopping_; });
         if (!ready()) return;  // stopping with work that can never run

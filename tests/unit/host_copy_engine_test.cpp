@@ -92,6 +92,22 @@ TEST(HostCopyEngine, AfterWaitsForTheMarkerAsRecordedBeforeIt) {
   engine.release(2);
 }
 
+TEST(HostCopyEngine, ACountFarPastTheWaitDoesNotPassItAsOnTheGpu) {
+  // cuStreamWaitValue64 compares cyclically: a release of 2^64 - 1 is -1
+  // past a wait for 5 there, and holds it. Teardown releases the last count
+  // handed out instead.
+  HostCopyEngine engine;
+  ASSERT_TRUE(engine.wait_release(Lane::kToDevice, 5).ok());
+  ASSERT_TRUE(engine.signal(Lane::kToDevice, 1).ok());
+  engine.release(~uint64_t{0});
+  int asked = 0;
+  EXPECT_FALSE(engine.wait_arrived(1, [&] { return ++asked > 5; }).ok());
+  EXPECT_TRUE(reached(5, 5) && reached(6, 5) && !reached(4, 5) && !reached(~uint64_t{0}, 5));
+  EXPECT_EQ(engine.take_counts(3), 1u);
+  EXPECT_EQ(engine.take_counts(2), 4u);
+  EXPECT_EQ(engine.issued(), 5u);
+}
+
 TEST(HostCopyEngine, OneQueueHoldsTheOtherLaneBehindAWait) {
   // Issued wait-first, a signal the host needs sits behind the wait: the
   // order the staging pipeline never issues in.
