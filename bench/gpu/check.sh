@@ -110,8 +110,9 @@ done
 # would hang the stream (lib/memory/copy_engine.hpp).
 binary=$(find_binary device_collectives_test)
 if [ -n "$binary" ]; then
-  echo "== device_collectives_test, CUDA_DEVICE_MAX_CONNECTIONS=1, 2 ranks"
-  CUDA_DEVICE_MAX_CONNECTIONS=1 RR_GPU_TEST_RANKS=2 run_test "  ... one hardware queue" \
+  echo "== device_collectives_test, CUDA_DEVICE_MAX_CONNECTIONS=1, RR_GPU_REDUCE=device, 2 ranks"
+  # (With the reductions on the GPU too: each segment's server runs in that queue.)
+  RR_GPU_REDUCE=device CUDA_DEVICE_MAX_CONNECTIONS=1 RR_GPU_TEST_RANKS=2 run_test "  ... one hardware queue" \
     "$logs/device_collectives_one_queue.log" "$binary" \
     --gtest_filter='StreamOrdering.*:DeviceAllReduce.LargeTensorThroughManySegments:DeviceCollectives.*'
   # The counters by one-thread kernels instead of stream memory operations.
@@ -119,7 +120,7 @@ if [ -n "$binary" ]; then
   RR_GPU_STREAM_MEMOPS=0 CUDA_DEVICE_MAX_CONNECTIONS=1 RR_GPU_TEST_RANKS=2 run_test "  ... counter kernels" \
     "$logs/device_collectives_kernels.log" "$binary" \
     --gtest_filter='StreamOrdering.*:DeviceAllReduce.LargeTensorThroughManySegments'
-  # The received chunks reduced by a kernel (memory/cuda_reducer.hpp).
+  # The received chunks reduced on the GPU (kernels/reduce_server.hpp).
   echo "== device_collectives_test, RR_GPU_REDUCE=device, 2 and 3 ranks"
   RR_GPU_REDUCE=device RR_GPU_TEST_RANKS="2 3" run_test "  ... RR_GPU_REDUCE=device" \
     "$logs/device_collectives_device_reduce.log" "$binary" --gtest_filter='DeviceAllReduce.*:StreamOrdering.*'
@@ -190,7 +191,7 @@ else
   # shellcheck disable=SC2086  # the extra arguments are words
   RR_GPU_REDUCE=host run_allreduce_bench "$allreduce_bench" "$logs/$allreduce_bench.log" 1800 \
     ${RR_GPU_ALLREDUCE_ARGS:-}
-  # The received chunks reduced by a kernel instead of the host (up to 256 MiB).
+  # The received chunks reduced on the GPU instead of the host (up to 256 MiB).
   # shellcheck disable=SC2086
   RR_GPU_REDUCE=device run_allreduce_bench "  ... RR_GPU_REDUCE=device" "$logs/$allreduce_bench-device.log" 900 \
     --max-mib 256 ${RR_GPU_ALLREDUCE_ARGS:-}

@@ -30,6 +30,28 @@ Status StagedCollectives::init() {
   return engine_->reserve_slots(std::max(segment_bytes_, one_column), kSlots);
 }
 
+void StagedCollectives::set_device_reductions(bool on, int timeout_ms) {
+  reducer_ = on ? std::make_unique<SegmentReducer>(engine_, timeout_ms) : nullptr;
+}
+
+Status StagedCollectives::SegmentReducer::reduce(void* dst, const void* mine, const void* arrived, size_t count,
+                                                 rrDataType_t, rrRedOp_t, bool last, int nranks) {
+  // The dtype and op are the server's (the plan's).
+  memory::Reduction reduction;
+  reduction.dst = dst;
+  reduction.mine = mine;
+  reduction.arrived = arrived;
+  reduction.count = count;
+  reduction.last = last;
+  reduction.divisor = nranks;
+  return engine_->post_reduction(segment, reduction, timeout_ms_);
+}
+
+void StagedCollectives::release_through(uint64_t last) {
+  engine_->end_reductions(last);
+  engine_->release(last);
+}
+
 StagedCollectives::Segments StagedCollectives::segments(size_t count, rrDataType_t dtype, size_t blocks) const {
   const size_t elem = reduce::dtype_size(dtype);
   return Segments{elem, std::max<size_t>(1, segment_bytes_ / (elem * blocks)), count};
@@ -54,6 +76,9 @@ Status StagedCollectives::issue(const Plan& plan, uint64_t* first_out) {
   // Segment k goes back once the host released it (its collective is done).
   auto copy_out = [&](size_t k) -> Status {
     const size_t s = k % kSlots;
+    // Its reductions' server first: in one hardware queue it must run before
+    // the copy back, which waits for the segment to end.
+    if (plan.serve) RR_RETURN_IF_ERROR(engine_->serve_reductions(memory::Lane::kReduce, first + k, plan.dtype, plan.op));
     RR_RETURN_IF_ERROR(engine_->wait_release(memory::Lane::kToDevice, first + k));
     const SegmentCopies copies = plan.copies(k, engine_->slot(s));
     if (copies.out.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToDevice, copies.out));
@@ -77,12 +102,13 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
   Status status;
   for (size_t k = 0; k < n && status.ok(); ++k) {
     // Segment k's input is in its slot; reduce (or gather, or forward) it
-    // across the ranks there; then let its copy back go.
+    // across the ranks there; then let its server end and its copy back go.
     status = engine_->wait_arrived(first + k, give_up);
+    if (plan.serve && reducer_) reducer_->segment = first + k;
     if (status.ok()) status = plan.collective(k, engine_->slot(k % kSlots));
-    engine_->release(first + k);
+    release_through(first + k);
   }
-  if (n > 0 && !status.ok()) engine_->release(first + n - 1);
+  if (n > 0 && !status.ok()) release_through(first + n - 1);
   return status;
 }
 
@@ -92,7 +118,7 @@ Status StagedCollectives::run_now(const Plan& plan) {
   if (status.ok()) {
     status = run(plan, first);
   } else if (first != 0) {
-    engine_->release(first + plan.segments - 1);  // in order: nothing else runs here
+    release_through(first + plan.segments - 1);  // in order: nothing else runs here
   }
   if (plan.segments > 0) {
     // No copy may still touch the caller's buffers or a slot once the call returns.
@@ -115,7 +141,7 @@ StagedCollectives::Plan StagedCollectives::allreduce(const void* send, void* rec
                                                      rrRedOp_t op) const {
   const Segments seg = segments(count, dtype, 1);
   Communicator* comm = comm_;
-  exec::Reducer* reducer = comm_->size() > 1 ? reducer_ : nullptr;
+  exec::Reducer* reducer = comm_->size() > 1 ? reducer_.get() : nullptr;
   const size_t ranks = static_cast<size_t>(comm_->size());
   const size_t rank = static_cast<size_t>(comm_->rank());
   Plan plan;
@@ -136,6 +162,9 @@ StagedCollectives::Plan StagedCollectives::allreduce(const void* send, void* rec
   plan.collective = [=](size_t k, void* slot) {
     return comm->allreduce(slot, slot, seg.elems(k), dtype, op, reducer, reducer ? at(send, seg.offset(k)) : nullptr);
   };
+  plan.serve = reducer != nullptr;
+  plan.dtype = dtype;
+  plan.op = op;
   return plan;
 }
 

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "common/status.hpp"
 #include "exec/reducer.hpp"
@@ -61,18 +62,25 @@ class StagedCollectives {
     size_t segments = 0;
     std::function<SegmentCopies(size_t k, void* slot)> copies;
     std::function<Status(size_t k, void* slot)> collective;
+    // The collective's reductions run on the engine's reduction servers
+    // (set_device_reductions), of this dtype and op.
+    bool serve = false;
+    rrDataType_t dtype = rrFloat32;
+    rrRedOp_t op = rrSum;
   };
 
   StagedCollectives(Communicator* comm, memory::CopyEngine* engine, size_t segment_bytes);
 
   // Makes the slots (once); call before the first collective.
   Status init();
-  // Allreduce's received chunks are reduced by `reducer` (exec/reducer.hpp),
-  // with this rank's values read from the device buffer; then only the part
-  // of a segment this rank sends first (its own ring segment) is copied in.
-  // Null: on the host, from the slot. Both slots and the communicator's ring
-  // staging must be memory the reducer can read and write.
-  void set_reducer(exec::Reducer* reducer) { reducer_ = reducer; }
+  // With `on`, allreduce's received chunks are reduced by the engine's
+  // reduction servers (a kernel per segment, issued with the copies:
+  // kernels/reduce_server.hpp), with this rank's values read from the device
+  // buffer; then only the part of a segment this rank sends first (its own
+  // ring segment) is copied in. Off: on the host, from the slot. The slots
+  // and the communicator's ring staging must be memory the servers can read
+  // and write. A reduction not run within `timeout_ms` fails the call.
+  void set_device_reductions(bool on, int timeout_ms);
 
   // Plans of the Communicator's calls of the same names; the buffers are in
   // the engine's device memory.
@@ -114,10 +122,26 @@ class StagedCollectives {
   };
   Segments segments(size_t count, rrDataType_t dtype, size_t blocks) const;
 
+  // Lets every lane go on up to count `last`: its waits, and its servers.
+  void release_through(uint64_t last);
+
+  // The ring's reducer while a served segment runs: posts to its server.
+  class SegmentReducer : public exec::Reducer {
+   public:
+    SegmentReducer(memory::CopyEngine* engine, int timeout_ms) : engine_(engine), timeout_ms_(timeout_ms) {}
+    Status reduce(void* dst, const void* mine, const void* arrived, size_t count, rrDataType_t dtype,
+                  rrRedOp_t op, bool last, int nranks) override;
+    uint64_t segment = 0;  // the count of the segment running
+
+   private:
+    memory::CopyEngine* engine_;
+    int timeout_ms_;
+  };
+
   Communicator* comm_;
   memory::CopyEngine* engine_;
   size_t segment_bytes_;
-  exec::Reducer* reducer_ = nullptr;
+  std::unique_ptr<SegmentReducer> reducer_;  // null: host reductions
 };
 
 }  // namespace rr

@@ -41,16 +41,24 @@ Status StreamOrder::init() {
     RR_RETURN_IF_ERROR(comm_->transport().register_memory(engine_.pinned(), engine_.pinned_bytes()));
   }
   if (comm_->settings().gpu_reduce_on_device && comm_->size() > 1 && comm_->pool().bytes() > 0) {
-    // The reduction kernel reads the chunks the ring received where they
-    // landed: pin and map the ring's staging (the slots are already).
-    RR_RETURN_IF_ERROR(reducer_.init(comm_->settings().timeout_ms));
+    // The servers' kernels read the chunks the ring received where they
+    // landed, through host pointers: pin and map the ring's staging (the
+    // slots are already), on a GPU that takes host pointers in kernels.
+    int host_pointers = 0;
+    RR_RETURN_IF_ERROR(memory::cuda_status(
+        cudaDeviceGetAttribute(&host_pointers, cudaDevAttrCanUseHostPointerForRegisteredMem, device_),
+        "cudaDeviceGetAttribute(cudaDevAttrCanUseHostPointerForRegisteredMem)"));
+    if (host_pointers == 0) {
+      return InvalidArgument("RR_GPU_REDUCE=device: GPU " + std::to_string(device_) +
+                             " cannot use host pointers to registered memory in kernels; use RR_GPU_REDUCE=host");
+    }
     void* ring_staging = comm_->pool().data();
     RR_RETURN_IF_ERROR(memory::cuda_status(
         cudaHostRegister(ring_staging, comm_->pool().bytes(), cudaHostRegisterMapped | cudaHostRegisterPortable),
         "cudaHostRegister of the ring's " + std::to_string(comm_->pool().bytes()) + " bytes of staging "
         "(RR_GPU_REDUCE=device)"));
     registered_ring_staging_ = ring_staging;
-    staged_->set_reducer(&reducer_);
+    staged_->set_device_reductions(true, comm_->settings().timeout_ms);
   }
   return Status::Ok();
 }
@@ -62,7 +70,9 @@ StreamOrder::~StreamOrder() {
                         cudaSetDevice(device_) == cudaSuccess;
   if (gave_up_) engine_.abandon();
   engine_.finish();
-  // No reduction kernel runs any more: each one finished inside its call.
+  // No reduction runs any more: finish() waited for the servers, or (when
+  // abandoned) they were ended with no reduction posted, which is all that
+  // makes one touch the ring's staging.
   if (registered_ring_staging_) cudaHostUnregister(registered_ring_staging_);
   if (switched) cudaSetDevice(current);
   (void)cudaGetLastError();
@@ -127,6 +137,7 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
     // What was issued waits for its counts: release them in queue order.
     if (first != 0) {
       auto release = comm_->queue().enqueue([this, last] {
+        engine_.end_reductions(last);
         engine_.release(last);
         return Status::Ok();
       });

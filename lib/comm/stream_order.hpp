@@ -22,8 +22,9 @@
 // Nothing on the GPU waits for work issued after it, so lanes and streams
 // that share a hardware queue (CUDA_DEVICE_MAX_CONNECTIONS) only serialize.
 // Host buffers with a stream are one segment without copies. With
-// RR_GPU_REDUCE=device, an allreduce's received chunks are reduced by a
-// kernel (memory/cuda_reducer.hpp) instead of on the host.
+// RR_GPU_REDUCE=device, an allreduce's received chunks are reduced on the GPU
+// by a server kernel per segment, issued in step 2 with the copies
+// (kernels/reduce_server.hpp), instead of on the host.
 //
 // NULL is the legacy default stream, as in NCCL; the engine's own streams are
 // non-blocking. The communicator is bound to the device current at its first
@@ -41,7 +42,6 @@
 #include "common/status.hpp"
 #include "memory/cuda_copy_engine.hpp"
 #include "memory/cuda_handles.hpp"
-#include "memory/cuda_reducer.hpp"
 
 namespace rr {
 
@@ -77,8 +77,7 @@ class StreamOrder {
   Communicator* comm_;
   int device_;
   memory::CudaCopyEngine engine_;
-  memory::CudaReducer reducer_;  // RR_GPU_REDUCE=device
-  void* registered_ring_staging_ = nullptr;  // the communicator's, pinned for reducer_
+  void* registered_ring_staging_ = nullptr;  // the communicator's, pinned for RR_GPU_REDUCE=device
   std::unique_ptr<StagedCollectives> staged_;
   memory::CudaEvent ready_;  // step 1, recorded again at every call
   memory::CudaEvent done_[2];  // step 3, [Lane]

@@ -3,9 +3,10 @@
 // null) the ring reduces on the host (reduce::reduce, reduce::reduce_last)
 // with this rank's values read from the send buffer. With one, the reducer
 // does, with this rank's values read from RingCall::reduce_source: the
-// staging path passes the device copy of a segment and a CUDA reducer, so a
-// received chunk is reduced by a kernel that reads it from pinned host
-// memory in the same pass (comm/stream_order.hpp, RR_GPU_REDUCE=device).
+// staging path passes the device copy of a segment and a reducer that posts
+// to the segment's reduction server, so a received chunk is reduced by a
+// kernel that reads it from pinned host memory in the same pass
+// (comm/staged_collectives.hpp, RR_GPU_REDUCE=device).
 
 #include <cstddef>
 

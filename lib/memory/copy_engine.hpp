@@ -2,8 +2,9 @@
 // The copies of the staging pipeline (comm/staged_collectives.hpp) behind one
 // small interface, so the pipeline is the same code with or without a GPU.
 //
-// Two lanes, device-to-host and host-to-device. Each runs what was issued on
-// it one after the other, in issue order, while the caller goes on:
+// Three lanes: device-to-host, host-to-device and reductions. Each runs what
+// was issued on it one after the other, in issue order, while the caller
+// goes on:
 //   copy(lane, c)            a copy;
 //   record(lane, m)          marker m completes (for later after(), wait());
 //   after(lane, m)           later work waits for marker m as last recorded
@@ -34,10 +35,23 @@
 #include <functional>
 
 #include "common/status.hpp"
+#include "ringreduce/ringreduce.h"
 
 namespace rr::memory {
 
-enum class Lane { kToHost, kToDevice };
+// kReduce runs the reduction servers (serve_reductions).
+enum class Lane { kToHost, kToDevice, kReduce };
+
+// One reduction a server runs: dst = mine op arrived for `count` elements;
+// with `last`, rrAvg also divides by `divisor`.
+struct Reduction {
+  void* dst = nullptr;
+  const void* mine = nullptr;
+  const void* arrived = nullptr;
+  size_t count = 0;
+  bool last = false;
+  int divisor = 1;
+};
 
 // `rows` rows of `width` bytes: row r is read at src + r * src_pitch and
 // written at dst + r * dst_pitch (a contiguous copy is one row).
@@ -78,6 +92,10 @@ class CopyEngine {
   virtual Status after(Lane lane, int marker) = 0;
   virtual Status signal(Lane lane, uint64_t count) = 0;
   virtual Status wait_release(Lane lane, uint64_t count) = 0;
+  // A server of segment `count` (kernels/reduce_server.hpp): it runs the
+  // reductions of `dtype` and `op` the host posts for that segment, one at a
+  // time, until the host ends the segment or posts one of a later segment.
+  virtual Status serve_reductions(Lane lane, uint64_t count, rrDataType_t dtype, rrRedOp_t op) = 0;
 
   // Host side.
   // The largest count a lane signalled.
@@ -88,6 +106,12 @@ class CopyEngine {
   virtual Status wait_arrived(uint64_t count, const std::function<bool()>& give_up) = 0;
   // Lets lane work waiting for a count up to `count` go on.
   virtual void release(uint64_t count) = 0;
+  // Runs `reduction` on the server of segment `count` and waits until it is
+  // done: Timeout after `timeout_ms`, naming the likely cause; a failed lane
+  // as for wait_arrived. One at a time.
+  virtual Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) = 0;
+  // The servers of segments up to `count` exit once idle.
+  virtual void end_reductions(uint64_t count) = 0;
   // Blocks until `marker` completed (at once for one never recorded).
   virtual Status wait(int marker) = 0;
 

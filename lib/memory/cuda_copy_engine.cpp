@@ -4,18 +4,27 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "kernels/reduce_server.hpp"
 #include "kernels/stream_wait.hpp"
 #include "topo/numa.hpp"
 
 namespace rr::memory {
 
 namespace {
-const char* lane_name(Lane lane) { return lane == Lane::kToHost ? "device-to-host" : "host-to-device"; }
+const char* lane_name(Lane lane) {
+  switch (lane) {
+    case Lane::kToHost: return "device-to-host";
+    case Lane::kToDevice: return "host-to-device";
+    case Lane::kReduce: return "reduction";
+  }
+  return "unknown";
+}
 constexpr size_t kCounterStride = 64;  // bytes: the host's and the device's writes never share a line
 
 }  // namespace
@@ -29,16 +38,21 @@ void CudaCopyEngine::finish() {
   // comparison is cyclic, copy_engine.hpp); then nothing may still copy into
   // or out of the slots once they go.
   release(issued());
+  end_reductions(issued());
   if (abandoned_) {
     RR_LOG(LogLevel::kWarn, "staging: a lane may wait forever on a stream's earlier work; its %zu bytes of slots "
            "stay allocated", pool_->bytes());
     (void)pool_.release();
     counters_.leak();
+    mailbox_.leak();
+    acks_ = nullptr;
     return;
   }
   for (CudaStream& stream : streams_) {
     if (stream.get()) cudaStreamSynchronize(stream.get());
   }
+  if (acks_) cudaFree(acks_);
+  acks_ = nullptr;
   unregister();
 }
 
@@ -54,10 +68,16 @@ uint64_t* CudaCopyEngine::counter(int index) const {
 Status CudaCopyEngine::init() {
   RR_RETURN_IF_ERROR(streams_[static_cast<int>(Lane::kToHost)].create("staging, device-to-host"));
   RR_RETURN_IF_ERROR(streams_[static_cast<int>(Lane::kToDevice)].create("staging, host-to-device"));
+  RR_RETURN_IF_ERROR(streams_[static_cast<int>(Lane::kReduce)].create("staging, reductions"));
   for (CudaEvent& marker : markers_) RR_RETURN_IF_ERROR(marker.create(/*blocking=*/true, "staging marker"));
   RR_RETURN_IF_ERROR(counters_.allocate(2 * kCounterStride, "the staging counters"));
   __atomic_store_n(counter(0), uint64_t{0}, __ATOMIC_RELEASE);
   __atomic_store_n(counter(1), uint64_t{0}, __ATOMIC_RELEASE);
+  RR_RETURN_IF_ERROR(mailbox_.allocate(sizeof(kernels::ReduceMailbox), "the reduction mailbox"));
+  std::memset(mailbox_.host(), 0, sizeof(kernels::ReduceMailbox));
+  RR_RETURN_IF_ERROR(cuda_status(cudaMalloc(reinterpret_cast<void**>(&acks_), sizeof(unsigned)),
+                                 "cudaMalloc (the reduction servers' counter)"));
+  RR_RETURN_IF_ERROR(cuda_status(cudaMemset(acks_, 0, sizeof(unsigned)), "cudaMemset (the reduction servers' counter)"));
   int device = 0;
   int max_pitch = 0;
   RR_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
@@ -202,13 +222,7 @@ Status CudaCopyEngine::wait_arrived(uint64_t count, const std::function<bool()>&
   for (int round = 0; arrived() < count; ++round) {
     if (Clock::now() >= next_check) {
       next_check = Clock::now() + std::chrono::milliseconds(2);
-      for (Lane lane : {Lane::kToHost, Lane::kToDevice}) {
-        const cudaError_t state = cudaStreamQuery(stream(lane));
-        if (state == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: busy
-        if (state != cudaSuccess && state != cudaErrorNotReady) {
-          return cuda_status(state, std::string("the ") + lane_name(lane) + " staging stream");
-        }
-      }
+      RR_RETURN_IF_ERROR(lane_error());
       if (give_up && give_up()) return InvalidUsage("gave up waiting for staged segment " + std::to_string(count));
     }
     if (round < 256) {
@@ -218,6 +232,69 @@ Status CudaCopyEngine::wait_arrived(uint64_t count, const std::function<bool()>&
     }
   }
   return Status::Ok();
+}
+
+Status CudaCopyEngine::lane_error() {
+  for (Lane lane : {Lane::kToHost, Lane::kToDevice, Lane::kReduce}) {
+    const cudaError_t state = cudaStreamQuery(stream(lane));
+    if (state == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: busy
+    if (state != cudaSuccess && state != cudaErrorNotReady) {
+      return cuda_status(state, std::string("the ") + lane_name(lane) + " staging stream");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaCopyEngine::serve_reductions(Lane lane, uint64_t count, rrDataType_t dtype, rrRedOp_t op) {
+  return kernels::enqueue_reduce_server(static_cast<kernels::ReduceMailbox*>(mailbox_.device()), acks_, count, dtype,
+                                        op, stream(lane));
+}
+
+Status CudaCopyEngine::post_reduction(uint64_t count, const Reduction& r, int timeout_ms) {
+  auto* box = static_cast<kernels::ReduceMailbox*>(mailbox_.host());
+  if (__atomic_load_n(&box->done, __ATOMIC_ACQUIRE) != posted_) {
+    return InternalError("reduction server: a reduction is already posted");
+  }
+  // The job's fields, then its number (a release store: the server reads the
+  // fields after it).
+  box->segment = count;
+  box->count = r.count;
+  box->dst = r.dst;
+  box->mine = r.mine;
+  box->arrived = r.arrived;
+  box->last = r.last ? 1 : 0;
+  box->divisor = r.divisor;
+  const uint64_t posted = ++posted_;
+  __atomic_store_n(&box->posted, posted, __ATOMIC_RELEASE);
+  // Usually done in microseconds: spin briefly, then nap; never forever.
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto next_check = Clock::now();
+  for (int round = 0; __atomic_load_n(&box->done, __ATOMIC_ACQUIRE) < posted; ++round) {
+    if (Clock::now() >= next_check) {
+      next_check = Clock::now() + std::chrono::milliseconds(2);
+      RR_RETURN_IF_ERROR(lane_error());
+      if (Clock::now() > deadline) {
+        return Timeout("the reduction of " + std::to_string(r.count) + " elements (segment " + std::to_string(count) +
+                       ") was not run within " + std::to_string(timeout_ms) + " ms by the GPU's reduction server");
+      }
+    }
+    if (round < 1000) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  return Status::Ok();
+}
+
+void CudaCopyEngine::end_reductions(uint64_t count) {
+  auto* box = static_cast<kernels::ReduceMailbox*>(mailbox_.host());
+  if (!box) return;
+  uint64_t seen = __atomic_load_n(&box->ended, __ATOMIC_RELAXED);
+  while (seen < count &&
+         !__atomic_compare_exchange_n(&box->ended, &seen, count, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
 }
 
 void CudaCopyEngine::release(uint64_t count) {

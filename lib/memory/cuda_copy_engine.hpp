@@ -8,7 +8,9 @@
 // multiprocessor while they wait (ranks sharing a GPU are time-sliced). A
 // device without 64-bit stream memory operations, or RR_GPU_STREAM_MEMOPS=0,
 // gets one-thread kernels instead (kernels/stream_wait.hpp);
-// RR_GPU_STREAM_MEMOPS=1 requires the operations. And staging slots that are the
+// RR_GPU_STREAM_MEMOPS=1 requires the operations. A third stream runs the
+// reduction servers (kernels/reduce_server.hpp) with their mailbox in mapped
+// pinned memory. And staging slots that are the
 // StagingPool's page-aligned, touched memory pinned with cudaHostRegister, so
 // copies are DMA at the bus's rate and UCX sends from the same pages. Made on
 // one device; every call must be made with that device current.
@@ -47,9 +49,12 @@ class CudaCopyEngine : public CopyEngine {
   Status after(Lane lane, int marker) override;
   Status signal(Lane lane, uint64_t count) override;
   Status wait_release(Lane lane, uint64_t count) override;
+  Status serve_reductions(Lane lane, uint64_t count, rrDataType_t dtype, rrRedOp_t op) override;
   uint64_t arrived() const override;
   Status wait_arrived(uint64_t count, const std::function<bool()>& give_up) override;
   void release(uint64_t count) override;
+  Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) override;
+  void end_reductions(uint64_t count) override;
   Status wait(int marker) override;
 
   cudaStream_t stream(Lane lane) const { return streams_[static_cast<int>(lane)].get(); }
@@ -75,9 +80,15 @@ class CudaCopyEngine : public CopyEngine {
   bool abandoned_ = false;
   bool finished_ = false;
   size_t max_pitch_ = 0;  // cudaMemcpy2DAsync's limit on this device
-  CudaStream streams_[2];  // [Lane]
+  // Any lane's failure, or ok (after cudaStreamQuery of each).
+  Status lane_error();
+
+  CudaStream streams_[3];  // [Lane]
   CudaEvent markers_[kMarkers];
   MappedHostMemory counters_;  // two uint64_t, a cache line apart
+  MappedHostMemory mailbox_;   // kernels::ReduceMailbox
+  unsigned* acks_ = nullptr;   // device memory: the reduction servers' block count
+  uint64_t posted_ = 0;        // the last reduction posted
   // The driver's stream memory operations; null: the kernels.
   CUresult (*wait_value_)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
   CUresult (*write_value_)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;

@@ -4,11 +4,13 @@
 #include <cstring>
 #include <string>
 
+#include "reduce/reduce.hpp"
+
 namespace rr::memory {
 
 HostCopyEngine::HostCopyEngine(std::chrono::microseconds copy_delay, bool one_queue)
     : copy_delay_(copy_delay), one_queue_(one_queue) {
-  for (int w = 0; w < (one_queue_ ? 1 : 2); ++w) {
+  for (int w = 0; w < (one_queue_ ? 1 : 3); ++w) {
     Worker& worker = workers_[w];
     worker.thread = std::thread([this, &worker] { work(worker); });
   }
@@ -71,6 +73,61 @@ Status HostCopyEngine::wait_release(Lane lane, uint64_t count) {
   return push(lane, Command{Command::kWaitRelease, Copy{}, 0, count});
 }
 
+Status HostCopyEngine::serve_reductions(Lane lane, uint64_t count, rrDataType_t dtype, rrRedOp_t op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Command command{Command::kServe, Copy{}, 0, count};
+  command.dtype = dtype;
+  command.op = op;
+  return push(lane, command);
+}
+
+Status HostCopyEngine::post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (done_ != posted_) return InternalError("reduction server: a reduction is already posted");
+  job_ = reduction;
+  job_segment_ = count;
+  const uint64_t posted = ++posted_;
+  changed_.notify_all();
+  if (!changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return done_ >= posted; })) {
+    return Timeout("the reduction of " + std::to_string(reduction.count) + " elements (segment " +
+                   std::to_string(count) + ") was not run within " + std::to_string(timeout_ms) + " ms");
+  }
+  return Status::Ok();
+}
+
+void HostCopyEngine::end_reductions(uint64_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ended_ = std::max(ended_, count);
+  changed_.notify_all();
+}
+
+uint64_t HostCopyEngine::reductions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reductions_;
+}
+
+void HostCopyEngine::serve(const Command& command, std::unique_lock<std::mutex>& lock) {
+  const uint64_t segment = command.value;
+  uint64_t seen = done_;
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || posted_ > seen || reached(ended_, segment); });
+    if (stopping_ || posted_ <= seen) return;    // stopping, or the segment ended
+    if (job_segment_ != segment) return;         // a later segment's: its server runs it
+    seen = posted_;
+    const Reduction job = job_;
+    lock.unlock();
+    if (job.last) {
+      reduce::reduce_last(job.dst, job.mine, job.arrived, job.count, command.dtype, command.op, job.divisor);
+    } else {
+      reduce::reduce(job.dst, job.mine, job.arrived, job.count, command.dtype, command.op);
+    }
+    lock.lock();
+    ++reductions_;
+    done_ = seen;
+    changed_.notify_all();
+  }
+}
+
 uint64_t HostCopyEngine::arrived() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return arrived_;
@@ -128,6 +185,10 @@ void HostCopyEngine::work(Worker& worker) {
         if (!ready()) return;  // stopping with work that can never run
         break;
       }
+      case Command::kServe:
+        serve(command, lock);
+        if (stopping_) return;
+        break;
       case Command::kCopy: {
         lock.unlock();
         if (copy_delay_.count() > 0) std::this_thread::sleep_for(copy_delay_);

@@ -6,8 +6,8 @@
 // whose copy back is still running) shows up as wrong data; `copy_delay`
 // holds every copy back that long to widen those windows.
 //
-// `one_queue`: both lanes are one thread, in issue order across them, as
-// two CUDA streams that share a hardware queue. A pipeline that issued a
+// `one_queue`: all lanes are one thread, in issue order across them, as
+// CUDA streams that share a hardware queue. A pipeline that issued a
 // wait before what releases it hangs there (copy_engine.hpp).
 
 #include <chrono>
@@ -38,20 +38,26 @@ class HostCopyEngine : public CopyEngine {
   Status after(Lane lane, int marker) override;
   Status signal(Lane lane, uint64_t count) override;
   Status wait_release(Lane lane, uint64_t count) override;
+  Status serve_reductions(Lane lane, uint64_t count, rrDataType_t dtype, rrRedOp_t op) override;
   uint64_t arrived() const override;
   Status wait_arrived(uint64_t count, const std::function<bool()>& give_up) override;
   void release(uint64_t count) override;
+  Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) override;
+  void end_reductions(uint64_t count) override;
   Status wait(int marker) override;
 
-  // Copies done so far, on both lanes.
+  // Copies done so far, on every lane; reductions the servers ran.
   uint64_t copies() const;
+  uint64_t reductions() const;
 
  private:
   struct Command {
-    enum Kind { kCopy, kRecord, kAfter, kSignal, kWaitRelease } kind = kCopy;
+    enum Kind { kCopy, kRecord, kAfter, kSignal, kWaitRelease, kServe } kind = kCopy;
     Copy copy;
     int marker = 0;
     uint64_t value = 0;  // the marker's generation, or the count
+    rrDataType_t dtype = rrFloat32;  // kServe
+    rrRedOp_t op = rrSum;
   };
   struct Worker {
     std::deque<Command> commands;
@@ -61,6 +67,8 @@ class HostCopyEngine : public CopyEngine {
   Status check_marker(int marker) const;
   Status push(Lane lane, const Command& command);
   void work(Worker& worker);
+  // A reduction server's loop, as kernels/reduce_server.cu's; `lock` held.
+  void serve(const Command& command, std::unique_lock<std::mutex>& lock);
 
   const std::chrono::microseconds copy_delay_;
   const bool one_queue_;
@@ -73,7 +81,14 @@ class HostCopyEngine : public CopyEngine {
   uint64_t released_ = 0;
   uint64_t recorded_[kMarkers] = {};   // generation each marker was last recorded at
   uint64_t completed_[kMarkers] = {};  // generation each marker reached
-  Worker workers_[2];                  // [Lane]; with one_queue, workers_[0] only
+  // The reduction mailbox (kernels/reduce_server.hpp).
+  uint64_t posted_ = 0;
+  uint64_t done_ = 0;
+  uint64_t ended_ = 0;
+  uint64_t job_segment_ = 0;
+  Reduction job_;
+  uint64_t reductions_ = 0;
+  Worker workers_[3];  // [Lane]; with one_queue, workers_[0] only
 };
 
 }  // namespace rr::memory

@@ -1,7 +1,7 @@
 #pragma once
-// A reducer (lib/exec/reducer.hpp) for tests: it reduces on the host, as
-// memory::CudaReducer does on the device, and counts its calls; `fail`
-// makes every call fail.
+// A reducer (lib/exec/reducer.hpp) for the executor's tests: it reduces on
+// the host, as the staging path's reduction servers do on the device, and
+// counts its calls; `fail` makes every call fail.
 
 #include <atomic>
 

@@ -22,7 +22,6 @@
 #include "comm/staged_collectives.hpp"
 #include "memory/host_copy_engine.hpp"
 #include "reduce/reduce.hpp"
-#include "../common/host_reducer.hpp"
 #include "../common/typed_reference.hpp"
 
 namespace rr {
@@ -75,17 +74,18 @@ std::string describe(const char* what, rrDataType_t dtype, rrRedOp_t op, size_t 
          (in_place ? " in place" : " out of place") + " ranks=" + std::to_string(g_size);
 }
 
-// With `reducer`, the ring's reductions go through it (RR_GPU_REDUCE=device
-// on a GPU), reading this rank's values from the "device" buffer, and only
-// this rank's own ring segment of each segment is copied in.
+// With `served`, the ring's reductions run on the engine's reduction
+// servers (RR_GPU_REDUCE=device on a GPU), reading this rank's values from
+// the "device" buffer, and only this rank's own ring segment of each segment
+// is copied in.
 void check_allreduce(memory::HostCopyEngine& engine, size_t segment_bytes, rrDataType_t dtype, rrRedOp_t op,
-                     size_t count, bool in_place, uint64_t seed, test::HostReducer* reducer = nullptr) {
+                     size_t count, bool in_place, uint64_t seed, bool served = false) {
   SCOPED_TRACE(describe("allreduce", dtype, op, count, segment_bytes, in_place) +
-               (reducer ? " reducer" : " host reduction"));
+               (served ? " served reductions" : " host reductions"));
   StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
   ASSERT_TRUE(staged.init().ok());
-  staged.set_reducer(reducer);
-  const int reductions_before = reducer ? reducer->calls.load() : 0;
+  staged.set_device_reductions(served, 10000);
+  const uint64_t reductions_before = engine.reductions();
   const size_t bytes = count * reduce::dtype_size(dtype);
   Buffer send(bytes), recv(bytes);
   test::fill(dtype, op, g_rank, seed, send.get(), 0, count);
@@ -103,8 +103,10 @@ void check_allreduce(memory::HostCopyEngine& engine, size_t segment_bytes, rrDat
   EXPECT_TRUE((in_place ? send : recv).guard_intact()) << "wrote past count";
   std::string report;
   EXPECT_EQ(test::count_wrong(dtype, op, g_size, seed, out, 0, count, &report), 0u) << report;
-  if (reducer && g_size > 1 && count >= static_cast<size_t>(g_size)) {
-    EXPECT_GT(reducer->calls.load(), reductions_before) << "the host reduced, not the reducer";
+  if (served && g_size > 1 && count >= static_cast<size_t>(g_size)) {
+    EXPECT_GT(engine.reductions(), reductions_before) << "the host reduced, not the servers";
+  } else if (!served) {
+    EXPECT_EQ(engine.reductions(), reductions_before);
   }
 }
 
@@ -133,12 +135,11 @@ TEST_P(StagedAllReduceEveryTypeAndOp, MatchesDoubleReference) {
       for (bool in_place : {false, true}) check_allreduce(engine, segment_bytes, c.dtype, c.op, count, in_place, ++seed);
     }
   }
-  // The ring's reductions by a reducer, as RR_GPU_REDUCE=device does.
-  test::HostReducer reducer;
+  // The ring's reductions on the reduction servers, as RR_GPU_REDUCE=device.
   for (size_t segment_bytes : kSegmentBytes) {
     for (size_t count : {size_t{1}, size_t{13}, size_t{1031}}) {
       for (bool in_place : {false, true}) {
-        check_allreduce(engine, segment_bytes, c.dtype, c.op, count, in_place, ++seed, &reducer);
+        check_allreduce(engine, segment_bytes, c.dtype, c.op, count, in_place, ++seed, /*served=*/true);
       }
     }
   }
@@ -156,8 +157,7 @@ TEST(StagedAllReduce, SlowCopiesStillLandInOrder) {
   memory::HostCopyEngine engine(std::chrono::microseconds(300));
   check_allreduce(engine, 256, rrFloat32, rrSum, 4099, false, 7);
   check_allreduce(engine, 256, rrInt64, rrMax, 1001, true, 8);
-  test::HostReducer reducer;
-  check_allreduce(engine, 256, rrFloat64, rrAvg, 3001, true, 13, &reducer);
+  check_allreduce(engine, 256, rrFloat64, rrAvg, 3001, true, 13, /*served=*/true);
 }
 
 // The pool is three slots of one segment, whatever the count.
@@ -177,6 +177,10 @@ TEST(StagedAllReduce, LanesSharingOneQueueOnlySerialize) {
   memory::HostCopyEngine engine(std::chrono::microseconds(100), /*one_queue=*/true);
   check_allreduce(engine, 256, rrFloat32, rrSum, 4099, false, 10);
   check_allreduce(engine, 64, rrBfloat16, rrAvg, 777, true, 11);
+  // The reduction servers in the same queue: each runs before its segment's
+  // copy back, which waits for the segment to end.
+  check_allreduce(engine, 256, rrFloat32, rrSum, 4099, false, 14, /*served=*/true);
+  check_allreduce(engine, 64, rrInt32, rrAvg, 777, true, 15, /*served=*/true);
 }
 
 // What a stream does: the device halves of two calls are issued before the

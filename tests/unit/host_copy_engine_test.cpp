@@ -122,6 +122,44 @@ TEST(HostCopyEngine, OneQueueHoldsTheOtherLaneBehindAWait) {
   EXPECT_TRUE(engine.wait_arrived(1, {}).ok());
 }
 
+TEST(HostCopyEngine, AServerRunsItsSegmentsReductionsAndLeavesLaterOnesToTheNext) {
+  HostCopyEngine engine;
+  std::vector<int32_t> mine{1, 2, 3}, arrived{10, 20, 30}, dst(3, 0);
+  Reduction r;
+  r.dst = dst.data();
+  r.mine = mine.data();
+  r.arrived = arrived.data();
+  r.count = 3;
+  // Servers of segments 1 and 2, one after the other on their lane.
+  ASSERT_TRUE(engine.serve_reductions(Lane::kReduce, 1, rrInt32, rrSum).ok());
+  ASSERT_TRUE(engine.serve_reductions(Lane::kReduce, 2, rrInt32, rrMax).ok());
+  ASSERT_TRUE(engine.post_reduction(1, r, 5000).ok());
+  EXPECT_EQ(dst, (std::vector<int32_t>{11, 22, 33}));
+  // A job of segment 2 ends server 1 without being run by it: server 2 runs it (max).
+  ASSERT_TRUE(engine.post_reduction(2, r, 5000).ok());
+  EXPECT_EQ(dst, (std::vector<int32_t>{10, 20, 30}));
+  r.last = true;  // avg's division applies to rrAvg only
+  ASSERT_TRUE(engine.post_reduction(2, r, 5000).ok());
+  EXPECT_EQ(engine.reductions(), 3u);
+  // Ended: the server of segment 2 exits, and what follows it on the lane runs.
+  engine.end_reductions(2);
+  ASSERT_TRUE(engine.record(Lane::kReduce, 2).ok());
+  EXPECT_TRUE(engine.wait(2).ok());
+}
+
+TEST(HostCopyEngine, AReductionNoServerTakesTimesOut) {
+  HostCopyEngine engine;
+  std::vector<float> a(4, 1.0f), b(4, 2.0f), dst(4, 0.0f);
+  Reduction r;
+  r.dst = dst.data();
+  r.mine = a.data();
+  r.arrived = b.data();
+  r.count = 4;
+  const Status late = engine.post_reduction(7, r, 30);
+  EXPECT_EQ(late.code(), Code::kTimeout);
+  EXPECT_NE(late.message().find("segment 7"), std::string::npos) << late.message();
+}
+
 TEST(HostCopyEngine, StridedCopyMovesRowsBetweenPitches) {
   HostCopyEngine engine;
   // 3 rows of 4 bytes, 10 bytes apart in the source, packed in the destination.

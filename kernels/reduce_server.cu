@@ -1,0 +1,133 @@
+// Reduction servers (reduce_server.hpp).
+
+#include "kernels/reduce_server.hpp"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/elementwise.hpp"
+#include "reduce/functors.hpp"
+#include "reduce/half.hpp"
+#include "reduce/with_dtype.hpp"
+
+namespace rr::kernels {
+namespace {
+
+constexpr unsigned kPollNanoseconds = 500;
+
+enum Action : int { kRun = 1, kExit = 2 };
+
+template <typename T, typename Op>
+__device__ void run_job(const ReduceMailbox& job, const Op& op) {
+  T* dst = static_cast<T*>(job.dst);
+  const T* a = static_cast<const T*>(job.mine);
+  const T* b = static_cast<const T*>(job.arrived);
+  const ThreadIndex index{blockIdx.x, gridDim.x, threadIdx.x};
+  const bool vectors = reinterpret_cast<uintptr_t>(dst) % kVectorBytes == 0 &&
+                       reinterpret_cast<uintptr_t>(a) % kVectorBytes == 0 &&
+                       reinterpret_cast<uintptr_t>(b) % kVectorBytes == 0;
+  if (vectors) {
+    elementwise_vectors<2>(dst, a, b, job.count, op, index);
+  } else {
+    elementwise_scalars<2>(dst, a, b, job.count, op, index);
+  }
+}
+
+// Plain: the op of every job, but with kAvg the jobs marked last, which sum
+// and divide by the job's divisor (the rank count).
+template <typename T, typename Plain, bool kAvg>
+__global__ void __launch_bounds__(kThreads)
+    reduce_server_kernel(ReduceMailbox* box, unsigned* acks, uint64_t segment, Plain plain) {
+  __shared__ ReduceMailbox job;
+  __shared__ int action;
+  __shared__ uint64_t seen;
+  volatile ReduceMailbox* mail = box;
+  if (threadIdx.x == 0) seen = mail->done;
+  for (;;) {
+    if (threadIdx.x == 0) {
+      for (;;) {
+        const uint64_t posted = mail->posted;
+        __threadfence_system();  // the job's fields are read after `posted`
+        if (posted > seen) {
+          if (mail->segment != segment) {
+            action = kExit;  // a later segment's job: its server runs it
+          } else {
+            job.count = mail->count;
+            job.dst = mail->dst;
+            job.mine = mail->mine;
+            job.arrived = mail->arrived;
+            job.last = mail->last;
+            job.divisor = mail->divisor;
+            seen = posted;
+            action = kRun;
+          }
+          break;
+        }
+        if (mail->ended >= segment) {
+          action = kExit;
+          break;
+        }
+        __nanosleep(kPollNanoseconds);
+      }
+    }
+    __syncthreads();
+    if (action == kExit) return;
+    if (kAvg && job.last) {
+      run_job<T>(job, reduce::SumDivideOp<T>{job.divisor});
+    } else {
+      run_job<T>(job, plain);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // This block's results are visible to the host before it counts.
+      __threadfence_system();
+      if (atomicAdd(acks, 1u) == gridDim.x - 1) {
+        atomicExch(acks, 0u);
+        __threadfence_system();
+        mail->done = seen;
+      }
+    }
+    __syncthreads();  // `job` and `action` are rewritten only after every thread used them
+  }
+}
+
+template <typename T, bool kAvg = false, typename Plain>
+cudaError_t launch(ReduceMailbox* box, unsigned* acks, uint64_t segment, Plain plain, cudaStream_t stream) {
+  (void)cudaGetLastError();
+  reduce_server_kernel<T, Plain, kAvg><<<kServerBlocks, kThreads, 0, stream>>>(box, acks, segment, plain);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_for_op(ReduceMailbox* box, unsigned* acks, uint64_t segment, rrRedOp_t op, cudaStream_t stream) {
+  switch (op) {
+    case rrSum: return launch<T>(box, acks, segment, reduce::SumOp<T>{}, stream);
+    case rrProd: return launch<T>(box, acks, segment, reduce::ProdOp<T>{}, stream);
+    case rrMax: return launch<T>(box, acks, segment, reduce::MaxOp<T>{}, stream);
+    case rrMin: return launch<T>(box, acks, segment, reduce::MinOp<T>{}, stream);
+    case rrAvg: return launch<T, true>(box, acks, segment, reduce::SumOp<T>{}, stream);  // sums, then divides
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+Status enqueue_reduce_server(ReduceMailbox* box, unsigned* acks, uint64_t segment, rrDataType_t dtype,
+                             rrRedOp_t op, void* stream) {
+  if (dtype < 0 || dtype >= rrNumTypes || op < 0 || op >= rrNumOps) {
+    return InvalidArgument("reduction server: unknown dtype " + std::to_string(dtype) + " or op " +
+                           std::to_string(op));
+  }
+  auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t error = cudaErrorInvalidValue;
+  reduce::with_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    error = launch_for_op<T>(box, acks, segment, op, s);
+  });
+  if (error == cudaSuccess) return Status::Ok();
+  return CudaError("launch of the reduction server of segment " + std::to_string(segment) + ": " +
+                   cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+}
+
+}  // namespace rr::kernels
