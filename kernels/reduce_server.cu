@@ -36,35 +36,58 @@ __device__ void run_job(const ReduceMailbox& job, const Op& op) {
 
 // Plain: the op of every job, but with kAvg the jobs marked last, which sum
 // and divide by the job's divisor (the rank count).
+//
+// Block 0 alone reads the host's mailbox (one PCIe read per poll) and mirrors
+// what changed into `state->mirror` in device memory, job fields first; every
+// block, block 0 too, acts on the mirror, so all see the same jobs in the
+// same order and agree on when to exit.
 template <typename T, typename Plain, bool kAvg>
 __global__ void __launch_bounds__(kThreads)
-    reduce_server_kernel(ReduceMailbox* box, unsigned* acks, uint64_t segment, Plain plain) {
+    reduce_server_kernel(ReduceMailbox* box, ReduceServerState* state, uint64_t segment, Plain plain) {
   __shared__ ReduceMailbox job;
   __shared__ int action;
   __shared__ uint64_t seen;
   volatile ReduceMailbox* mail = box;
+  volatile ReduceMailbox* mirror = &state->mirror;
   if (threadIdx.x == 0) seen = mail->done;
   for (;;) {
     if (threadIdx.x == 0) {
       for (;;) {
-        const uint64_t posted = mail->posted;
-        __threadfence_system();  // the job's fields are read after `posted`
+        if (blockIdx.x == 0) {
+          const uint64_t posted = mail->posted;
+          if (posted > mirror->posted) {
+            __threadfence_system();  // the job's fields are read after `posted`
+            mirror->segment = mail->segment;
+            mirror->count = mail->count;
+            mirror->dst = mail->dst;
+            mirror->mine = mail->mine;
+            mirror->arrived = mail->arrived;
+            mirror->last = mail->last;
+            mirror->divisor = mail->divisor;
+            __threadfence();  // the other blocks read the fields after `posted`
+            mirror->posted = posted;
+          }
+          const uint64_t ended = mail->ended;
+          if (ended > mirror->ended) mirror->ended = ended;
+        }
+        const uint64_t posted = mirror->posted;
+        __threadfence();
         if (posted > seen) {
-          if (mail->segment != segment) {
+          if (mirror->segment != segment) {
             action = kExit;  // a later segment's job: its server runs it
           } else {
-            job.count = mail->count;
-            job.dst = mail->dst;
-            job.mine = mail->mine;
-            job.arrived = mail->arrived;
-            job.last = mail->last;
-            job.divisor = mail->divisor;
+            job.count = mirror->count;
+            job.dst = mirror->dst;
+            job.mine = mirror->mine;
+            job.arrived = mirror->arrived;
+            job.last = mirror->last;
+            job.divisor = mirror->divisor;
             seen = posted;
             action = kRun;
           }
           break;
         }
-        if (mail->ended >= segment) {
+        if (mirror->ended >= segment) {
           action = kExit;
           break;
         }
@@ -73,8 +96,12 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if (action == kExit) return;
-    if (kAvg && job.last) {
-      run_job<T>(job, reduce::SumDivideOp<T>{job.divisor});
+    if constexpr (kAvg) {
+      if (job.last) {
+        run_job<T>(job, reduce::SumDivideOp<T>{job.divisor});
+      } else {
+        run_job<T>(job, plain);
+      }
     } else {
       run_job<T>(job, plain);
     }
@@ -82,8 +109,8 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) {
       // This block's results are visible to the host before it counts.
       __threadfence_system();
-      if (atomicAdd(acks, 1u) == gridDim.x - 1) {
-        atomicExch(acks, 0u);
+      if (atomicAdd(&state->acks, 1u) == gridDim.x - 1) {
+        atomicExch(&state->acks, 0u);
         __threadfence_system();
         mail->done = seen;
       }
@@ -93,27 +120,35 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T, bool kAvg = false, typename Plain>
-cudaError_t launch(ReduceMailbox* box, unsigned* acks, uint64_t segment, Plain plain, cudaStream_t stream) {
+cudaError_t launch(ReduceMailbox* box, ReduceServerState* state, uint64_t segment, Plain plain,
+                   cudaStream_t stream) {
+  if (!box) {
+    // Preloading: make the module of this instantiation loaded now (lazy
+    // loading would load it at its first launch, mid-call).
+    cudaFuncAttributes attributes;
+    return cudaFuncGetAttributes(&attributes, reduce_server_kernel<T, Plain, kAvg>);
+  }
   (void)cudaGetLastError();
-  reduce_server_kernel<T, Plain, kAvg><<<kServerBlocks, kThreads, 0, stream>>>(box, acks, segment, plain);
+  reduce_server_kernel<T, Plain, kAvg><<<kServerBlocks, kThreads, 0, stream>>>(box, state, segment, plain);
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t launch_for_op(ReduceMailbox* box, unsigned* acks, uint64_t segment, rrRedOp_t op, cudaStream_t stream) {
+cudaError_t launch_for_op(ReduceMailbox* box, ReduceServerState* state, uint64_t segment, rrRedOp_t op,
+                          cudaStream_t stream) {
   switch (op) {
-    case rrSum: return launch<T>(box, acks, segment, reduce::SumOp<T>{}, stream);
-    case rrProd: return launch<T>(box, acks, segment, reduce::ProdOp<T>{}, stream);
-    case rrMax: return launch<T>(box, acks, segment, reduce::MaxOp<T>{}, stream);
-    case rrMin: return launch<T>(box, acks, segment, reduce::MinOp<T>{}, stream);
-    case rrAvg: return launch<T, true>(box, acks, segment, reduce::SumOp<T>{}, stream);  // sums, then divides
+    case rrSum: return launch<T>(box, state, segment, reduce::SumOp<T>{}, stream);
+    case rrProd: return launch<T>(box, state, segment, reduce::ProdOp<T>{}, stream);
+    case rrMax: return launch<T>(box, state, segment, reduce::MaxOp<T>{}, stream);
+    case rrMin: return launch<T>(box, state, segment, reduce::MinOp<T>{}, stream);
+    case rrAvg: return launch<T, true>(box, state, segment, reduce::SumOp<T>{}, stream);  // sums, then divides
     default: return cudaErrorInvalidValue;
   }
 }
 
 }  // namespace
 
-Status enqueue_reduce_server(ReduceMailbox* box, unsigned* acks, uint64_t segment, rrDataType_t dtype,
+Status enqueue_reduce_server(ReduceMailbox* box, ReduceServerState* state, uint64_t segment, rrDataType_t dtype,
                              rrRedOp_t op, void* stream) {
   if (dtype < 0 || dtype >= rrNumTypes || op < 0 || op >= rrNumOps) {
     return InvalidArgument("reduction server: unknown dtype " + std::to_string(dtype) + " or op " +
@@ -123,11 +158,28 @@ Status enqueue_reduce_server(ReduceMailbox* box, unsigned* acks, uint64_t segmen
   cudaError_t error = cudaErrorInvalidValue;
   reduce::with_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    error = launch_for_op<T>(box, acks, segment, op, s);
+    error = launch_for_op<T>(box, state, segment, op, s);
   });
   if (error == cudaSuccess) return Status::Ok();
   return CudaError("launch of the reduction server of segment " + std::to_string(segment) + ": " +
                    cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+}
+
+Status preload_reduce_servers() {
+  for (int t = 0; t < rrNumTypes; ++t) {
+    for (int o = 0; o < rrNumOps; ++o) {
+      cudaError_t error = cudaErrorInvalidValue;
+      reduce::with_dtype(static_cast<rrDataType_t>(t), [&](auto tag) {
+        using T = decltype(tag);
+        error = launch_for_op<T>(nullptr, nullptr, 0, static_cast<rrRedOp_t>(o), nullptr);
+      });
+      if (error != cudaSuccess) {
+        return CudaError(std::string("loading the reduction servers (cudaFuncGetAttributes): ") +
+                         cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace rr::kernels

@@ -38,14 +38,26 @@ struct ReduceMailbox {
   int32_t divisor;
 };
 
+// The servers' own state, in device memory (zeroed before the first server
+// runs): the blocks done with the current job, and block 0's copy of the
+// mailbox, which the other blocks poll instead of the host's memory.
+struct ReduceServerState {
+  unsigned acks;
+  ReduceMailbox mirror;
+};
+
 // Blocks of a server: enough to keep PCIe reads in flight, few enough to
-// leave the GPU to the user's kernels.
+// leave the GPU to the user's kernels. Every block takes part in every job.
 constexpr int kServerBlocks = 16;
 
 // Enqueues on `stream` the server of segment `segment` for `dtype` and `op`.
-// `box` is the mailbox's device pointer; `acks` one unsigned of device
-// memory, zero, the server's alone. A failed launch is CudaError naming it.
-Status enqueue_reduce_server(ReduceMailbox* box, unsigned* acks, uint64_t segment, rrDataType_t dtype,
+// `box` is the mailbox's device pointer; `state` the servers' (one engine's).
+// A failed launch is CudaError naming it.
+Status enqueue_reduce_server(ReduceMailbox* box, ReduceServerState* state, uint64_t segment, rrDataType_t dtype,
                              rrRedOp_t op, void* stream);
+
+// Loads every server's code now, so that lazy module loading never has to
+// load one while a call's servers run.
+Status preload_reduce_servers();
 
 }  // namespace rr::kernels

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "comm/communicator.hpp"
+#include "kernels/reduce_server.hpp"
 
 namespace rr {
 
@@ -58,6 +59,7 @@ Status StreamOrder::init() {
         "cudaHostRegister of the ring's " + std::to_string(comm_->pool().bytes()) + " bytes of staging "
         "(RR_GPU_REDUCE=device)"));
     registered_ring_staging_ = ring_staging;
+    RR_RETURN_IF_ERROR(kernels::preload_reduce_servers());
     staged_->set_device_reductions(true, comm_->settings().timeout_ms);
   }
   return Status::Ok();
@@ -72,8 +74,9 @@ StreamOrder::~StreamOrder() {
   engine_.finish();
   // No reduction runs any more: finish() waited for the servers, or (when
   // abandoned) they were ended with no reduction posted, which is all that
-  // makes one touch the ring's staging.
-  if (registered_ring_staging_) cudaHostUnregister(registered_ring_staging_);
+  // makes one touch the ring's staging; after a failed reduction a late
+  // server may still write there, so it stays pinned.
+  if (registered_ring_staging_ && !engine_.poisoned()) cudaHostUnregister(registered_ring_staging_);
   if (switched) cudaSetDevice(current);
   (void)cudaGetLastError();
 }
@@ -114,9 +117,14 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   // 2. The device half; the copies back also follow the caller's stream
   // through an event, not only through the host's releases.
   uint64_t first = 0;
-  Status issued = memory::cuda_status(
-      cudaStreamWaitEvent(engine_.stream(memory::Lane::kToDevice), ready_.get(), 0),
-      "cudaStreamWaitEvent (the staging stream after the caller's)");
+  // The reduction servers too: they would only poll before it.
+  Status issued;
+  for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kReduce}) {
+    if (issued.ok()) {
+      issued = memory::cuda_status(cudaStreamWaitEvent(engine_.stream(lane), ready_.get(), 0),
+                                   "cudaStreamWaitEvent (a staging stream after the caller's)");
+    }
+  }
   if (issued.ok()) issued = staged_->issue(*plan, &first);
   const uint64_t last = first + plan->segments - 1;
   // 3. Later work on the caller's stream waits for the copies back, and for

@@ -39,20 +39,21 @@ void CudaCopyEngine::finish() {
   // or out of the slots once they go.
   release(issued());
   end_reductions(issued());
-  if (abandoned_) {
-    RR_LOG(LogLevel::kWarn, "staging: a lane may wait forever on a stream's earlier work; its %zu bytes of slots "
-           "stay allocated", pool_->bytes());
+  if (abandoned_ || poisoned_) {
+    RR_LOG(LogLevel::kWarn, "staging: %s; its %zu bytes of slots stay allocated",
+           poisoned_ ? "a failed reduction may still run on the GPU" : "a lane may wait forever on a stream's earlier work",
+           pool_->bytes());
     (void)pool_.release();
     counters_.leak();
     mailbox_.leak();
-    acks_ = nullptr;
+    server_state_ = nullptr;
     return;
   }
   for (CudaStream& stream : streams_) {
     if (stream.get()) cudaStreamSynchronize(stream.get());
   }
-  if (acks_) cudaFree(acks_);
-  acks_ = nullptr;
+  if (server_state_) cudaFree(server_state_);
+  server_state_ = nullptr;
   unregister();
 }
 
@@ -75,9 +76,12 @@ Status CudaCopyEngine::init() {
   __atomic_store_n(counter(1), uint64_t{0}, __ATOMIC_RELEASE);
   RR_RETURN_IF_ERROR(mailbox_.allocate(sizeof(kernels::ReduceMailbox), "the reduction mailbox"));
   std::memset(mailbox_.host(), 0, sizeof(kernels::ReduceMailbox));
-  RR_RETURN_IF_ERROR(cuda_status(cudaMalloc(reinterpret_cast<void**>(&acks_), sizeof(unsigned)),
-                                 "cudaMalloc (the reduction servers' counter)"));
-  RR_RETURN_IF_ERROR(cuda_status(cudaMemset(acks_, 0, sizeof(unsigned)), "cudaMemset (the reduction servers' counter)"));
+  RR_RETURN_IF_ERROR(cuda_status(cudaMalloc(reinterpret_cast<void**>(&server_state_), sizeof(kernels::ReduceServerState)),
+                                 "cudaMalloc (the reduction servers' state)"));
+  // On the lane the servers run on, before any of them.
+  RR_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(server_state_, 0, sizeof(kernels::ReduceServerState),
+                                                 stream(Lane::kReduce)),
+                                 "cudaMemsetAsync (the reduction servers' state)"));
   int device = 0;
   int max_pitch = 0;
   RR_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&device), "cudaGetDevice"));
@@ -246,12 +250,23 @@ Status CudaCopyEngine::lane_error() {
 }
 
 Status CudaCopyEngine::serve_reductions(Lane lane, uint64_t count, rrDataType_t dtype, rrRedOp_t op) {
-  return kernels::enqueue_reduce_server(static_cast<kernels::ReduceMailbox*>(mailbox_.device()), acks_, count, dtype,
-                                        op, stream(lane));
+  if (poisoned_) return InvalidUsage("reduction server: an earlier reduction failed; no server runs again");
+  return kernels::enqueue_reduce_server(static_cast<kernels::ReduceMailbox*>(mailbox_.device()), server_state_, count,
+                                        dtype, op, stream(lane));
 }
 
 Status CudaCopyEngine::post_reduction(uint64_t count, const Reduction& r, int timeout_ms) {
   auto* box = static_cast<kernels::ReduceMailbox*>(mailbox_.host());
+  if (poisoned_) return InvalidUsage("reduction server: an earlier reduction failed; no server runs again");
+  Status status = run_reduction(box, count, r, timeout_ms);
+  // The job stays in the mailbox: a server that starts late would still run
+  // it. Nothing it may write is freed or reused from now on.
+  if (!status.ok()) poisoned_ = true;
+  return status;
+}
+
+Status CudaCopyEngine::run_reduction(kernels::ReduceMailbox* box, uint64_t count, const Reduction& r,
+                                     int timeout_ms) {
   if (__atomic_load_n(&box->done, __ATOMIC_ACQUIRE) != posted_) {
     return InternalError("reduction server: a reduction is already posted");
   }

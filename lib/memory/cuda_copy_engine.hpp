@@ -20,6 +20,7 @@
 
 #include <memory>
 
+#include "kernels/reduce_server.hpp"
 #include "memory/copy_engine.hpp"
 #include "memory/cuda_handles.hpp"
 #include "memory/staging_pool.hpp"
@@ -67,9 +68,12 @@ class CudaCopyEngine : public CopyEngine {
   // ends): the destructor then leaves the slots and counters allocated and
   // pinned instead of waiting for the lanes.
   void abandon() { abandoned_ = true; }
+  // Whether a reduction failed while posted (see poisoned_).
+  bool poisoned() const { return poisoned_; }
 
  private:
   Status check_marker(int marker) const;
+  Status run_reduction(kernels::ReduceMailbox* box, uint64_t count, const Reduction& reduction, int timeout_ms);
   // Finds the stream memory operations, or says why the kernels are used.
   Status find_memops(int device);
   void unregister();
@@ -87,7 +91,10 @@ class CudaCopyEngine : public CopyEngine {
   CudaEvent markers_[kMarkers];
   MappedHostMemory counters_;  // two uint64_t, a cache line apart
   MappedHostMemory mailbox_;   // kernels::ReduceMailbox
-  unsigned* acks_ = nullptr;   // device memory: the reduction servers' block count
+  kernels::ReduceServerState* server_state_ = nullptr;  // device memory
+  // A reduction failed while posted: a server may still run it later, so the
+  // mailbox, the slots and what it writes stay as they are (as abandon()).
+  bool poisoned_ = false;
   uint64_t posted_ = 0;        // the last reduction posted
   // The driver's stream memory operations; null: the kernels.
   CUresult (*wait_value_)(CUstream, CUdeviceptr, cuuint64_t, unsigned int) = nullptr;
