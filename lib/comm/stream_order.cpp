@@ -114,10 +114,9 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                 "cudaStreamWaitEvent (the staging stream after the caller's)");
   }
   if (!ready.ok()) return failed(ready);
-  // 2. The device half; the copies back also follow the caller's stream
-  // through an event, not only through the host's releases.
-  uint64_t first = 0;
-  // The reduction servers too: they would only poll before it.
+  // 2. The device half. The copies back also follow the caller's stream
+  // through an event, not only through the host's releases; the reduction
+  // servers too (before it they would only poll).
   Status issued;
   for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kReduce}) {
     if (issued.ok()) {
@@ -125,6 +124,7 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                    "cudaStreamWaitEvent (a staging stream after the caller's)");
     }
   }
+  uint64_t first = 0;
   if (issued.ok()) issued = staged_->issue(*plan, &first);
   const uint64_t last = first + plan->segments - 1;
   // 3. Later work on the caller's stream waits for the copies back, and for
