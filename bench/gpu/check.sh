@@ -11,6 +11,7 @@
 #   meson compile -C build-gpu
 #   ../shared/tools/device-bundle .devbundle \
 #     build-gpu/tests/gpu/device_reduce_test build-gpu/tests/gpu/device_collectives_test \
+#     build-gpu/tests/gpu/host_context_test \
 #     build-gpu/bench/gpu/rr-gpu-bench build-gpu/bench/gpu/rr-gpu-allreduce-bench \
 #     build-gpu/bench/rr-bench build-gpu/tools/rr-run
 # (.devbundle/ is a build output: keep /.devbundle/ in .git/info/exclude, and
@@ -28,7 +29,7 @@
 set -uo pipefail
 
 dir=${1:-.devbundle}
-gpu_tests=(device_reduce_test device_collectives_test)
+gpu_tests=(device_reduce_test device_collectives_test host_context_test)
 bench=rr-gpu-bench
 allreduce_bench=rr-gpu-allreduce-bench
 
