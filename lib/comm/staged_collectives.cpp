@@ -44,7 +44,7 @@ Status StagedCollectives::SegmentReducer::reduce(void* dst, const void* mine, co
   reduction.count = count;
   reduction.last = last;
   reduction.divisor = nranks;
-  return engine_->post_reduction(segment, reduction, timeout_ms_);
+  return engine_->post_reduction(segment, reduction, timeout_ms_, give_up);
 }
 
 void StagedCollectives::release_through(uint64_t last) {
@@ -104,7 +104,10 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
     // Segment k's input is in its slot; reduce (or gather, or forward) it
     // across the ranks there; then let its server end and its copy back go.
     status = engine_->wait_arrived(first + k, give_up);
-    if (plan.serve && reducer_) reducer_->segment = first + k;
+    if (plan.serve && reducer_) {
+      reducer_->segment = first + k;
+      reducer_->give_up = give_up;
+    }
     if (status.ok()) status = plan.collective(k, engine_->slot(k % kSlots));
     release_through(first + k);
   }

@@ -132,6 +132,7 @@ class StagedCollectives {
     Status reduce(void* dst, const void* mine, const void* arrived, size_t count, rrDataType_t dtype,
                   rrRedOp_t op, bool last, int nranks) override;
     uint64_t segment = 0;  // the count of the segment running
+    std::function<bool()> give_up;  // the running call's (run())
 
    private:
     memory::CopyEngine* engine_;

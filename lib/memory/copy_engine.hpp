@@ -107,9 +107,10 @@ class CopyEngine {
   // Lets lane work waiting for a count up to `count` go on.
   virtual void release(uint64_t count) = 0;
   // Runs `reduction` on the server of segment `count` and waits until it is
-  // done: Timeout after `timeout_ms`, naming the likely cause; a failed lane
-  // as for wait_arrived. One at a time.
-  virtual Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) = 0;
+  // done: Timeout after `timeout_ms`; a failed lane and `give_up` as for
+  // wait_arrived. One at a time.
+  virtual Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms,
+                                const std::function<bool()>& give_up) = 0;
   // The servers of segments up to `count` exit once idle.
   virtual void end_reductions(uint64_t count) = 0;
   // Blocks until `marker` completed (at once for one never recorded).

@@ -255,10 +255,11 @@ Status CudaCopyEngine::serve_reductions(Lane lane, uint64_t count, rrDataType_t 
                                         dtype, op, stream(lane));
 }
 
-Status CudaCopyEngine::post_reduction(uint64_t count, const Reduction& r, int timeout_ms) {
+Status CudaCopyEngine::post_reduction(uint64_t count, const Reduction& r, int timeout_ms,
+                                      const std::function<bool()>& give_up) {
   auto* box = static_cast<kernels::ReduceMailbox*>(mailbox_.host());
   if (poisoned_) return InvalidUsage("reduction server: an earlier reduction failed; no server runs again");
-  Status status = run_reduction(box, count, r, timeout_ms);
+  Status status = run_reduction(box, count, r, timeout_ms, give_up);
   // The job stays in the mailbox: a server that starts late would still run
   // it. Nothing it may write is freed or reused from now on.
   if (!status.ok()) poisoned_ = true;
@@ -266,7 +267,7 @@ Status CudaCopyEngine::post_reduction(uint64_t count, const Reduction& r, int ti
 }
 
 Status CudaCopyEngine::run_reduction(kernels::ReduceMailbox* box, uint64_t count, const Reduction& r,
-                                     int timeout_ms) {
+                                     int timeout_ms, const std::function<bool()>& give_up) {
   if (__atomic_load_n(&box->done, __ATOMIC_ACQUIRE) != posted_) {
     return InternalError("reduction server: a reduction is already posted");
   }
@@ -289,6 +290,9 @@ Status CudaCopyEngine::run_reduction(kernels::ReduceMailbox* box, uint64_t count
     if (Clock::now() >= next_check) {
       next_check = Clock::now() + std::chrono::milliseconds(2);
       RR_RETURN_IF_ERROR(lane_error());
+      if (give_up && give_up()) {
+        return InvalidUsage("gave up waiting for the reduction of " + std::to_string(r.count) + " elements");
+      }
       if (Clock::now() > deadline) {
         return Timeout("the reduction of " + std::to_string(r.count) + " elements (segment " + std::to_string(count) +
                        ") was not run within " + std::to_string(timeout_ms) + " ms by the GPU's reduction server");

@@ -54,7 +54,8 @@ class CudaCopyEngine : public CopyEngine {
   uint64_t arrived() const override;
   Status wait_arrived(uint64_t count, const std::function<bool()>& give_up) override;
   void release(uint64_t count) override;
-  Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) override;
+  Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms,
+                        const std::function<bool()>& give_up) override;
   void end_reductions(uint64_t count) override;
   Status wait(int marker) override;
 
@@ -73,7 +74,8 @@ class CudaCopyEngine : public CopyEngine {
 
  private:
   Status check_marker(int marker) const;
-  Status run_reduction(kernels::ReduceMailbox* box, uint64_t count, const Reduction& reduction, int timeout_ms);
+  Status run_reduction(kernels::ReduceMailbox* box, uint64_t count, const Reduction& reduction, int timeout_ms,
+                       const std::function<bool()>& give_up);
   // Finds the stream memory operations, or says why the kernels are used.
   Status find_memops(int device);
   void unregister();

@@ -81,16 +81,24 @@ Status HostCopyEngine::serve_reductions(Lane lane, uint64_t count, rrDataType_t 
   return push(lane, command);
 }
 
-Status HostCopyEngine::post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) {
+Status HostCopyEngine::post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms,
+                                      const std::function<bool()>& give_up) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (done_ != posted_) return InternalError("reduction server: a reduction is already posted");
   job_ = reduction;
   job_segment_ = count;
   const uint64_t posted = ++posted_;
   changed_.notify_all();
-  if (!changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return done_ >= posted; })) {
-    return Timeout("the reduction of " + std::to_string(reduction.count) + " elements (segment " +
-                   std::to_string(count) + ") was not run within " + std::to_string(timeout_ms) + " ms");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (done_ < posted) {
+    if (give_up && give_up()) {
+      return InvalidUsage("gave up waiting for the reduction of " + std::to_string(reduction.count) + " elements");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Timeout("the reduction of " + std::to_string(reduction.count) + " elements (segment " +
+                     std::to_string(count) + ") was not run within " + std::to_string(timeout_ms) + " ms");
+    }
+    changed_.wait_for(lock, std::chrono::milliseconds(5));
   }
   return Status::Ok();
 }

@@ -42,7 +42,8 @@ class HostCopyEngine : public CopyEngine {
   uint64_t arrived() const override;
   Status wait_arrived(uint64_t count, const std::function<bool()>& give_up) override;
   void release(uint64_t count) override;
-  Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms) override;
+  Status post_reduction(uint64_t count, const Reduction& reduction, int timeout_ms,
+                        const std::function<bool()>& give_up) override;
   void end_reductions(uint64_t count) override;
   Status wait(int marker) override;
 

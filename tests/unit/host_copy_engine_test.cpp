@@ -133,13 +133,13 @@ TEST(HostCopyEngine, AServerRunsItsSegmentsReductionsAndLeavesLaterOnesToTheNext
   // Servers of segments 1 and 2, one after the other on their lane.
   ASSERT_TRUE(engine.serve_reductions(Lane::kReduce, 1, rrInt32, rrSum).ok());
   ASSERT_TRUE(engine.serve_reductions(Lane::kReduce, 2, rrInt32, rrMax).ok());
-  ASSERT_TRUE(engine.post_reduction(1, r, 5000).ok());
+  ASSERT_TRUE(engine.post_reduction(1, r, 5000, {}).ok());
   EXPECT_EQ(dst, (std::vector<int32_t>{11, 22, 33}));
   // A job of segment 2 ends server 1 without being run by it: server 2 runs it (max).
-  ASSERT_TRUE(engine.post_reduction(2, r, 5000).ok());
+  ASSERT_TRUE(engine.post_reduction(2, r, 5000, {}).ok());
   EXPECT_EQ(dst, (std::vector<int32_t>{10, 20, 30}));
   r.last = true;  // avg's division applies to rrAvg only
-  ASSERT_TRUE(engine.post_reduction(2, r, 5000).ok());
+  ASSERT_TRUE(engine.post_reduction(2, r, 5000, {}).ok());
   EXPECT_EQ(engine.reductions(), 3u);
   // Ended: the server of segment 2 exits, and what follows it on the lane runs.
   engine.end_reductions(2);
@@ -155,9 +155,23 @@ TEST(HostCopyEngine, AReductionNoServerTakesTimesOut) {
   r.mine = a.data();
   r.arrived = b.data();
   r.count = 4;
-  const Status late = engine.post_reduction(7, r, 30);
+  const Status late = engine.post_reduction(7, r, 30, {});
   EXPECT_EQ(late.code(), Code::kTimeout);
   EXPECT_NE(late.message().find("segment 7"), std::string::npos) << late.message();
+}
+
+TEST(HostCopyEngine, AnAbortEndsTheWaitForAReduction) {
+  HostCopyEngine engine;
+  std::vector<float> a(4, 1.0f), b(4, 2.0f), dst(4, 0.0f);
+  Reduction r;
+  r.dst = dst.data();
+  r.mine = a.data();
+  r.arrived = b.data();
+  r.count = 4;
+  int asked = 0;
+  const Status aborted = engine.post_reduction(3, r, 60000, [&] { return ++asked > 3; });
+  EXPECT_EQ(aborted.code(), Code::kInvalidUsage);
+  EXPECT_NE(aborted.message().find("gave up"), std::string::npos) << aborted.message();
 }
 
 TEST(HostCopyEngine, StridedCopyMovesRowsBetweenPitches) {
