@@ -20,6 +20,7 @@ Status StreamOrder::create(Communicator* comm, int device, std::unique_ptr<Strea
   RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&current), "cudaGetDevice"));
   std::unique_ptr<StreamOrder> order(new StreamOrder(comm, device));
   Status made = order->init();
+  if (!made.ok() && order->registered_slots_) comm->transport().deregister_memory(order->registered_slots_);
   const cudaError_t restored = cudaSetDevice(current);
   RR_RETURN_IF_ERROR(made);
   RR_RETURN_IF_ERROR(memory::cuda_status(restored, "cudaSetDevice(" + std::to_string(current) + ") (restoring it)"));
@@ -38,8 +39,11 @@ Status StreamOrder::init() {
     RR_RETURN_IF_ERROR(done.create(/*blocking=*/false, "the stream-ordered call's result event"));
   }
   if (comm_->size() > 1) {
-    // The ring sends from and receives into the slots: register them once.
+    // The ring sends from and receives into the slots: register them once
+    // (the transport drops the registration when it goes, which is before
+    // this; create() drops it when the rest of init() fails).
     RR_RETURN_IF_ERROR(comm_->transport().register_memory(engine_.pinned(), engine_.pinned_bytes()));
+    registered_slots_ = engine_.pinned();
   }
   if (comm_->settings().gpu_reduce_on_device && comm_->size() > 1 && comm_->pool().bytes() > 0) {
     // The servers' kernels read the chunks the ring received where they

@@ -78,6 +78,7 @@ class StreamOrder {
   int device_;
   memory::CudaCopyEngine engine_;
   void* registered_ring_staging_ = nullptr;  // the communicator's, pinned for RR_GPU_REDUCE=device
+  void* registered_slots_ = nullptr;         // the slots, registered with the transport
   std::unique_ptr<StagedCollectives> staged_;
   memory::CudaEvent ready_;  // step 1, recorded again at every call
   memory::CudaEvent done_[2];  // step 3, [Lane]

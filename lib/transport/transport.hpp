@@ -64,6 +64,9 @@ class Transport {
   // Registers host memory that will be sent from or received into often
   // (the staging pool), for transports that profit from it.
   virtual Status register_memory(void* ptr, size_t bytes) = 0;
+  // Drops the registration that starts at `ptr` (none: nothing), before the
+  // memory goes.
+  virtual void deregister_memory(void* ptr) = 0;
 
   // How long closing may wait for queued sends to reach live peers (the
   // default is the transport's own); rrCommAbort shortens it.

@@ -219,7 +219,9 @@ TEST(RingExecutor, AReducerReducesWithTheValuesOfTheReduceSource) {
         ASSERT_TRUE(results[r].ok()) << results[r].message();
         EXPECT_EQ(out[r], expect) << n << " ranks, count " << count << ", rank " << r;
         // (With fewer elements than ranks, some ranks receive nothing to reduce.)
-        if (count >= static_cast<size_t>(n)) EXPECT_GT(reducers[r].calls.load(), 0) << "the host reduced instead";
+        if (count >= static_cast<size_t>(n)) {
+          EXPECT_GT(reducers[r].calls.load(), 0) << "the host reduced instead";
+        }
       }
     }
   }

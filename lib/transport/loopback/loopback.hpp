@@ -33,6 +33,7 @@ class LoopbackTransport final : public Transport {
   bool progress() override;
   void wait_for_events(int timeout_ms) override;
   Status register_memory(void*, size_t) override { return Status::Ok(); }
+  void deregister_memory(void*) override {}
   Status make_sibling(int, int, std::unique_ptr<Transport>*) const override {
     return InvalidUsage("the loopback transport cannot make sub-communicators");
   }

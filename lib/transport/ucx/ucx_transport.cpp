@@ -143,7 +143,7 @@ UcxTransport::~UcxTransport() {
   for (Peer& p : peers_) {
     if (p.pidfd >= 0) close(p.pidfd);
   }
-  for (ucp_mem_h memh : registrations_) ucp_mem_unmap(context_, memh);
+  for (const auto& registration : registrations_) ucp_mem_unmap(context_, registration.second);
   if (worker_) ucp_worker_destroy(worker_);
   if (context_) ucp_cleanup(context_);
 }
@@ -258,8 +258,18 @@ Status UcxTransport::register_memory(void* ptr, size_t bytes) {
   ucp_mem_h memh = nullptr;
   ucs_status_t status = ucp_mem_map(context_, &params, &memh);
   if (status != UCS_OK) return SystemError(ucx_error("ucp_mem_map of the staging pool", status));
-  registrations_.push_back(memh);
+  registrations_.emplace_back(ptr, memh);
   return Status::Ok();
+}
+
+void UcxTransport::deregister_memory(void* ptr) {
+  for (auto it = registrations_.begin(); it != registrations_.end(); ++it) {
+    if (it->first == ptr) {
+      ucp_mem_unmap(context_, it->second);
+      registrations_.erase(it);
+      return;
+    }
+  }
 }
 
 std::string UcxTransport::describe_path(int peer) const {

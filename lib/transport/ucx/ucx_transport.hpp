@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/transport.hpp"
@@ -46,6 +47,7 @@ class UcxTransport final : public Transport {
   void wait_for_events(int timeout_ms) override;
   // Registers [ptr, ptr + bytes) with UCX for the lifetime of this transport.
   Status register_memory(void* ptr, size_t bytes) override;
+  void deregister_memory(void* ptr) override;
   Status peer_status(int peer) const override;
   void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
   std::string describe_error(const Completion& c) const override;
@@ -89,7 +91,7 @@ class UcxTransport final : public Transport {
   std::vector<uint8_t> local_address_;
   bool connected_ = false;
   std::vector<Peer> peers_;
-  std::vector<ucp_mem_h> registrations_;
+  std::vector<std::pair<void*, ucp_mem_h>> registrations_;  // (address, handle)
   std::vector<Counters> counters_;
 };
 
