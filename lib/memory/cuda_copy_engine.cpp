@@ -27,6 +27,34 @@ const char* lane_name(Lane lane) {
 }
 constexpr size_t kCounterStride = 64;  // bytes: the host's and the device's writes never share a line
 
+// *counter = max(*counter, value), as a release store.
+void store_max(uint64_t* counter, uint64_t value) {
+  uint64_t seen = __atomic_load_n(counter, __ATOMIC_RELAXED);
+  while (seen < value &&
+         !__atomic_compare_exchange_n(counter, &seen, value, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
+}
+
+// Polls `done` until it holds: yields for the first `spins` rounds (what is
+// waited for is usually there within microseconds), then naps 20 us so the
+// ring keeps its core. Every 2 ms `check` is asked; its error ends the wait.
+Status poll(const std::function<bool()>& done, int spins, const std::function<Status()>& check) {
+  using Clock = std::chrono::steady_clock;
+  auto next_check = Clock::now();
+  for (int round = 0; !done(); ++round) {
+    if (Clock::now() >= next_check) {
+      next_check = Clock::now() + std::chrono::milliseconds(2);
+      RR_RETURN_IF_ERROR(check());
+    }
+    if (round < spins) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 CudaCopyEngine::~CudaCopyEngine() { finish(); }
@@ -64,6 +92,10 @@ void CudaCopyEngine::unregister() {
 
 uint64_t* CudaCopyEngine::counter(int index) const {
   return reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(counters_.host()) + index * kCounterStride);
+}
+
+uint64_t* CudaCopyEngine::device_counter(int index) const {
+  return reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(counters_.device()) + index * kCounterStride);
 }
 
 Status CudaCopyEngine::init() {
@@ -195,47 +227,36 @@ Status CudaCopyEngine::after(Lane lane, int marker) {
 }
 
 Status CudaCopyEngine::signal(Lane lane, uint64_t count) {
-  void* device_counter = static_cast<uint8_t*>(counters_.device()) + 0 * kCounterStride;
+  uint64_t* arrived = device_counter(0);
   if (write_value_) {
     // Default flags: a system-wide fence before the write.
-    return driver_status(write_value_(stream(lane), reinterpret_cast<CUdeviceptr>(device_counter), count,
+    return driver_status(write_value_(stream(lane), reinterpret_cast<CUdeviceptr>(arrived), count,
                                       CU_STREAM_WRITE_VALUE_DEFAULT),
                          std::string("cuStreamWriteValue64 on the ") + lane_name(lane) + " staging stream");
   }
-  return kernels::enqueue_flag_set(static_cast<volatile uint64_t*>(device_counter), count, stream(lane));
+  return kernels::enqueue_flag_set(arrived, count, stream(lane));
 }
 
 Status CudaCopyEngine::wait_release(Lane lane, uint64_t count) {
-  void* device_counter = static_cast<uint8_t*>(counters_.device()) + 1 * kCounterStride;
+  const uint64_t* released = device_counter(1);
   if (wait_value_) {
-    return driver_status(wait_value_(stream(lane), reinterpret_cast<CUdeviceptr>(device_counter), count,
+    return driver_status(wait_value_(stream(lane), reinterpret_cast<CUdeviceptr>(released), count,
                                      CU_STREAM_WAIT_VALUE_GEQ),
                          std::string("cuStreamWaitValue64 on the ") + lane_name(lane) + " staging stream");
   }
-  return kernels::enqueue_flag_wait(static_cast<const volatile uint64_t*>(device_counter), count, stream(lane));
+  return kernels::enqueue_flag_wait(released, count, stream(lane));
 }
 
 uint64_t CudaCopyEngine::arrived() const { return __atomic_load_n(counter(0), __ATOMIC_ACQUIRE); }
 
 Status CudaCopyEngine::wait_arrived(uint64_t count, const std::function<bool()>& give_up) {
   // Usually the segment is there already (it was copied while the previous
-  // one was on the network): spin briefly, then sleep in short naps so the
-  // ring keeps its core.
-  using Clock = std::chrono::steady_clock;
-  auto next_check = Clock::now();
-  for (int round = 0; arrived() < count; ++round) {
-    if (Clock::now() >= next_check) {
-      next_check = Clock::now() + std::chrono::milliseconds(2);
-      RR_RETURN_IF_ERROR(lane_error());
-      if (give_up && give_up()) return InvalidUsage("gave up waiting for staged segment " + std::to_string(count));
-    }
-    if (round < 256) {
-      sched_yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
-  return Status::Ok();
+  // one was on the network).
+  return poll([&] { return arrived() >= count; }, 256, [&]() -> Status {
+    RR_RETURN_IF_ERROR(lane_error());
+    if (give_up && give_up()) return InvalidUsage("gave up waiting for staged segment " + std::to_string(count));
+    return Status::Ok();
+  });
 }
 
 Status CudaCopyEngine::lane_error() {
@@ -282,47 +303,27 @@ Status CudaCopyEngine::run_reduction(kernels::ReduceMailbox* box, uint64_t count
   box->divisor = r.divisor;
   const uint64_t posted = ++posted_;
   __atomic_store_n(&box->posted, posted, __ATOMIC_RELEASE);
-  // Usually done in microseconds: spin briefly, then nap; never forever.
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  auto next_check = Clock::now();
-  for (int round = 0; __atomic_load_n(&box->done, __ATOMIC_ACQUIRE) < posted; ++round) {
-    if (Clock::now() >= next_check) {
-      next_check = Clock::now() + std::chrono::milliseconds(2);
-      RR_RETURN_IF_ERROR(lane_error());
-      if (give_up && give_up()) {
-        return InvalidUsage("gave up waiting for the reduction of " + std::to_string(r.count) + " elements");
-      }
-      if (Clock::now() > deadline) {
-        return Timeout("the reduction of " + std::to_string(r.count) + " elements (segment " + std::to_string(count) +
-                       ") was not run within " + std::to_string(timeout_ms) + " ms by the GPU's reduction server");
-      }
+  // Usually done in microseconds; never forever.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  return poll([&] { return __atomic_load_n(&box->done, __ATOMIC_ACQUIRE) >= posted; }, 1000, [&]() -> Status {
+    RR_RETURN_IF_ERROR(lane_error());
+    if (give_up && give_up()) {
+      return InvalidUsage("gave up waiting for the reduction of " + std::to_string(r.count) + " elements");
     }
-    if (round < 1000) {
-      sched_yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Timeout("the reduction of " + std::to_string(r.count) + " elements (segment " + std::to_string(count) +
+                     ") was not run within " + std::to_string(timeout_ms) + " ms by the GPU's reduction server");
     }
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 void CudaCopyEngine::end_reductions(uint64_t count) {
   auto* box = static_cast<kernels::ReduceMailbox*>(mailbox_.host());
-  if (!box) return;
-  uint64_t seen = __atomic_load_n(&box->ended, __ATOMIC_RELAXED);
-  while (seen < count &&
-         !__atomic_compare_exchange_n(&box->ended, &seen, count, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-  }
+  if (box) store_max(&box->ended, count);
 }
 
-void CudaCopyEngine::release(uint64_t count) {
-  uint64_t* released = counter(1);
-  uint64_t seen = __atomic_load_n(released, __ATOMIC_RELAXED);
-  while (seen < count &&
-         !__atomic_compare_exchange_n(released, &seen, count, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-  }
-}
+void CudaCopyEngine::release(uint64_t count) { store_max(counter(1), count); }
 
 Status CudaCopyEngine::wait(int marker) {
   RR_RETURN_IF_ERROR(check_marker(marker));

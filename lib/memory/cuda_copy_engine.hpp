@@ -79,7 +79,8 @@ class CudaCopyEngine : public CopyEngine {
   // Finds the stream memory operations, or says why the kernels are used.
   Status find_memops(int device);
   void unregister();
-  uint64_t* counter(int index) const;  // 0: arrived, 1: released
+  uint64_t* counter(int index) const;         // 0: arrived, 1: released (the host's pointer)
+  uint64_t* device_counter(int index) const;  // the same, the device's pointer
 
   std::unique_ptr<StagingPool> pool_ = std::make_unique<StagingPool>();
   bool registered_ = false;
