@@ -18,6 +18,15 @@ namespace {
 
 using std::chrono::milliseconds;
 
+Reduction reduction_of(void* dst, const void* mine, const void* arrived, size_t count) {
+  Reduction r;
+  r.dst = dst;
+  r.mine = mine;
+  r.arrived = arrived;
+  r.count = count;
+  return r;
+}
+
 TEST(HostCopyEngine, MarkerCompletesAfterTheCopiesBeforeIt) {
   HostCopyEngine engine(milliseconds(20));
   std::vector<uint8_t> src(64), dst(64, 0);
@@ -125,11 +134,7 @@ TEST(HostCopyEngine, OneQueueHoldsTheOtherLaneBehindAWait) {
 TEST(HostCopyEngine, AServerRunsItsSegmentsReductionsAndLeavesLaterOnesToTheNext) {
   HostCopyEngine engine;
   std::vector<int32_t> mine{1, 2, 3}, arrived{10, 20, 30}, dst(3, 0);
-  Reduction r;
-  r.dst = dst.data();
-  r.mine = mine.data();
-  r.arrived = arrived.data();
-  r.count = 3;
+  Reduction r = reduction_of(dst.data(), mine.data(), arrived.data(), 3);
   // Servers of segments 1 and 2, one after the other on their lane.
   ASSERT_TRUE(engine.serve_reductions(Lane::kReduce, 1, rrInt32, rrSum).ok());
   ASSERT_TRUE(engine.serve_reductions(Lane::kReduce, 2, rrInt32, rrMax).ok());
@@ -150,11 +155,7 @@ TEST(HostCopyEngine, AServerRunsItsSegmentsReductionsAndLeavesLaterOnesToTheNext
 TEST(HostCopyEngine, AReductionNoServerTakesTimesOut) {
   HostCopyEngine engine;
   std::vector<float> a(4, 1.0f), b(4, 2.0f), dst(4, 0.0f);
-  Reduction r;
-  r.dst = dst.data();
-  r.mine = a.data();
-  r.arrived = b.data();
-  r.count = 4;
+  const Reduction r = reduction_of(dst.data(), a.data(), b.data(), 4);
   const Status late = engine.post_reduction(7, r, 30, {});
   EXPECT_EQ(late.code(), Code::kTimeout);
   EXPECT_NE(late.message().find("segment 7"), std::string::npos) << late.message();
@@ -163,11 +164,7 @@ TEST(HostCopyEngine, AReductionNoServerTakesTimesOut) {
 TEST(HostCopyEngine, AnAbortEndsTheWaitForAReduction) {
   HostCopyEngine engine;
   std::vector<float> a(4, 1.0f), b(4, 2.0f), dst(4, 0.0f);
-  Reduction r;
-  r.dst = dst.data();
-  r.mine = a.data();
-  r.arrived = b.data();
-  r.count = 4;
+  const Reduction r = reduction_of(dst.data(), a.data(), b.data(), 4);
   int asked = 0;
   const Status aborted = engine.post_reduction(3, r, 60000, [&] { return ++asked > 3; });
   EXPECT_EQ(aborted.code(), Code::kInvalidUsage);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -38,31 +39,47 @@ struct World {
   std::vector<Rank> ranks;
 };
 
-// Runs one allreduce of doubles (sum) on every rank, in place or not.
-std::vector<Status> run_allreduce(World& world, std::vector<std::vector<double>>& in,
-                                  std::vector<std::vector<double>>& out, size_t chunk_elems, bool in_place,
-                                  int absent_rank = -1, int timeout_ms = 10000) {
+// Runs the ring on every rank but `absent_rank`, each on its own thread: an
+// allreduce of doubles (sum), whose buffers, count and reducer `setup(r,
+// call)` fills in; `after(r, result)` runs on the rank's thread once its call
+// returned.
+std::vector<Status> run_ranks(World& world, size_t chunk_elems, uint64_t sequence, int timeout_ms,
+                              const std::function<void(int, RingCall&)>& setup, int absent_rank = -1,
+                              const std::function<void(int, const Status&)>& after = {}) {
   const int n = static_cast<int>(world.ranks.size());
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     if (r == absent_rank) continue;
     threads.emplace_back([&, r] {
-      algo::RingSchedule schedule(n, r, in[r].size(), chunk_elems);
       RingCall call;
-      call.sequence = 7;
-      if (in_place) out[r] = in[r];
-      call.send = in_place ? out[r].data() : in[r].data();
-      call.recv = out[r].data();
-      call.count = in[r].size();
+      call.sequence = sequence;
       call.dtype = rrFloat64;
       call.op = rrSum;
       call.deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+      setup(r, call);
+      algo::RingSchedule schedule(n, r, call.count, chunk_elems);
       results[r] = world.ranks[r].executor->run(schedule, call);
+      if (after) after(r, results[r]);
     });
   }
   for (auto& t : threads) t.join();
   return results;
+}
+
+// Runs one allreduce of doubles (sum) on every rank, in place or not.
+std::vector<Status> run_allreduce(World& world, std::vector<std::vector<double>>& in,
+                                  std::vector<std::vector<double>>& out, size_t chunk_elems, bool in_place,
+                                  int absent_rank = -1, int timeout_ms = 10000) {
+  return run_ranks(
+      world, chunk_elems, 7, timeout_ms,
+      [&](int r, RingCall& call) {
+        if (in_place) out[r] = in[r];
+        call.send = in_place ? out[r].data() : in[r].data();
+        call.recv = out[r].data();
+        call.count = in[r].size();
+      },
+      absent_rank);
 }
 
 class RingExecutorSums : public ::testing::TestWithParam<std::tuple<int, size_t, bool>> {};
@@ -149,24 +166,16 @@ TEST(RingExecutor, ANeighbourThatFinishedAndLeftIsNotAFailure) {
         std::vector<std::vector<double>> in(n, std::vector<double>(count)), out(n, std::vector<double>(count));
         for (int r = 0; r < n; ++r)
           for (size_t i = 0; i < count; ++i) in[r][i] = r + 1;
-        std::vector<Status> results(n);
-        std::vector<std::thread> threads;
-        for (int r = 0; r < n; ++r) {
-          threads.emplace_back([&, r] {
-            algo::RingSchedule schedule(n, r, count, 8);
-            RingCall call;
-            call.sequence = 9;
-            call.send = in[r].data();
-            call.recv = out[r].data();
-            call.count = count;
-            call.dtype = rrFloat64;
-            call.op = rrSum;
-            call.deadline = Clock::now() + std::chrono::seconds(10);
-            results[r] = world.ranks[r].executor->run(schedule, call);
-            if (results[r].ok()) world.fabric->fail_rank(r);  // done: this rank leaves
-          });
-        }
-        for (auto& t : threads) t.join();
+        const auto results = run_ranks(
+            world, 8, 9, 10000,
+            [&](int r, RingCall& call) {
+              call.send = in[r].data();
+              call.recv = out[r].data();
+              call.count = count;
+            },
+            -1, [&](int r, const Status& result) {
+              if (result.ok()) world.fabric->fail_rank(r);  // done: this rank leaves
+            });
         const double sum = n * (n + 1) / 2.0;
         for (int r = 0; r < n; ++r) {
           ASSERT_TRUE(results[r].ok()) << n << " ranks, count " << count << ", round " << round << ", rank " << r
@@ -196,25 +205,13 @@ TEST(RingExecutor, AReducerReducesWithTheValuesOfTheReduceSource) {
         for (size_t i = own.offset; i < own.offset + own.count; ++i) send[r][i] = source[r][i];
         out[r] = send[r];  // in place, as the staging path runs it
       }
-      std::vector<Status> results(n);
-      std::vector<std::thread> threads;
-      for (int r = 0; r < n; ++r) {
-        threads.emplace_back([&, r] {
-          algo::RingSchedule schedule(n, r, count, 4);
-          RingCall call;
-          call.sequence = 11;
-          call.send = out[r].data();
-          call.recv = out[r].data();
-          call.count = count;
-          call.dtype = rrFloat64;
-          call.op = rrSum;
-          call.deadline = Clock::now() + std::chrono::seconds(10);
-          call.reducer = &reducers[r];
-          call.reduce_source = source[r].data();
-          results[r] = world.ranks[r].executor->run(schedule, call);
-        });
-      }
-      for (auto& t : threads) t.join();
+      const auto results = run_ranks(world, 4, 11, 10000, [&](int r, RingCall& call) {
+        call.send = out[r].data();
+        call.recv = out[r].data();
+        call.count = count;
+        call.reducer = &reducers[r];
+        call.reduce_source = source[r].data();
+      });
       for (int r = 0; r < n; ++r) {
         ASSERT_TRUE(results[r].ok()) << results[r].message();
         EXPECT_EQ(out[r], expect) << n << " ranks, count " << count << ", rank " << r;
@@ -233,25 +230,13 @@ TEST(RingExecutor, AFailedReductionFailsTheCallNamingTheChunk) {
   World world(n, 8 * sizeof(double), 2);
   std::vector<std::vector<double>> data(n, std::vector<double>(count, 1.0));
   std::vector<test::HostReducer> reducers{test::HostReducer(true), test::HostReducer(true)};
-  std::vector<Status> results(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      algo::RingSchedule schedule(n, r, count, 8);
-      RingCall call;
-      call.sequence = 12;
-      call.send = data[r].data();
-      call.recv = data[r].data();
-      call.count = count;
-      call.dtype = rrFloat64;
-      call.op = rrSum;
-      call.deadline = Clock::now() + std::chrono::seconds(5);
-      call.reducer = &reducers[r];
-      call.reduce_source = data[r].data();
-      results[r] = world.ranks[r].executor->run(schedule, call);
-    });
-  }
-  for (auto& t : threads) t.join();
+  const auto results = run_ranks(world, 8, 12, 5000, [&](int r, RingCall& call) {
+    call.send = data[r].data();
+    call.recv = data[r].data();
+    call.count = count;
+    call.reducer = &reducers[r];
+    call.reduce_source = data[r].data();
+  });
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(results[r].code(), Code::kSystemError) << results[r].message();
     EXPECT_EQ(results[r].message().rfind("allreduce #12: rank " + std::to_string(r) + ": reducing chunk ", 0), 0u)
