@@ -99,15 +99,14 @@ Status StagedCollectives::issue(const Plan& plan, uint64_t* first_out) {
 
 Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up) {
   const size_t n = plan.segments;
+  const bool served = plan.serve && reducer_;
+  if (served) reducer_->give_up = give_up;
   Status status;
   for (size_t k = 0; k < n && status.ok(); ++k) {
     // Segment k's input is in its slot; reduce (or gather, or forward) it
     // across the ranks there; then let its server end and its copy back go.
     status = engine_->wait_arrived(first + k, give_up);
-    if (plan.serve && reducer_) {
-      reducer_->segment = first + k;
-      reducer_->give_up = give_up;
-    }
+    if (served) reducer_->segment = first + k;
     if (status.ok()) status = plan.collective(k, engine_->slot(k % kSlots));
     release_through(first + k);
   }
