@@ -20,7 +20,8 @@
 #
 # Usage: check.sh [DIR]
 #   DIR holds the binaries: a bundle (DIR/bin/NAME) or a build folder
-#   (DIR/tests/gpu/NAME, DIR/bench/gpu/NAME); default .devbundle, then $PATH.
+#   (DIR/tests/gpu/NAME, DIR/bench/gpu/NAME, DIR/bench/NAME, DIR/tools/NAME);
+#   default .devbundle, then $PATH.
 #   RR_GPU_BENCH_ARGS: extra arguments for rr-gpu-bench (e.g. --sizes-mib 64).
 #   RR_GPU_ALLREDUCE_ARGS: extra arguments for rr-gpu-allreduce-bench
 #     (e.g. --max-mib 256 for a shorter sweep).
@@ -41,7 +42,8 @@ mkdir -p "$logs"
 
 find_binary() {
   local name=$1 candidate
-  for candidate in "$dir/bin/$name" "$dir/tests/gpu/$name" "$dir/bench/gpu/$name"; do
+  for candidate in "$dir/bin/$name" "$dir/tests/gpu/$name" "$dir/bench/gpu/$name" \
+    "$dir/bench/$name" "$dir/tools/$name"; do
     if [ -x "$candidate" ]; then
       echo "$candidate"
       return 0
@@ -203,7 +205,10 @@ fi
 # must skip NCCL, saying why, and still run ringreduce.
 rr_bench=$(find_binary rr-bench)
 rr_run=$(find_binary rr-run)
-if [ -n "$rr_bench" ] && [ -n "$rr_run" ] && "$rr_bench" --list-backends | grep -qx nccl; then
+if [ "$ran" = 0 ]; then
+  # Nothing above found a usable GPU; NCCL would only fail for the same reason.
+  table+=("$(printf '%-28s %s' "rr-bench nccl" "SKIP: no GPU test ran")")
+elif [ -n "$rr_bench" ] && [ -n "$rr_run" ] && "$rr_bench" --list-backends | grep -qx nccl; then
   echo "== rr-bench --backend nccl, 1 rank, every collective, type and op"
   run_logged "$logs/rr-bench-nccl1.log" 300 "$rr_run" -n 1 -- "$rr_bench" --backend nccl --coll all -d all -o all \
     -b 1K -e 4M -f 64 -n 2 -w 1 -c 1 -T 120
