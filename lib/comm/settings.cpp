@@ -48,13 +48,19 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
     const bool has_debug = has(offsetof(rrConfig_t, debug_level), sizeof(config->debug_level));
     const bool has_check = has(offsetof(rrConfig_t, check_arguments), sizeof(config->check_arguments));
     const bool has_segment = has(offsetof(rrConfig_t, gpu_segment_bytes), sizeof(config->gpu_segment_bytes));
-    if (has_chunk && config->chunk_bytes != 0) {
-      if (config->chunk_bytes < Settings::kMinChunkBytes || config->chunk_bytes > Settings::kMaxChunkBytes) {
-        return InvalidArgument("config.chunk_bytes=" + std::to_string(config->chunk_bytes) +
-                               ": expected " + std::to_string(Settings::kMinChunkBytes) + ".." +
+    // A byte size field: 0 keeps the default or the environment's value.
+    auto bytes_field = [](const char* name, size_t value, size_t* to, std::string* source) {
+      if (value == 0) return Status::Ok();
+      if (value < Settings::kMinChunkBytes || value > Settings::kMaxChunkBytes) {
+        return InvalidArgument(std::string("config.") + name + "=" + std::to_string(value) + ": expected " +
+                               std::to_string(Settings::kMinChunkBytes) + ".." +
                                std::to_string(Settings::kMaxChunkBytes));
       }
-      s.chunk_bytes = config->chunk_bytes, s.chunk_bytes_source = "config";
+      *to = value, *source = "config";
+      return Status::Ok();
+    };
+    if (has_chunk) {
+      RR_RETURN_IF_ERROR(bytes_field("chunk_bytes", config->chunk_bytes, &s.chunk_bytes, &s.chunk_bytes_source));
     }
     if (has_depth && config->pipeline_depth != RR_CONFIG_UNDEF_INT) {
       if (config->pipeline_depth < 1 || config->pipeline_depth > Settings::kMaxPipelineDepth) {
@@ -76,13 +82,9 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
       }
       s.check_arguments = config->check_arguments != 0, s.check_arguments_source = "config";
     }
-    if (has_segment && config->gpu_segment_bytes != 0) {
-      if (config->gpu_segment_bytes < Settings::kMinChunkBytes || config->gpu_segment_bytes > Settings::kMaxChunkBytes) {
-        return InvalidArgument("config.gpu_segment_bytes=" + std::to_string(config->gpu_segment_bytes) +
-                               ": expected " + std::to_string(Settings::kMinChunkBytes) + ".." +
-                               std::to_string(Settings::kMaxChunkBytes));
-      }
-      s.gpu_segment_bytes = config->gpu_segment_bytes, s.gpu_segment_bytes_source = "config";
+    if (has_segment) {
+      RR_RETURN_IF_ERROR(bytes_field("gpu_segment_bytes", config->gpu_segment_bytes, &s.gpu_segment_bytes,
+                                     &s.gpu_segment_bytes_source));
     }
   }
   *out = std::move(s);
