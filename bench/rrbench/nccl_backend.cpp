@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "backend.h"
 
@@ -97,8 +98,14 @@ class NcclLibrary : public Library {
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   }
   ~NcclLibrary() override {
-    if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    // Every row waits for its calls, so work still queued here means a row
+    // failed: abort rather than wait on kernels whose peers may be gone.
+    const bool idle = stream_ == nullptr || cudaStreamQuery(stream_) == cudaSuccess;
+    if (comm_ != nullptr && idle) {
+      ncclCommDestroy(comm_);
+    } else if (comm_ != nullptr) {
+      ncclCommAbort(comm_);
+    }
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -128,12 +135,33 @@ class NcclLibrary : public Library {
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_; }
 
+  // cudaStreamSynchronize, watching NCCL's asynchronous errors meanwhile (as
+  // nccl-tests does): a peer that failed would otherwise leave this rank's
+  // kernels, and this wait, spinning for ever. On an error the communicator is
+  // aborted, which ends its kernels, and the error says so.
+  void synchronize() {
+    for (;;) {
+      const cudaError_t state = cudaStreamQuery(stream_);
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) check_cuda(state, "cudaStreamQuery");
+      if (comm_ == nullptr) throw BackendError("NCCL communicator already aborted after an asynchronous error");
+      ncclResult_t async = ncclSuccess;
+      check_nccl(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+      if (async != ncclSuccess && async != ncclInProgress) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+        check_nccl(async, "NCCL on rank " + std::to_string(rank_) + " (asynchronous error; communicator aborted)");
+      }
+      std::this_thread::yield();
+    }
+  }
+
   // A host-to-device copy complete before the next NCCL call: on NCCL's own
   // (non-blocking) stream, which a legacy-stream cudaMemcpy from pageable
   // memory would not be ordered with.
   void to_device(void* dst, const void* src, std::size_t bytes) {
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (input to device)");
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    synchronize();
   }
 
  private:
@@ -141,7 +169,7 @@ class NcclLibrary : public Library {
     scratch_.reserve(n * sizeof(double));
     to_device(scratch_.device, values, n * sizeof(double));
     check_nccl(ncclAllReduce(scratch_.device, scratch_.device, n, ncclFloat64, op, comm_, stream_), "ncclAllReduce");
-    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    synchronize();
     check_cuda(cudaMemcpy(values, scratch_.device, n * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
 
@@ -243,7 +271,7 @@ class NcclBackend : public Backend {
     if (blocking_) wait();
   }
 
-  void wait() override { check_cuda(cudaStreamSynchronize(library_->stream()), "cudaStreamSynchronize"); }
+  void wait() override { library_->synchronize(); }
 
   void fetch_result(const CallArgs& a) override {
     (void)a;
