@@ -447,11 +447,9 @@ struct Buffer {
 };
 
 // Classifies the buffers this rank uses (NULL ones are skipped). Device
-// buffers are refused beside host buffers (mixed calls are not staged), by
-// collectives that have no staged form (`stages` false), and by the Async
-// forms, which have no stream to order them on.
-rr::Status route(const char* call, void* stream, bool async, bool stages, std::initializer_list<Buffer> buffers,
-                 Route* out) {
+// buffers are refused beside host buffers (mixed calls are not staged) and
+// by the Async forms, which have no stream to order them on.
+rr::Status route(const char* call, void* stream, bool async, std::initializer_list<Buffer> buffers, Route* out) {
   Route r;
   const Buffer* host = nullptr;
   const Buffer* device = nullptr;
@@ -474,11 +472,6 @@ rr::Status route(const char* call, void* stream, bool async, bool stages, std::i
   if (device && host) {
     return rr::InvalidArgument(std::string(call) + ": " + device->name + " is device memory but " + host->name +
                                " is host memory; pass both on the device or both on the host");
-  }
-  if (device && !stages) {
-    return rr::InvalidArgument(std::string(call) + ": " + device->name +
-                               " is device memory; only rrAllReduce, rrReduceScatter, rrAllGather, rrBroadcast and "
-                               "rrReduce take device buffers");
   }
   if (device && async) {
     return rr::InvalidArgument(std::string(call) + "Async: " + device->name +
@@ -508,8 +501,8 @@ rr::Status host_only(const char* call, const char* name, const void* buf, void* 
 }
 
 // As dispatch(), or, for a stream-ordered route, queues the call on the
-// stream and returns at once: `staged` for device buffers (nullptr where the
-// collective has no staged form), `body` for host ones. Nothing is wrapped
+// stream and returns at once: `staged` for device buffers (nullptr for a call
+// without buffers), `body` for host ones. Nothing is wrapped
 // for a blocking call: its data path allocates nothing.
 template <typename Body, typename Staged>
 rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char* call, const Route& route,
@@ -558,7 +551,7 @@ static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size
                      recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
   Route r;
-  if (s.ok()) s = route("rrReduceScatter", stream, request != nullptr, true, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route("rrReduceScatter", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrReduceScatter", r, stream, request,
       [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); },
@@ -572,7 +565,7 @@ static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t s
                      sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
   Route r;
-  if (s.ok()) s = route("rrAllGather", stream, request != nullptr, true, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route("rrAllGather", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrAllGather", r, stream, request,
       [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); },
@@ -583,7 +576,7 @@ static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t c
   rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
   if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
   Route r;
-  if (s.ok()) s = route("rrAllReduce", stream, request != nullptr, true, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route("rrAllReduce", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrAllReduce", r, stream, request,
       [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); },
@@ -623,7 +616,7 @@ static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t co
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrBroadcast", stream, request != nullptr, true,
+    s = route("rrBroadcast", stream, request != nullptr,
               {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
   }
   return dispatch_routed(
@@ -640,7 +633,7 @@ static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrReduce", stream, request != nullptr, true,
+    s = route("rrReduce", stream, request != nullptr,
               {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
   }
   return dispatch_routed(
@@ -660,11 +653,13 @@ static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendc
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrGather", stream, request != nullptr, false,
+    s = route("rrGather", stream, request != nullptr,
               {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
   }
-  return dispatch_routed(comm, s, "rrGather", r, stream, request,
-                         [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); }, nullptr);
+  return dispatch_routed(
+      comm, s, "rrGather", r, stream, request,
+      [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); },
+      [=](const rr::StagedCollectives& staged) { return staged.gather(sendbuff, recvbuff, sendcount, datatype, root); });
 }
 
 static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -678,11 +673,13 @@ static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recv
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrScatter", stream, request != nullptr, false,
+    s = route("rrScatter", stream, request != nullptr,
               {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
   }
-  return dispatch_routed(comm, s, "rrScatter", r, stream, request,
-                         [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); }, nullptr);
+  return dispatch_routed(
+      comm, s, "rrScatter", r, stream, request,
+      [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); },
+      [=](const rr::StagedCollectives& staged) { return staged.scatter(sendbuff, recvbuff, recvcount, datatype, root); });
 }
 
 static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
@@ -704,15 +701,17 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
     }
   }
   Route r;
-  if (s.ok()) s = route("rrAllToAll", stream, request != nullptr, false, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
-  return dispatch_routed(comm, s, "rrAllToAll", r, stream, request,
-                         [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); }, nullptr);
+  if (s.ok()) s = route("rrAllToAll", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrAllToAll", r, stream, request,
+      [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); },
+      [=](const rr::StagedCollectives& staged) { return staged.all_to_all(sendbuff, recvbuff, count, datatype); });
 }
 
 static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
   Route r;
-  if (s.ok()) s = route("rrBarrier", stream, request != nullptr, false, {}, &r);
+  if (s.ok()) s = route("rrBarrier", stream, request != nullptr, {}, &r);
   return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr);
 }
 

@@ -24,9 +24,9 @@ StagedCollectives::StagedCollectives(Communicator* comm, memory::CopyEngine* eng
     : comm_(comm), engine_(engine), segment_bytes_(segment_bytes) {}
 
 Status StagedCollectives::init() {
-  // A segment holds at least one element of every rank's block (reduce-scatter,
-  // all-gather), whatever the segment size.
-  const size_t one_column = static_cast<size_t>(comm_->size()) * sizeof(uint64_t);
+  // A segment holds at least one element of each of two blocks per rank
+  // (all-to-all's send and receive blocks), whatever the segment size.
+  const size_t one_column = 2 * static_cast<size_t>(comm_->size()) * sizeof(uint64_t);
   return engine_->reserve_slots(std::max(segment_bytes_, one_column), kSlots);
 }
 
@@ -247,6 +247,77 @@ StagedCollectives::Plan StagedCollectives::reduce(const void* send, void* recv, 
     return copies;
   };
   plan.collective = [=](size_t k, void* slot) { return comm->reduce(slot, slot, seg.elems(k), dtype, op, root); };
+  return plan;
+}
+
+StagedCollectives::Plan StagedCollectives::gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype,
+                                                  int root) const {
+  const size_t ranks = static_cast<size_t>(comm_->size());
+  const size_t rank = static_cast<size_t>(comm_->rank());
+  const bool is_root = comm_->rank() == root;
+  Communicator* comm = comm_;
+  // As all_gather, with only the root's slot filled and copied back: the
+  // slot holds segment k of every rank's block, rank r's at r * seg.bytes(k),
+  // which is the host gather's in-place form on the root.
+  const Segments seg = segments(sendcount, dtype, ranks);
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    const size_t bytes = seg.bytes(k);
+    SegmentCopies copies;
+    copies.in = memory::contiguous(at(slot, rank * bytes), at(send, seg.offset(k)), bytes);
+    if (is_root) copies.out = memory::Copy{at(recv, seg.offset(k)), sendcount * seg.elem, slot, bytes, bytes, ranks};
+    return copies;
+  };
+  plan.collective = [=](size_t k, void* slot) {
+    return comm->gather(at(slot, rank * seg.bytes(k)), slot, seg.elems(k), dtype, root);
+  };
+  return plan;
+}
+
+StagedCollectives::Plan StagedCollectives::scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
+                                                   int root) const {
+  const size_t ranks = static_cast<size_t>(comm_->size());
+  const size_t rank = static_cast<size_t>(comm_->rank());
+  const bool is_root = comm_->rank() == root;
+  Communicator* comm = comm_;
+  // As reduce_scatter's layout: the root's slot holds segment k of every
+  // rank's block; each rank's part lands at rank * seg.bytes(k) of its slot.
+  const Segments seg = segments(recvcount, dtype, ranks);
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    const size_t bytes = seg.bytes(k);
+    SegmentCopies copies;
+    if (is_root) copies.in = memory::Copy{slot, bytes, at(send, seg.offset(k)), recvcount * seg.elem, bytes, ranks};
+    copies.out = memory::contiguous(at(recv, seg.offset(k)), at(slot, rank * bytes), bytes);
+    return copies;
+  };
+  plan.collective = [=](size_t k, void* slot) {
+    return comm->scatter(slot, at(slot, rank * seg.bytes(k)), seg.elems(k), dtype, root);
+  };
+  return plan;
+}
+
+StagedCollectives::Plan StagedCollectives::all_to_all(const void* send, void* recv, size_t count,
+                                                      rrDataType_t dtype) const {
+  const size_t ranks = static_cast<size_t>(comm_->size());
+  Communicator* comm = comm_;
+  // The slot holds segment k of every block of send, then segment k of every
+  // block of recv (the host call's buffers must not overlap): `ranks` blocks
+  // of seg.bytes(k) each.
+  const Segments seg = segments(count, dtype, 2 * ranks);
+  Plan plan;
+  plan.segments = seg.number();
+  plan.copies = [=](size_t k, void* slot) {
+    const size_t bytes = seg.bytes(k);
+    const size_t pitch = count * seg.elem;
+    return SegmentCopies{memory::Copy{slot, bytes, at(send, seg.offset(k)), pitch, bytes, ranks},
+                         memory::Copy{at(recv, seg.offset(k)), pitch, at(slot, ranks * bytes), bytes, bytes, ranks}};
+  };
+  plan.collective = [=](size_t k, void* slot) {
+    return comm->all_to_all(slot, at(slot, ranks * seg.bytes(k)), seg.elems(k), dtype);
+  };
   return plan;
 }
 

@@ -89,6 +89,9 @@ class StagedCollectives {
   Plan all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) const;
   Plan broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) const;
   Plan reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) const;
+  Plan gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype, int root) const;
+  Plan scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype, int root) const;
+  Plan all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype) const;
   // One segment without copies that runs `body`: a call on host buffers,
   // ordered on a stream like the staged ones.
   static Plan host_call(std::function<Status()> body);
@@ -110,7 +113,8 @@ class StagedCollectives {
 
  private:
   // How `count` elements of `elem` bytes fall into segments that each hold
-  // `blocks` blocks of them (one per rank for reduce-scatter and all-gather).
+  // `blocks` blocks of them (one per rank for reduce-scatter, all-gather,
+  // gather and scatter; two per rank for all-to-all).
   struct Segments {
     size_t elem;       // bytes per element
     size_t per;        // elements per segment and block (never 0)

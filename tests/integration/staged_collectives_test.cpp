@@ -360,6 +360,147 @@ TEST(StagedReduce, RootGetsTheReductionOthersKeepTheirBuffers) {
   }
 }
 
+uint8_t* block(void* base, size_t index, size_t count, size_t elem) {
+  return static_cast<uint8_t*>(base) + index * count * elem;
+}
+
+TEST(StagedGather, RootGetsEveryBlockOthersKeepTheirBuffers) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(50));
+  const size_t ranks = static_cast<size_t>(g_size);
+  uint64_t seed = 600;
+  for (int root = 0; root < g_size; ++root) {
+    for (rrDataType_t dtype : {rrInt8, rrFloat16, rrFloat64}) {
+      for (size_t segment_bytes : kSegmentBytes) {
+        for (size_t sendcount : {size_t{0}, size_t{1}, size_t{9}, size_t{517}}) {
+          for (bool in_place : {false, true}) {
+            SCOPED_TRACE(describe("gather", dtype, rrSum, sendcount, segment_bytes, in_place) + " root=" +
+                         std::to_string(root));
+            StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+            ASSERT_TRUE(staged.init().ok());
+            const size_t elem = reduce::dtype_size(dtype);
+            const bool is_root = g_rank == root;
+            Buffer send(sendcount * elem), recv(sendcount * elem * ranks);
+            // In place (on the root): its block of recvbuff is its input.
+            uint8_t* mine = in_place && is_root ? block(recv.get(), static_cast<size_t>(root), sendcount, elem)
+                                                : static_cast<uint8_t*>(send.get());
+            test::fill(dtype, rrSum, g_rank, ++seed, mine, 0, sendcount);
+            const std::vector<uint8_t> original = send.data;
+            // recvbuff is not the others' to give: NULL there.
+            Status done = staged.run_now(staged.gather(mine, is_root ? recv.get() : nullptr, sendcount, dtype, root));
+            ASSERT_TRUE(done.ok()) << done.message();
+            EXPECT_TRUE(send.guard_intact() && recv.guard_intact()) << "wrote past the buffers";
+            EXPECT_EQ(send.data, original) << "the send buffer was modified";
+            if (is_root) {
+              std::string report;
+              size_t wrong = 0;
+              for (size_t r = 0; r < ranks; ++r) {
+                wrong += test::count_not_input(dtype, rrSum, static_cast<int>(r), seed,
+                                               block(recv.get(), r, sendcount, elem), 0, sendcount, &report);
+              }
+              EXPECT_EQ(wrong, 0u) << report;
+            } else {
+              EXPECT_EQ(recv.data, std::vector<uint8_t>(recv.data.size(), kPoison));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(StagedScatter, EveryRankGetsItsBlockOfTheRoots) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(50));
+  const size_t ranks = static_cast<size_t>(g_size);
+  uint64_t seed = 700;
+  for (int root = 0; root < g_size; ++root) {
+    for (rrDataType_t dtype : {rrUint8, rrBfloat16, rrInt64}) {
+      for (size_t segment_bytes : kSegmentBytes) {
+        for (size_t recvcount : {size_t{0}, size_t{1}, size_t{9}, size_t{517}}) {
+          for (bool in_place : {false, true}) {
+            SCOPED_TRACE(describe("scatter", dtype, rrSum, recvcount, segment_bytes, in_place) + " root=" +
+                         std::to_string(root));
+            StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+            ASSERT_TRUE(staged.init().ok());
+            const size_t elem = reduce::dtype_size(dtype);
+            const bool is_root = g_rank == root;
+            Buffer send(recvcount * elem * ranks), recv(recvcount * elem);
+            ++seed;
+            if (is_root) test::fill(dtype, rrSum, root, seed, send.get(), 0, recvcount * ranks);
+            const std::vector<uint8_t> original = send.data;
+            uint8_t* out = in_place && is_root ? block(send.get(), static_cast<size_t>(root), recvcount, elem)
+                                               : static_cast<uint8_t*>(recv.get());
+            // sendbuff is only the root's: NULL elsewhere.
+            Status done = staged.run_now(staged.scatter(is_root ? send.get() : nullptr, out, recvcount, dtype, root));
+            ASSERT_TRUE(done.ok()) << done.message();
+            EXPECT_TRUE(send.guard_intact() && recv.guard_intact()) << "wrote past the buffers";
+            EXPECT_EQ(send.data, original) << "the send buffer was modified";
+            std::string report;
+            EXPECT_EQ(test::count_not_input(dtype, rrSum, root, seed, out, static_cast<size_t>(g_rank) * recvcount,
+                                            recvcount, &report), 0u) << report;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(StagedAllToAll, EveryPairExchangesItsBlock) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(50));
+  const size_t ranks = static_cast<size_t>(g_size);
+  uint64_t seed = 800;
+  for (rrDataType_t dtype : {rrInt8, rrFloat32, rrUint64}) {
+    for (size_t segment_bytes : kSegmentBytes) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{9}, size_t{517}}) {
+        SCOPED_TRACE(describe("all-to-all", dtype, rrSum, count, segment_bytes, false));
+        StagedCollectives staged(g_comm.get(), &engine, segment_bytes);
+        ASSERT_TRUE(staged.init().ok());
+        const size_t elem = reduce::dtype_size(dtype);
+        Buffer send(count * elem * ranks), recv(count * elem * ranks);
+        test::fill(dtype, rrSum, g_rank, ++seed, send.get(), 0, count * ranks);
+        const std::vector<uint8_t> original = send.data;
+        Status done = staged.run_now(staged.all_to_all(send.get(), recv.get(), count, dtype));
+        ASSERT_TRUE(done.ok()) << done.message();
+        EXPECT_TRUE(send.guard_intact() && recv.guard_intact()) << "wrote past the buffers";
+        EXPECT_EQ(send.data, original) << "the send buffer was modified";
+        // Block p of this rank's recvbuff is block `rank` of rank p's sendbuff.
+        std::string report;
+        size_t wrong = 0;
+        for (size_t p = 0; p < ranks; ++p) {
+          wrong += test::count_not_input(dtype, rrSum, static_cast<int>(p), seed, block(recv.get(), p, count, elem),
+                                         static_cast<size_t>(g_rank) * count, count, &report);
+        }
+        EXPECT_EQ(wrong, 0u) << report;
+      }
+    }
+  }
+}
+
+// The new plans on one queue, as CUDA streams sharing a hardware queue.
+TEST(StagedAllToAll, LanesSharingOneQueueOnlySerialize) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(100), /*one_queue=*/true);
+  const size_t ranks = static_cast<size_t>(g_size);
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  const size_t count = 301;
+  Buffer send(count * 4 * ranks), recv(count * 4 * ranks), gathered(count * 4 * ranks);
+  test::fill(rrInt32, rrSum, g_rank, 900, send.get(), 0, count * ranks);
+  Status done = staged.run_now(staged.all_to_all(send.get(), recv.get(), count, rrInt32));
+  ASSERT_TRUE(done.ok()) << done.message();
+  done = staged.run_now(staged.gather(send.get(), gathered.get(), count, rrInt32, 0));
+  ASSERT_TRUE(done.ok()) << done.message();
+  std::string report;
+  size_t wrong = 0;
+  for (size_t p = 0; p < ranks; ++p) {
+    wrong += test::count_not_input(rrInt32, rrSum, static_cast<int>(p), 900, block(recv.get(), p, count, 4),
+                                   static_cast<size_t>(g_rank) * count, count, &report);
+    if (g_rank == 0) {
+      wrong += test::count_not_input(rrInt32, rrSum, static_cast<int>(p), 900, block(gathered.get(), p, count, 4), 0,
+                                     count, &report);
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << report;
+}
+
 }  // namespace
 }  // namespace rr
 
