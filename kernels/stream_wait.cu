@@ -54,4 +54,17 @@ Status enqueue_flag_set(volatile uint64_t* flag, uint64_t value, void* stream) {
   return launched("signal", value);
 }
 
+Status preload_flag_kernels() {
+  cudaFuncAttributes attributes;
+  for (const void* kernel : {reinterpret_cast<const void*>(&flag_wait_kernel),
+                             reinterpret_cast<const void*>(&flag_set_kernel)}) {
+    const cudaError_t error = cudaFuncGetAttributes(&attributes, kernel);
+    if (error != cudaSuccess) {
+      return CudaError(std::string("loading the staging counter kernels (cudaFuncGetAttributes): ") +
+                       cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace rr::kernels

@@ -23,5 +23,10 @@ namespace rr::kernels {
 // Enqueue on `stream`; a failed launch is CudaError naming it.
 Status enqueue_flag_wait(const volatile uint64_t* flag, uint64_t value, void* stream);
 Status enqueue_flag_set(volatile uint64_t* flag, uint64_t value, void* stream);
+// Loads both kernels now (cudaFuncGetAttributes). Under lazy loading (CUDA's
+// default) the first launch would load them, which may wait for the whole
+// context: in the middle of issuing a call, that wait could be on work that
+// only the rest of the call releases.
+Status preload_flag_kernels();
 
 }  // namespace rr::kernels

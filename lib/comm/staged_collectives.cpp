@@ -1,6 +1,8 @@
 #include "comm/staged_collectives.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <utility>
 
 #include "algo/ring.hpp"
@@ -57,13 +59,14 @@ StagedCollectives::Segments StagedCollectives::segments(size_t count, rrDataType
   return Segments{elem, std::max<size_t>(1, segment_bytes_ / (elem * blocks)), count};
 }
 
-Status StagedCollectives::issue(const Plan& plan, uint64_t* first_out) {
+uint64_t StagedCollectives::take_counts(const Plan& plan) {
+  return plan.segments == 0 ? 0 : engine_->take_counts(plan.segments);
+}
+
+Status StagedCollectives::issue(const Plan& plan, uint64_t first) {
   const size_t n = plan.segments;
-  *first_out = 0;
   if (n == 0) return Status::Ok();
   if (engine_->slots() < kSlots) return InternalError("staging: the slots were not made (init)");
-  const uint64_t first = engine_->take_counts(n);
-  *first_out = first;
   // Segment k comes into slot k % kSlots once the slot's last copy back
   // (segment k - kSlots, or an earlier call's) landed, and says so.
   auto copy_in = [&](size_t k) -> Status {
@@ -92,8 +95,6 @@ Status StagedCollectives::issue(const Plan& plan, uint64_t* first_out) {
     status = copy_out(k);
     if (status.ok() && k + kSlots < n) status = copy_in(k + kSlots);
   }
-  if (status.ok()) status = engine_->record(memory::Lane::kToDevice, kToDeviceEnd);
-  if (status.ok()) status = engine_->record(memory::Lane::kToHost, kToHostEnd);
   return status;
 }
 
@@ -115,18 +116,24 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
 }
 
 Status StagedCollectives::run_now(const Plan& plan) {
-  uint64_t first = 0;
-  Status status = issue(plan, &first);
-  if (status.ok()) {
-    status = run(plan, first);
-  } else if (first != 0) {
-    release_through(first + plan.segments - 1);  // in order: nothing else runs here
-  }
+  // As a stream-ordered call: the host half can run before the device half
+  // is issued (issuing may block until the lanes drained, which takes it).
+  const uint64_t first = take_counts(plan);
+  std::atomic<bool> issue_failed{false};
+  Status ran;
+  std::thread host_half([&] { ran = run(plan, first, [&] { return issue_failed.load(); }); });
+  Status status = issue(plan, first);
+  if (!status.ok()) issue_failed = true;
+  host_half.join();
+  if (status.ok()) status = ran;
   if (plan.segments > 0) {
-    // No copy may still touch the caller's buffers or a slot once the call returns.
-    Status landed = engine_->wait(kToDeviceEnd);
-    Status read = engine_->wait(kToHostEnd);
-    if (status.ok()) status = landed.ok() ? read : landed;
+    // No copy may still touch the caller's buffers or a slot once the call
+    // returns: wait for the end of each lane, also after a failed issue.
+    Status ends = engine_->record(memory::Lane::kToDevice, kToDeviceEnd);
+    if (ends.ok()) ends = engine_->record(memory::Lane::kToHost, kToHostEnd);
+    if (ends.ok()) ends = engine_->wait(kToDeviceEnd);
+    if (ends.ok()) ends = engine_->wait(kToHostEnd);
+    if (status.ok()) status = ends;
   }
   return status;
 }

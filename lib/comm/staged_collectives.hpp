@@ -16,12 +16,14 @@
 //     the copy engine's lanes, each copy in gated by its slot's last copy
 //     back (a marker) and followed by a signal, each copy back gated by the
 //     host's release of its segment (memory/copy_engine.hpp);
-//   run(): the host half, later (on the communicator's queue): per segment,
-//     wait for its signal, run its collective on the slot, release it.
+//   run(): the host half (on the communicator's queue): per segment, wait
+//     for its signal, run its collective on the slot, release it.
 // The device half never waits on anything issued after it, so it cannot
-// deadlock however the GPU maps the lanes onto hardware queues, and it can
-// be issued on the caller's thread while the host half waits its turn
-// (comm/stream_order.hpp). run_now() does both, and waits for the copies.
+// deadlock however the GPU maps the lanes onto hardware queues. It is issued
+// on the caller's thread once the host half is queued where it can run
+// meanwhile: issuing blocks when a lane's queue is full, until the host half
+// released enough of it (comm/stream_order.hpp). run_now() does both, and
+// waits for the copies.
 //
 // The copies go through a memory::CopyEngine (CUDA streams, or host threads
 // in tests); the host collective is the Communicator's own, so each segment
@@ -96,17 +98,23 @@ class StagedCollectives {
   // ordered on a stream like the staged ones.
   static Plan host_call(std::function<Status()> body);
 
-  // The device half. Segment k of the plan is count *first + k on the
-  // engine's counters (*first is 0 when it took none). On failure, what it
-  // issued waits for those counts: the caller releases them, in order, after
-  // the host halves of the calls issued before (a count released early would
-  // let those calls' copies back run before their collectives).
-  Status issue(const Plan& plan, uint64_t* first);
-  // The host half, in issue order. However it ends, every segment of the
-  // plan is released. `give_up` as for CopyEngine::wait_arrived.
+  // The plan's counts on the engine: segment k is count first + k (0 when
+  // the plan has no segments). Calls take them in the order their host
+  // halves run.
+  uint64_t take_counts(const Plan& plan);
+  // The device half, on counts from take_counts. Issuing may block until the
+  // lanes drained some (as CUDA's launch queue does when full), which may
+  // take this call's own host half: start that first, where it can run
+  // meanwhile. On failure, what it issued waits for its counts: the host
+  // half releases them (make its give_up true).
+  Status issue(const Plan& plan, uint64_t first);
+  // The host half, in the order the counts were taken. However it ends,
+  // every segment of the plan is released, in order after the host halves
+  // before it (a count released early would let those calls' copies back
+  // run before their collectives). `give_up` as for CopyEngine::wait_arrived.
   Status run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up = {});
-  // Both halves on the calling thread; returns once no copy of the plan
-  // runs any more (also after a failure).
+  // Both halves, the host one on a thread of its own; returns once no copy
+  // of the plan runs any more (also after a failure).
   Status run_now(const Plan& plan);
 
   size_t segment_bytes() const { return segment_bytes_; }

@@ -107,7 +107,7 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                         ": the stream is being captured into a CUDA graph; ringreduce's stream-ordered calls "
                         "cannot be captured (call it outside the capture)");
   }
-  // Calls are issued on the lanes in the order the queue runs their host halves.
+  // Calls take their counts in the order the queue runs their host halves.
   std::lock_guard<std::mutex> lock(submit_mutex_);
   auto plan = std::make_shared<const StagedCollectives::Plan>(make(*staged_));
   if (plan->segments == 0) return Status::Ok();  // count 0: nothing to move or order
@@ -118,7 +118,25 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                 "cudaStreamWaitEvent (the staging stream after the caller's)");
   }
   if (!ready.ok()) return failed(ready);
-  // 2. The device half. The copies back also follow the caller's stream
+  // 2. The host half first, in program order with the communicator's other
+  // calls: issuing blocks once a stream's launch queue is full, until the
+  // GPU drained it, and that takes this host half's releases.
+  const uint64_t first = staged_->take_counts(*plan);
+  auto issue_failed = std::make_shared<std::atomic<bool>>(false);
+  auto started = std::make_shared<bool>(false);
+  auto operation = comm_->queue().enqueue([this, call, plan, first, started, issue_failed] {
+    *started = true;
+    return run(call, *plan, first, *issue_failed);
+  });
+  Status refused;
+  if (comm_->queue().test(*operation, &refused) && !*started) {
+    // The queue is closing and will never run it: issue nothing. The counts
+    // of earlier calls are released at destroy (not here: they may still be
+    // running), which then does not wait for the stream work before them.
+    gave_up_ = true;
+    return failed(refused);
+  }
+  // 3. The device half. The copies back also follow the caller's stream
   // through an event, not only through the host's releases; the reduction
   // servers too (before it they would only poll).
   Status issued;
@@ -128,10 +146,8 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                    "cudaStreamWaitEvent (a staging stream after the caller's)");
     }
   }
-  uint64_t first = 0;
-  if (issued.ok()) issued = staged_->issue(*plan, &first);
-  const uint64_t last = first + plan->segments - 1;
-  // 3. Later work on the caller's stream waits for the copies back, and for
+  if (issued.ok()) issued = staged_->issue(*plan, first);
+  // 4. Later work on the caller's stream waits for the copies back, and for
   // every read of its buffers; also after a failed issue, whose copies may
   // still run.
   Status ordered;
@@ -146,49 +162,32 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
     }
   }
   if (!issued.ok() || !ordered.ok()) {
-    // What was issued waits for its counts: release them in queue order.
-    if (first != 0) {
-      auto release = comm_->queue().enqueue([this, last] {
-        engine_.end_reductions(last);
-        engine_.release(last);
-        return Status::Ok();
-      });
-      Status refused;
-      if (comm_->queue().test(*release, &refused) && !refused.ok()) gave_up_ = true;  // the destructor releases
-    }
+    // The host half stops at the first segment not issued and releases the
+    // call's counts, in queue order; the call's failure is this return.
+    *issue_failed = true;
     return failed(issued.ok() ? ordered : issued);
-  }
-  // 4. The host half, in program order with the communicator's other calls.
-  auto started = std::make_shared<bool>(false);
-  auto operation = comm_->queue().enqueue([this, call, plan, first, started] {
-    *started = true;
-    return run(call, *plan, first);
-  });
-  Status refused;
-  if (comm_->queue().test(*operation, &refused) && !*started) {
-    // The queue is closing and will never run it. Its counts are released at
-    // destroy (not here: earlier calls may still be running), which then does
-    // not wait for the stream work before it.
-    gave_up_ = true;
-    return failed(refused);
   }
   return Status::Ok();
 }
 
-Status StreamOrder::run(const char* call, const StagedCollectives::Plan& plan, uint64_t first) {
+Status StreamOrder::run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
+                        const std::atomic<bool>& issue_failed) {
   Status status = memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   if (status.ok()) {
     // The stream's earlier work may take long (or wait on another
     // communicator): an abort does not wait for it.
-    status = staged_->run(plan, first, [this] {
+    status = staged_->run(plan, first, [this, &issue_failed] {
+      if (issue_failed) return true;
       if (!comm_->aborting()) return false;
       gave_up_ = true;
       return true;
     });
   } else {
+    engine_.end_reductions(first + plan.segments - 1);
     engine_.release(first + plan.segments - 1);
   }
-  if (!status.ok()) {
+  // A call whose issue failed returned its error already.
+  if (!status.ok() && !issue_failed) {
     status = Status(status.code(), std::string(call) + " (stream-ordered, segments " + std::to_string(first) + ".." +
                                        std::to_string(first + plan.segments - 1) + "): " + status.message());
     comm_->report_async_failure(status);

@@ -7,17 +7,21 @@
 // at once, every dependency as one CUDA sees:
 //   1. an event on the caller's stream (the inputs are ready), which the
 //      engine's device-to-host lane waits for;
-//   2. the call's device half (StagedCollectives::issue): its copies in,
+//   2. the host half, queued on the communicator's queue so it runs in
+//      program order with the communicator's other calls; queued first,
+//      because enqueuing GPU work blocks while a stream's launch queue is
+//      full, until the GPU drained it, which takes the host's releases;
+//   3. the call's device half (StagedCollectives::issue): its copies in,
 //      each followed by a signal to the host, and its copies back, each held
-//      by a one-thread kernel until the host releases its segment;
-//   3. an event after the call's last work on each staging stream, which
-//      the caller's stream waits for: later work there sees the result;
-//   4. the host half, queued on the communicator's queue so it runs in
-//      program order with the communicator's other calls.
+//      by a wait on a counter until the host releases its segment;
+//   4. an event after the call's last work on each staging stream, which
+//      the caller's stream waits for: later work there sees the result.
 // On the queue's thread, the host half waits for each segment's signal, runs
 // the segment's host collective, and releases it; also when it failed, so
 // the stream never hangs. A failure is the communicator's async error
-// (rrCommGetAsyncError); recvbuff's content is then undefined, as NCCL's.
+// (rrCommGetAsyncError); recvbuff's content is then undefined, as NCCL's. A
+// device half that could not be issued is the call's own error; its host
+// half then stops at the first segment not issued and releases the rest.
 //
 // Nothing on the GPU waits for work issued after it, so lanes and streams
 // that share a hardware queue (CUDA_DEVICE_MAX_CONNECTIONS) only serialize.
@@ -65,14 +69,17 @@ class StreamOrder {
   int device() const { return device_; }
 
   // Orders the call on `stream` (steps 1-4 above); `call` names it in
-  // errors. Not ok only when the call will not run.
+  // errors. Not ok when the call could not be ordered: it does not complete
+  // then (its host half does not run, or stops where the issue failed).
   Status submit(const char* call, void* stream, const MakePlan& make);
 
  private:
   StreamOrder(Communicator* comm, int device);
   Status init();
   // Runs on the queue's thread: the host half of `plan`.
-  Status run(const char* call, const StagedCollectives::Plan& plan, uint64_t first);
+  // `issue_failed`: the device half was not all issued (the call failed).
+  Status run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
+             const std::atomic<bool>& issue_failed);
 
   Communicator* comm_;
   int device_;

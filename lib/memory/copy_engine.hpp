@@ -24,6 +24,12 @@
 // tests/unit/host_copy_engine_test and the staging tests run the pipeline
 // with both lanes in one queue to hold this.
 //
+// Issuing may itself block: a CUDA stream holds only so many operations not
+// yet run, and a launch onto a full one waits until the GPU ran some. So the
+// host side that releases a call's waits must be able to run while that
+// call is being issued (on another thread), never only after it. The host
+// engine bounds its lanes the same way (`capacity`) to hold this in tests.
+//
 // Two engines: CudaCopyEngine (memory/cuda_copy_engine.hpp: copy streams,
 // events as markers, counters in mapped pinned memory written and waited
 // for by stream memory operations or one-thread kernels; CUDA build only) and HostCopyEngine

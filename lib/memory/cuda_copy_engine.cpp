@@ -154,7 +154,7 @@ Status CudaCopyEngine::find_memops(int device) {
   }
   RR_LOG(LogLevel::kInfo, "GPU %d: staging counters by %s%s%s", device,
          wait_value_ ? "stream memory operations" : "one-thread kernels", why.empty() ? "" : ": ", why.c_str());
-  return Status::Ok();
+  return wait_value_ ? Status::Ok() : kernels::preload_flag_kernels();
 }
 
 Status CudaCopyEngine::reserve_slots(size_t slot_bytes, size_t slots) {

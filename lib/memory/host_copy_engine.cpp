@@ -8,8 +8,8 @@
 
 namespace rr::memory {
 
-HostCopyEngine::HostCopyEngine(std::chrono::microseconds copy_delay, bool one_queue)
-    : copy_delay_(copy_delay), one_queue_(one_queue) {
+HostCopyEngine::HostCopyEngine(std::chrono::microseconds copy_delay, bool one_queue, size_t capacity)
+    : copy_delay_(copy_delay), one_queue_(one_queue), capacity_(capacity) {
   for (int w = 0; w < (one_queue_ ? 1 : 3); ++w) {
     Worker& worker = workers_[w];
     worker.thread = std::thread([this, &worker] { work(worker); });
@@ -37,14 +37,21 @@ Status HostCopyEngine::check_marker(int marker) const {
   return Status::Ok();
 }
 
+void HostCopyEngine::wait_for_room(Lane lane, std::unique_lock<std::mutex>& lock) {
+  if (capacity_ == 0) return;
+  Worker& w = lane_worker(lane);
+  changed_.wait(lock, [&] { return stopping_ || w.commands.size() < capacity_; });
+}
+
 Status HostCopyEngine::push(Lane lane, const Command& command) {
-  workers_[one_queue_ ? 0 : static_cast<int>(lane)].commands.push_back(command);
+  lane_worker(lane).commands.push_back(command);
   changed_.notify_all();
   return Status::Ok();
 }
 
 Status HostCopyEngine::copy(Lane lane, const Copy& copy) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_room(lane, lock);
   Command command;
   command.copy = copy;
   return push(lane, command);
@@ -52,29 +59,34 @@ Status HostCopyEngine::copy(Lane lane, const Copy& copy) {
 
 Status HostCopyEngine::record(Lane lane, int marker) {
   RR_RETURN_IF_ERROR(check_marker(marker));
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_room(lane, lock);
   return push(lane, Command{Command::kRecord, Copy{}, marker, ++recorded_[marker]});
 }
 
 Status HostCopyEngine::after(Lane lane, int marker) {
   RR_RETURN_IF_ERROR(check_marker(marker));
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_room(lane, lock);
   // The generation recorded so far, as cudaStreamWaitEvent takes the event's last record.
   return push(lane, Command{Command::kAfter, Copy{}, marker, recorded_[marker]});
 }
 
 Status HostCopyEngine::signal(Lane lane, uint64_t count) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_room(lane, lock);
   return push(lane, Command{Command::kSignal, Copy{}, 0, count});
 }
 
 Status HostCopyEngine::wait_release(Lane lane, uint64_t count) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_room(lane, lock);
   return push(lane, Command{Command::kWaitRelease, Copy{}, 0, count});
 }
 
 Status HostCopyEngine::serve_reductions(Lane lane, uint64_t count, rrDataType_t dtype, rrRedOp_t op) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_for_room(lane, lock);
   Command command{Command::kServe, Copy{}, 0, count};
   command.dtype = dtype;
   command.op = op;

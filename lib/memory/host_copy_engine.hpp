@@ -9,6 +9,11 @@
 // `one_queue`: all lanes are one thread, in issue order across them, as
 // CUDA streams that share a hardware queue. A pipeline that issued a
 // wait before what releases it hangs there (copy_engine.hpp).
+//
+// `capacity` (0: unbounded): a lane holds at most this many operations not
+// yet done, and issuing one more blocks until one is, as a CUDA launch
+// queue that is full blocks the launching thread. A pipeline whose host
+// half cannot run while its device half is being issued hangs there.
 
 #include <chrono>
 #include <condition_variable>
@@ -25,7 +30,7 @@ namespace rr::memory {
 class HostCopyEngine : public CopyEngine {
  public:
   explicit HostCopyEngine(std::chrono::microseconds copy_delay = std::chrono::microseconds(0),
-                          bool one_queue = false);
+                          bool one_queue = false, size_t capacity = 0);
   ~HostCopyEngine() override;
   HostCopyEngine(const HostCopyEngine&) = delete;
   HostCopyEngine& operator=(const HostCopyEngine&) = delete;
@@ -66,6 +71,9 @@ class HostCopyEngine : public CopyEngine {
   };
 
   Status check_marker(int marker) const;
+  Worker& lane_worker(Lane lane) { return workers_[one_queue_ ? 0 : static_cast<int>(lane)]; }
+  // Blocks while `lane` is full (capacity); then `lock` is held, as before.
+  void wait_for_room(Lane lane, std::unique_lock<std::mutex>& lock);
   Status push(Lane lane, const Command& command);
   void work(Worker& worker);
   // A reduction server's loop, as kernels/reduce_server.cu's; `lock` held.
@@ -73,6 +81,7 @@ class HostCopyEngine : public CopyEngine {
 
   const std::chrono::microseconds copy_delay_;
   const bool one_queue_;
+  const size_t capacity_;
   StagingPool pool_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

@@ -183,6 +183,20 @@ TEST(StagedAllReduce, LanesSharingOneQueueOnlySerialize) {
   check_allreduce(engine, 64, rrInt32, rrAvg, 777, true, 15, /*served=*/true);
 }
 
+// A lane that holds only a few operations, as a full CUDA launch queue:
+// issuing blocks until the lane drained, which takes the host half's
+// releases. The host half runs meanwhile (it is started before the issue),
+// so a call of many segments still completes; run in the other order, it
+// hangs here.
+TEST(StagedAllReduce, FullLanesBlockTheIssueNotTheCall) {
+  for (bool one_queue : {false, true}) {
+    SCOPED_TRACE(one_queue ? "one queue" : "three lanes");
+    memory::HostCopyEngine engine(std::chrono::microseconds(20), one_queue, /*capacity=*/4);
+    check_allreduce(engine, 64, rrFloat32, rrSum, 4099, false, 16);  // 257 segments
+    check_allreduce(engine, 64, rrInt32, rrMax, 1031, true, 17, /*served=*/true);
+  }
+}
+
 // What a stream does: the device halves of two calls are issued before the
 // host half of the first runs. The second call's copies wait for nothing the
 // first call's host half needs, with one queue or two.
@@ -198,9 +212,10 @@ TEST(StagedAllReduce, SecondCallIssuedBeforeTheFirstRuns) {
     test::fill(rrFloat32, rrMax, g_rank, 501, b.get(), 0, count);
     const StagedCollectives::Plan first = staged.allreduce(a.get(), out_a.get(), count, rrFloat32, rrSum);
     const StagedCollectives::Plan second = staged.allreduce(b.get(), out_b.get(), count, rrFloat32, rrMax);
-    uint64_t first_count = 0, second_count = 0;
-    ASSERT_TRUE(staged.issue(first, &first_count).ok());
-    ASSERT_TRUE(staged.issue(second, &second_count).ok());
+    const uint64_t first_count = staged.take_counts(first);
+    const uint64_t second_count = staged.take_counts(second);
+    ASSERT_TRUE(staged.issue(first, first_count).ok());
+    ASSERT_TRUE(staged.issue(second, second_count).ok());
     EXPECT_EQ(second_count, first_count + first.segments);
     Status ran = staged.run(first, first_count);
     ASSERT_TRUE(ran.ok()) << ran.message();
@@ -240,6 +255,38 @@ TEST(StagedAllReduce, FailedSegmentReleasesTheRestAndTheNextCallRuns) {
   EXPECT_EQ(ran, 3u) << "no segment runs after the failed one";
   EXPECT_EQ(engine.copies() - copies_before, 12u) << "every issued copy still ran";
   check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 12);
+}
+
+// An engine whose copy number `fail_at` cannot be issued (as a CUDA error
+// at enqueue): what was issued before it still runs.
+class FailingIssueEngine : public memory::HostCopyEngine {
+ public:
+  explicit FailingIssueEngine(uint64_t fail_at) : HostCopyEngine(std::chrono::microseconds(20)), fail_at_(fail_at) {}
+  Status copy(memory::Lane lane, const memory::Copy& copy) override {
+    if (++issued_ == fail_at_) return InternalError("copy " + std::to_string(fail_at_) + " could not be issued");
+    return HostCopyEngine::copy(lane, copy);
+  }
+
+ private:
+  uint64_t fail_at_;
+  uint64_t issued_ = 0;
+};
+
+// A device half that fails part way: the call returns that error; its host
+// half, already running, stops at the first segment not issued and releases
+// the rest, so nothing waits for ever; a later call on the engine runs. Every
+// rank fails at the same copy, so the ranks' collectives still match.
+TEST(StagedAllReduce, AFailedIssueEndsTheCallAndTheNextCallRuns) {
+  FailingIssueEngine engine(/*fail_at=*/7);
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  const size_t count = 1000;  // 63 segments of 16 floats
+  Buffer send(count * 4), recv(count * 4);
+  test::fill(rrFloat32, rrSum, g_rank, 18, send.get(), 0, count);
+  Status failed = staged.run_now(staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
+  EXPECT_EQ(failed.code(), Code::kInternalError);
+  EXPECT_EQ(failed.message(), "copy 7 could not be issued");
+  check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 19);
 }
 
 TEST(StagedReduceScatter, MatchesDoubleReference) {

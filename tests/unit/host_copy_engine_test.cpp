@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <numeric>
@@ -129,6 +130,31 @@ TEST(HostCopyEngine, OneQueueHoldsTheOtherLaneBehindAWait) {
   EXPECT_NE(gave_up.message().find("gave up"), std::string::npos) << gave_up.message();
   engine.release(1);
   EXPECT_TRUE(engine.wait_arrived(1, {}).ok());
+}
+
+// As a full CUDA launch queue: the third operation on a lane of capacity 2
+// waits until one of the two ahead of it is done; other lanes take work.
+TEST(HostCopyEngine, IssuingOnAFullLaneBlocksUntilItDrains) {
+  HostCopyEngine engine(milliseconds(0), /*one_queue=*/false, /*capacity=*/2);
+  std::vector<uint8_t> src(8, 5), dst(8, 0), other(8, 0);
+  ASSERT_TRUE(engine.wait_release(Lane::kToDevice, 1).ok());
+  ASSERT_TRUE(engine.copy(Lane::kToDevice, contiguous(dst.data(), src.data(), 8)).ok());
+  std::atomic<bool> issued{false};
+  std::thread issuer([&] {
+    ASSERT_TRUE(engine.record(Lane::kToDevice, 0).ok());
+    issued = true;
+  });
+  ASSERT_TRUE(engine.copy(Lane::kToHost, contiguous(other.data(), src.data(), 8)).ok());
+  ASSERT_TRUE(engine.record(Lane::kToHost, 1).ok());
+  ASSERT_TRUE(engine.wait(1).ok());
+  EXPECT_EQ(other, src) << "another lane has room";
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(issued) << "issued onto a full lane";
+  engine.release(1);
+  issuer.join();
+  EXPECT_TRUE(issued);
+  ASSERT_TRUE(engine.wait(0).ok());
+  EXPECT_EQ(dst, src);
 }
 
 TEST(HostCopyEngine, AServerRunsItsSegmentsReductionsAndLeavesLaterOnesToTheNext) {
