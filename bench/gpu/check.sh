@@ -25,11 +25,15 @@
 #   RR_GPU_BENCH_ARGS: extra arguments for rr-gpu-bench (e.g. --sizes-mib 64).
 #   RR_GPU_ALLREDUCE_ARGS: extra arguments for rr-gpu-allreduce-bench
 #     (e.g. --max-mib 256 for a shorter sweep).
+#   RR_GPU_TEST_LIMIT_S: seconds a test binary may run (default 300).
+# Each row of the summary is also appended to summary.txt in the log folder
+# as soon as it is known, so a run cut short still leaves the rows it made.
 # Exit status: 0 when everything ran and passed, 77 when no GPU could be
 # used (everything skipped), 1 otherwise.
 set -uo pipefail
 
 dir=${1:-.devbundle}
+test_limit=${RR_GPU_TEST_LIMIT_S:-300}
 gpu_tests=(device_reduce_test device_collectives_test host_context_test)
 bench=rr-gpu-bench
 allreduce_bench=rr-gpu-allreduce-bench
@@ -73,6 +77,13 @@ figure() {
 failed=0
 ran=0
 declare -a table
+# row LINE: a line of the summary table, also appended to summary.txt at
+# once, so a run cut short (the device tool's limit) still leaves its rows.
+row() {
+  table+=("$1")
+  printf '%s\n' "$1" >> "$logs/summary.txt"
+}
+: > "$logs/summary.txt"
 
 echo "== GPU checks: binaries from $dir, logs in $logs"
 if command -v nvidia-smi >/dev/null; then
@@ -84,23 +95,23 @@ fi
 run_test() {
   local label=$1 log=$2 status passed failures result
   shift 2
-  run_logged "$log" 600 "$@" --gtest_color=no
+  run_logged "$log" "$test_limit" "$@" --gtest_color=no
   status=$?
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
   failures=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
   case $status in
     0) result="PASS (${passed:-?} tests)"; ran=1 ;;
     77) result="SKIP: $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')" ;;
-    124) result="FAIL: timed out after 600 s"; failed=1; ran=1 ;;
+    124) result="FAIL: timed out after $test_limit s"; failed=1; ran=1 ;;
     *) result="FAIL: exit $status (${failures:-?} failed, ${passed:-0} passed)"; failed=1; ran=1 ;;
   esac
-  table+=("$(printf '%-28s %s' "$label" "$result")")
+  row "$(printf '%-28s %s' "$label" "$result")"
 }
 
 for name in "${gpu_tests[@]}"; do
   binary=$(find_binary "$name")
   if [ -z "$binary" ]; then
-    table+=("$(printf '%-28s %s' "$name" "FAIL: binary not found under $dir or on PATH")")
+    row "$(printf '%-28s %s' "$name" "FAIL: binary not found under $dir or on PATH")"
     failed=1
     continue
   fi
@@ -132,7 +143,7 @@ fi
 binary=$(find_binary "$bench")
 bench_log=$logs/$bench.log
 if [ -z "$binary" ]; then
-  table+=("$(printf '%-28s %s' "$bench" "FAIL: binary not found under $dir or on PATH")")
+  row "$(printf '%-28s %s' "$bench" "FAIL: binary not found under $dir or on PATH")"
   failed=1
 else
   echo "== $bench ${RR_GPU_BENCH_ARGS:-}"
@@ -140,26 +151,26 @@ else
   run_logged "$bench_log" 600 "$binary" ${RR_GPU_BENCH_ARGS:-}
   status=$?
   case $status in
-    0) table+=("$(printf '%-28s %s' "$bench" "ran")"); ran=1 ;;
-    77) table+=("$(printf '%-28s %s' "$bench" "SKIP: $(grep -m1 '^SKIP' "$bench_log" | sed 's/^SKIP: //')")") ;;
-    *) table+=("$(printf '%-28s %s' "$bench" "FAIL: exit $status")"); failed=1; ran=1 ;;
+    0) row "$(printf '%-28s %s' "$bench" "ran")"; ran=1 ;;
+    77) row "$(printf '%-28s %s' "$bench" "SKIP: $(grep -m1 '^SKIP' "$bench_log" | sed 's/^SKIP: //')")" ;;
+    *) row "$(printf '%-28s %s' "$bench" "FAIL: exit $status")"; failed=1; ran=1 ;;
   esac
   # The figures, per size, from the rows rr-gpu-bench printed (columns: kind
   # name MiB GB/s ratio of) and its summary lines; nothing else is shown.
   if [ "$status" = 0 ]; then
     while read -r mib; do
-      table+=("$(printf '  %-26s %s GB/s' "D2D copy, $mib MiB" "$(figure copy d2d "$mib")")")
-      table+=("$(printf '  %-26s %s / %s / %s GB/s' "pinned H2D / D2H / both" \
+      row "$(printf '  %-26s %s GB/s' "D2D copy, $mib MiB" "$(figure copy d2d "$mib")")"
+      row "$(printf '  %-26s %s / %s / %s GB/s' "pinned H2D / D2H / both" \
         "$(figure copy h2d_pinned "$mib")" "$(figure copy d2h_pinned "$mib")" \
-        "$(figure copy h2d+d2h_pinned "$mib")")")
-      table+=("$(printf '  %-26s %s' "reductions" \
-        "$(sed -n "s/^summary  $mib MiB: reductions \([^;]*\);.*/\1/p" "$bench_log")")")
-      table+=("$(awk -v m="$mib" '$1 == "divide" && $3 == m {
+        "$(figure copy h2d+d2h_pinned "$mib")")"
+      row "$(printf '  %-26s %s' "reductions" \
+        "$(sed -n "s/^summary  $mib MiB: reductions \([^;]*\);.*/\1/p" "$bench_log")")"
+      row "$(awk -v m="$mib" '$1 == "divide" && $3 == m {
           n++; if (n == 1 || $5 < low) { low = $5; which = $2 } }
         END { if (n) printf "  %-26s lowest %.3f of d2d (%s)", "avg division alone", low, which }' \
-        "$bench_log")")
-      table+=("$(printf '  %-26s %s GB/s copy+reduce, %s GB/s mapped' "received float32 chunk" \
-        "$(figure recv float32.sum.h2d+reduce "$mib")" "$(figure recv float32.sum.mapped "$mib")")")
+        "$bench_log")"
+      row "$(printf '  %-26s %s GB/s copy+reduce, %s GB/s mapped' "received float32 chunk" \
+        "$(figure recv float32.sum.h2d+reduce "$mib")" "$(figure recv float32.sum.mapped "$mib")")"
     done < <(awk '$1 == "copy" && $2 == "d2d" {print $3}' "$bench_log")
   fi
 fi
@@ -175,12 +186,12 @@ run_allreduce_bench() {
   run_logged "$log" "$limit" "$binary" "$@"
   status=$?
   case $status in
-    0) table+=("$(printf '%-28s %s' "$label" "ran")"); ran=1 ;;
-    77) table+=("$(printf '%-28s %s' "$label" "SKIP: $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')")") ;;
-    *) table+=("$(printf '%-28s %s' "$label" "FAIL: exit $status")"); failed=1; ran=1 ;;
+    0) row "$(printf '%-28s %s' "$label" "ran")"; ran=1 ;;
+    77) row "$(printf '%-28s %s' "$label" "SKIP: $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')")" ;;
+    *) row "$(printf '%-28s %s' "$label" "FAIL: exit $status")"; failed=1; ran=1 ;;
   esac
   while read -r line; do
-    table+=("$line")
+    row "$line"
   done < <(awk '$1 == "allreduce" {
       printf "  %d ranks %5d MiB: busbw %7.2f GB/s, %9.3f ms; overlap %.2f, slowest stage x%.2f\n",
         $2, $3, $6, $4, $10, $11 }' "$log")
@@ -188,7 +199,7 @@ run_allreduce_bench() {
 
 binary=$(find_binary "$allreduce_bench")
 if [ -z "$binary" ]; then
-  table+=("$(printf '%-28s %s' "$allreduce_bench" "FAIL: binary not found under $dir or on PATH")")
+  row "$(printf '%-28s %s' "$allreduce_bench" "FAIL: binary not found under $dir or on PATH")"
   failed=1
 else
   # shellcheck disable=SC2086  # the extra arguments are words
@@ -207,7 +218,7 @@ rr_bench=$(find_binary rr-bench)
 rr_run=$(find_binary rr-run)
 if [ "$ran" = 0 ]; then
   # Nothing above found a usable GPU; NCCL would only fail for the same reason.
-  table+=("$(printf '%-28s %s' "rr-bench nccl" "SKIP: no GPU test ran")")
+  row "$(printf '%-28s %s' "rr-bench nccl" "SKIP: no GPU test ran")"
 elif [ -n "$rr_bench" ] && [ -n "$rr_run" ] && "$rr_bench" --list-backends | grep -qx nccl; then
   echo "== rr-bench --backend nccl, 1 rank, every collective, type and op"
   run_logged "$logs/rr-bench-nccl1.log" 300 "$rr_run" -n 1 -- "$rr_bench" --backend nccl --coll all -d all -o all \
@@ -217,23 +228,23 @@ elif [ -n "$rr_bench" ] && [ -n "$rr_run" ] && "$rr_bench" --list-backends | gre
     0) result="PASS (every row checked, #wrong 0)"; ran=1 ;;
     *) result="FAIL: exit $status"; failed=1; ran=1 ;;
   esac
-  table+=("$(printf '%-28s %s' "rr-bench nccl, 1 rank" "$result")")
+  row "$(printf '%-28s %s' "rr-bench nccl, 1 rank" "$result")"
   echo "== rr-bench --backend ringreduce --backend nccl, 2 ranks on one GPU"
   run_logged "$logs/rr-bench-nccl2.log" 300 "$rr_run" -n 2 -- "$rr_bench" --backend ringreduce --backend nccl \
     -b 1M -e 16M -f 4 -n 5 -w 1 -c 1 -T 120
   status=$?
   note=$(grep -o 'nccl skipped: .*' "$logs/rr-bench-nccl2.log" | head -1)
   if [ "$status" = 0 ] && [ -n "$note" ]; then
-    table+=("$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "PASS: ${note:0:70}")")
+    row "$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "PASS: ${note:0:70}")"
   elif [ "$status" = 0 ]; then
-    table+=("$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "ran (a GPU per rank)")")
+    row "$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "ran (a GPU per rank)")"
   else
-    table+=("$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "FAIL: exit $status")")
+    row "$(printf '%-28s %s' "rr-bench nccl, 2 ranks" "FAIL: exit $status")"
     failed=1
   fi
   ran=1
 else
-  table+=("$(printf '%-28s %s' "rr-bench nccl" "not run: rr-bench (with nccl) or rr-run not in $dir")")
+  row "$(printf '%-28s %s' "rr-bench nccl" "not run: rr-bench (with nccl) or rr-run not in $dir")"
 fi
 
 echo

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,9 +84,14 @@ inline int run_ranks(int size, char** argv, const std::string& dir, int timeout_
   auto log_of = [&](int r) { return dir + "/rank" + std::to_string(r) + "-of-" + std::to_string(size) + ".log"; };
   std::fflush(stdout);
   std::vector<pid_t> ranks;
+  const pid_t launcher = getpid();
   for (int r = 0; r < size; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
+      // A launcher killed from outside (a time limit) takes its ranks along:
+      // none is left holding the GPU for the next test.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) _exit(1);
       if (r > 0 && (!std::freopen(log_of(r).c_str(), "w", stdout) || !std::freopen(log_of(r).c_str(), "a", stderr))) {
         _exit(1);
       }

@@ -26,12 +26,14 @@ __global__ void read_kernel(float* dst, const float* src, size_t count) {
 }  // namespace
 
 cudaError_t launch_slow_fill(float* dst, size_t count, float value, int delay_ms, cudaStream_t stream) {
+  (void)cudaGetLastError();  // this launch's error, not an earlier one (a query's "not ready")
   // One block: the delay must pass before any element is written.
   slow_fill_kernel<<<1, 256, 0, stream>>>(dst, count, value, static_cast<unsigned long long>(delay_ms) * 1000000ull);
   return cudaGetLastError();
 }
 
 cudaError_t launch_read(float* dst, const float* src, size_t count, cudaStream_t stream) {
+  (void)cudaGetLastError();
   read_kernel<<<64, 256, 0, stream>>>(dst, src, count);
   return cudaGetLastError();
 }
