@@ -15,13 +15,20 @@ Status StreamOrder::create(Communicator* comm, int device, std::unique_ptr<Strea
   if (device < 0) {
     RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&device), "cudaGetDevice (the stream's device)"));
   }
-  // Made on `device`, on a thread whose current device is the caller's to keep.
+  // Made on `device`, on a thread whose current device is the caller's to
+  // keep: the calling thread, or the queue's. A thread with no context yet
+  // (the queue's, before its first CUDA call) reports device 0 without
+  // having one; setting that back would make a context on GPU 0 for nothing.
   int current = 0;
   RR_RETURN_IF_ERROR(memory::cuda_status(cudaGetDevice(&current), "cudaGetDevice"));
+  CUresult (*get_current)(CUcontext*) = nullptr;
+  CUcontext had = nullptr;
+  const bool knows = memory::driver_entry("cuCtxGetCurrent", &get_current) && get_current(&had) == CUDA_SUCCESS;
+  const bool restore = current != device && (!knows || had != nullptr);
   std::unique_ptr<StreamOrder> order(new StreamOrder(comm, device));
   Status made = order->init();
   if (!made.ok() && order->registered_slots_) comm->transport().deregister_memory(order->registered_slots_);
-  const cudaError_t restored = cudaSetDevice(current);
+  const cudaError_t restored = restore ? cudaSetDevice(current) : cudaSuccess;
   RR_RETURN_IF_ERROR(made);
   RR_RETURN_IF_ERROR(memory::cuda_status(restored, "cudaSetDevice(" + std::to_string(current) + ") (restoring it)"));
   *out = std::move(order);
