@@ -1,7 +1,7 @@
 #include "comm/staged_collectives.hpp"
 
 #include <algorithm>
-#include <atomic>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -63,7 +63,16 @@ uint64_t StagedCollectives::take_counts(const Plan& plan) {
   return plan.segments == 0 ? 0 : engine_->take_counts(plan.segments);
 }
 
-Status StagedCollectives::issue(const Plan& plan, uint64_t first) {
+Status StagedCollectives::issue(const Plan& plan, uint64_t first, Runnable* runnable) {
+  const size_t n = plan.segments;
+  size_t signalled = 0;  // segments whose copy in and signal are on the lanes
+  size_t served = 0;     // segments whose reduction server is
+  Status status = issue_segments(plan, first, &signalled, &served);
+  if (runnable) runnable->store(status.ok() ? n : plan.serve ? std::min(signalled, served) : signalled);
+  return status;
+}
+
+Status StagedCollectives::issue_segments(const Plan& plan, uint64_t first, size_t* signalled, size_t* served) {
   const size_t n = plan.segments;
   if (n == 0) return Status::Ok();
   if (engine_->slots() < kSlots) return InternalError("staging: the slots were not made (init)");
@@ -74,7 +83,9 @@ Status StagedCollectives::issue(const Plan& plan, uint64_t first) {
     RR_RETURN_IF_ERROR(engine_->after(memory::Lane::kToHost, out_marker(s)));
     const SegmentCopies copies = plan.copies(k, engine_->slot(s));
     if (copies.in.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToHost, copies.in));
-    return engine_->signal(memory::Lane::kToHost, first + k);
+    RR_RETURN_IF_ERROR(engine_->signal(memory::Lane::kToHost, first + k));
+    *signalled = k + 1;
+    return Status::Ok();
   };
   // Segment k goes back once the host released it (its collective is done).
   auto copy_out = [&](size_t k) -> Status {
@@ -82,6 +93,7 @@ Status StagedCollectives::issue(const Plan& plan, uint64_t first) {
     // Its reductions' server first: in one hardware queue it must run before
     // the copy back, which waits for the segment to end.
     if (plan.serve) RR_RETURN_IF_ERROR(engine_->serve_reductions(memory::Lane::kReduce, first + k, plan.dtype, plan.op));
+    *served = k + 1;
     RR_RETURN_IF_ERROR(engine_->wait_release(memory::Lane::kToDevice, first + k));
     const SegmentCopies copies = plan.copies(k, engine_->slot(s));
     if (copies.out.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToDevice, copies.out));
@@ -98,7 +110,8 @@ Status StagedCollectives::issue(const Plan& plan, uint64_t first) {
   return status;
 }
 
-Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up) {
+Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up,
+                              const Runnable* runnable) {
   const size_t n = plan.segments;
   const bool served = plan.serve && reducer_;
   if (served) reducer_->give_up = give_up;
@@ -106,7 +119,13 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
   for (size_t k = 0; k < n && status.ok(); ++k) {
     // Segment k's input is in its slot; reduce (or gather, or forward) it
     // across the ranks there; then let its server end and its copy back go.
-    status = engine_->wait_arrived(first + k, give_up);
+    // A segment the issue never reached will not arrive: stop there. (Not
+    // sooner: the copies back released below must follow their copies in.)
+    const auto not_issued = [&] { return runnable && k >= runnable->load(); };
+    status = engine_->wait_arrived(first + k, [&] { return not_issued() || (give_up && give_up()); });
+    if (!status.ok() && not_issued()) {
+      status = InternalError("segment " + std::to_string(k) + " of " + std::to_string(n) + " was not issued");
+    }
     if (served) reducer_->segment = first + k;
     if (status.ok()) status = plan.collective(k, engine_->slot(k % kSlots));
     release_through(first + k);
@@ -119,11 +138,10 @@ Status StagedCollectives::run_now(const Plan& plan) {
   // As a stream-ordered call: the host half can run before the device half
   // is issued (issuing may block until the lanes drained, which takes it).
   const uint64_t first = take_counts(plan);
-  std::atomic<bool> issue_failed{false};
+  Runnable runnable{kAllSegments};
   Status ran;
-  std::thread host_half([&] { ran = run(plan, first, [&] { return issue_failed.load(); }); });
-  Status status = issue(plan, first);
-  if (!status.ok()) issue_failed = true;
+  std::thread host_half([&] { ran = run(plan, first, {}, &runnable); });
+  Status status = issue(plan, first, &runnable);
   host_half.join();
   if (status.ok()) status = ran;
   if (plan.segments > 0) {

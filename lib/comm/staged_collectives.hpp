@@ -32,6 +32,7 @@
 // buffers on every rank), or the ranks' calls do not match.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -102,17 +103,27 @@ class StagedCollectives {
   // the plan has no segments). Calls take them in the order their host
   // halves run.
   uint64_t take_counts(const Plan& plan);
+  // How many leading segments of a call its host half can run: every one
+  // (kAllSegments) while the device half is being issued and once it was;
+  // after an issue failed part way, those whose copy in, signal and server
+  // went on the lanes. The issuing thread sets it, the host half reads it.
+  using Runnable = std::atomic<size_t>;
+  static constexpr size_t kAllSegments = SIZE_MAX;
+
   // The device half, on counts from take_counts. Issuing may block until the
   // lanes drained some (as CUDA's launch queue does when full), which may
   // take this call's own host half: start that first, where it can run
   // meanwhile. On failure, what it issued waits for its counts: the host
-  // half releases them (make its give_up true).
-  Status issue(const Plan& plan, uint64_t first);
+  // half, told through `runnable`, runs the segments issued and releases
+  // every count.
+  Status issue(const Plan& plan, uint64_t first, Runnable* runnable = nullptr);
   // The host half, in the order the counts were taken. However it ends,
   // every segment of the plan is released, in order after the host halves
   // before it (a count released early would let those calls' copies back
-  // run before their collectives). `give_up` as for CopyEngine::wait_arrived.
-  Status run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up = {});
+  // run before their collectives). `give_up` as for CopyEngine::wait_arrived;
+  // `runnable` (null: all) stops it at the first segment not issued.
+  Status run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up = {},
+             const Runnable* runnable = nullptr);
   // Both halves, the host one on a thread of its own; returns once no copy
   // of the plan runs any more (also after a failure).
   Status run_now(const Plan& plan);
@@ -134,6 +145,8 @@ class StagedCollectives {
   };
   Segments segments(size_t count, rrDataType_t dtype, size_t blocks) const;
 
+  // issue()'s work; counts the segments signalled and served as it goes.
+  Status issue_segments(const Plan& plan, uint64_t first, size_t* signalled, size_t* served);
   // Lets every lane go on up to count `last`: its waits, and its servers.
   void release_through(uint64_t last);
 

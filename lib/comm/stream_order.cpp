@@ -129,11 +129,11 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   // calls: issuing blocks once a stream's launch queue is full, until the
   // GPU drained it, and that takes this host half's releases.
   const uint64_t first = staged_->take_counts(*plan);
-  auto issue_failed = std::make_shared<std::atomic<bool>>(false);
+  auto runnable = std::make_shared<StagedCollectives::Runnable>(StagedCollectives::kAllSegments);
   auto started = std::make_shared<bool>(false);
-  auto operation = comm_->queue().enqueue([this, call, plan, first, started, issue_failed] {
+  auto operation = comm_->queue().enqueue([this, call, plan, first, started, runnable] {
     *started = true;
-    return run(call, *plan, first, *issue_failed);
+    return run(call, *plan, first, *runnable);
   });
   Status refused;
   if (comm_->queue().test(*operation, &refused) && !*started) {
@@ -153,7 +153,11 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                    "cudaStreamWaitEvent (a staging stream after the caller's)");
     }
   }
-  if (issued.ok()) issued = staged_->issue(*plan, first);
+  if (issued.ok()) {
+    issued = staged_->issue(*plan, first, runnable.get());
+  } else {
+    runnable->store(0);  // none of it
+  }
   // 4. Later work on the caller's stream waits for the copies back, and for
   // every read of its buffers; also after a failed issue, whose copies may
   // still run.
@@ -168,33 +172,30 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
                                     "cudaStreamWaitEvent (the stream after the call)");
     }
   }
-  if (!issued.ok() || !ordered.ok()) {
-    // The host half stops at the first segment not issued and releases the
-    // call's counts, in queue order; the call's failure is this return.
-    *issue_failed = true;
-    return failed(issued.ok() ? ordered : issued);
-  }
+  // After a failed issue the host half stops at the first segment not
+  // issued and releases the call's counts, in queue order; the call's
+  // failure is this return.
+  if (!issued.ok() || !ordered.ok()) return failed(issued.ok() ? ordered : issued);
   return Status::Ok();
 }
 
 Status StreamOrder::run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
-                        const std::atomic<bool>& issue_failed) {
+                        const StagedCollectives::Runnable& runnable) {
   Status status = memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   if (status.ok()) {
     // The stream's earlier work may take long (or wait on another
     // communicator): an abort does not wait for it.
-    status = staged_->run(plan, first, [this, &issue_failed] {
-      if (issue_failed) return true;
+    status = staged_->run(plan, first, [this] {
       if (!comm_->aborting()) return false;
       gave_up_ = true;
       return true;
-    });
+    }, &runnable);
   } else {
     engine_.end_reductions(first + plan.segments - 1);
     engine_.release(first + plan.segments - 1);
   }
   // A call whose issue failed returned its error already.
-  if (!status.ok() && !issue_failed) {
+  if (!status.ok() && runnable.load() == StagedCollectives::kAllSegments) {
     status = Status(status.code(), std::string(call) + " (stream-ordered, segments " + std::to_string(first) + ".." +
                                        std::to_string(first + plan.segments - 1) + "): " + status.message());
     comm_->report_async_failure(status);

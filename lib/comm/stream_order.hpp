@@ -77,9 +77,9 @@ class StreamOrder {
   StreamOrder(Communicator* comm, int device);
   Status init();
   // Runs on the queue's thread: the host half of `plan`.
-  // `issue_failed`: the device half was not all issued (the call failed).
+  // `runnable`: how much of the device half was issued (StagedCollectives).
   Status run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
-             const std::atomic<bool>& issue_failed);
+             const StagedCollectives::Runnable& runnable);
 
   Communicator* comm_;
   int device_;
