@@ -217,8 +217,8 @@ fi
 rr_bench=$(find_binary rr-bench)
 rr_run=$(find_binary rr-run)
 if [ "$ran" = 0 ]; then
-  # Nothing above found a usable GPU; NCCL would only fail for the same reason.
-  row "$(printf '%-28s %s' "rr-bench nccl" "SKIP: no GPU test ran")"
+  # Nothing above ran on a GPU (none usable, or no binaries): NCCL would not either.
+  row "$(printf '%-28s %s' "rr-bench nccl" "SKIP: nothing above ran on a GPU")"
 elif [ -n "$rr_bench" ] && [ -n "$rr_run" ] && "$rr_bench" --list-backends | grep -qx nccl; then
   echo "== rr-bench --backend nccl, 1 rank, every collective, type and op"
   run_logged "$logs/rr-bench-nccl1.log" 300 "$rr_run" -n 1 -- "$rr_bench" --backend nccl --coll all -d all -o all \

@@ -63,19 +63,27 @@ uint64_t StagedCollectives::take_counts(const Plan& plan) {
   return plan.segments == 0 ? 0 : engine_->take_counts(plan.segments);
 }
 
-Status StagedCollectives::issue(const Plan& plan, uint64_t first, Runnable* runnable) {
-  const size_t n = plan.segments;
-  size_t signalled = 0;  // segments whose copy in and signal are on the lanes
-  size_t served = 0;     // segments whose reduction server is
-  Status status = issue_segments(plan, first, &signalled, &served);
-  if (runnable) runnable->store(status.ok() ? n : plan.serve ? std::min(signalled, served) : signalled);
+Status StagedCollectives::issue(const Plan& plan, uint64_t first, IssueProgress* progress) {
+  IssueProgress own;
+  if (!progress) progress = &own;
+  Status status = issue_segments(plan, first, progress);
+  if (status.ok()) {
+    progress->state_.store(IssueProgress::kIssued);
+  } else {
+    progress->fail(status);
+  }
   return status;
 }
 
-Status StagedCollectives::issue_segments(const Plan& plan, uint64_t first, size_t* signalled, size_t* served) {
+Status StagedCollectives::issue_segments(const Plan& plan, uint64_t first, IssueProgress* progress) {
   const size_t n = plan.segments;
   if (n == 0) return Status::Ok();
   if (engine_->slots() < kSlots) return InternalError("staging: the slots were not made (init)");
+  // A segment is runnable once its signal is on the lanes, and its server
+  // where it has one.
+  size_t signalled = 0;
+  size_t served = 0;
+  auto publish = [&] { progress->runnable_.store(plan.serve ? std::min(signalled, served) : signalled); };
   // Segment k comes into slot k % kSlots once the slot's last copy back
   // (segment k - kSlots, or an earlier call's) landed, and says so.
   auto copy_in = [&](size_t k) -> Status {
@@ -84,7 +92,8 @@ Status StagedCollectives::issue_segments(const Plan& plan, uint64_t first, size_
     const SegmentCopies copies = plan.copies(k, engine_->slot(s));
     if (copies.in.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToHost, copies.in));
     RR_RETURN_IF_ERROR(engine_->signal(memory::Lane::kToHost, first + k));
-    *signalled = k + 1;
+    signalled = k + 1;
+    publish();
     return Status::Ok();
   };
   // Segment k goes back once the host released it (its collective is done).
@@ -93,7 +102,8 @@ Status StagedCollectives::issue_segments(const Plan& plan, uint64_t first, size_
     // Its reductions' server first: in one hardware queue it must run before
     // the copy back, which waits for the segment to end.
     if (plan.serve) RR_RETURN_IF_ERROR(engine_->serve_reductions(memory::Lane::kReduce, first + k, plan.dtype, plan.op));
-    *served = k + 1;
+    served = k + 1;
+    publish();
     RR_RETURN_IF_ERROR(engine_->wait_release(memory::Lane::kToDevice, first + k));
     const SegmentCopies copies = plan.copies(k, engine_->slot(s));
     if (copies.out.rows > 0) RR_RETURN_IF_ERROR(engine_->copy(memory::Lane::kToDevice, copies.out));
@@ -111,49 +121,67 @@ Status StagedCollectives::issue_segments(const Plan& plan, uint64_t first, size_
 }
 
 Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up,
-                              const Runnable* runnable) {
+                              const IssueProgress* progress) {
   const size_t n = plan.segments;
   const bool served = plan.serve && reducer_;
   if (served) reducer_->give_up = give_up;
+  // Segment k will never arrive (the issue did not reach it), or the caller
+  // gave up.
+  auto stop = [&](size_t k) { return (progress && progress->lost(k)) || (give_up && give_up()); };
+  auto stopped = [&](size_t k, Status waited) {
+    if (waited.ok() || !progress || !progress->lost(k)) return waited;
+    return InternalError("segment " + std::to_string(k) + " of " + std::to_string(n) + " was not issued");
+  };
   Status status;
-  for (size_t k = 0; k < n && status.ok(); ++k) {
+  size_t k = 0;
+  for (; k < n && status.ok(); ++k) {
     // Segment k's input is in its slot; reduce (or gather, or forward) it
     // across the ranks there; then let its server end and its copy back go.
-    // A segment the issue never reached will not arrive: stop there. (Not
-    // sooner: the copies back released below must follow their copies in.)
-    const auto not_issued = [&] { return runnable && k >= runnable->load(); };
-    status = engine_->wait_arrived(first + k, [&] { return not_issued() || (give_up && give_up()); });
-    if (!status.ok() && not_issued()) {
-      status = InternalError("segment " + std::to_string(k) + " of " + std::to_string(n) + " was not issued");
+    status = stopped(k, engine_->wait_arrived(first + k, [&] { return stop(k); }));
+    if (status.ok() && served && progress) {
+      // Its server is issued after the next segments' copies in: wait for
+      // it, or a reduction would wait on a server that never comes.
+      while (!progress->ready(k) && !stop(k)) std::this_thread::yield();
+      if (!progress->ready(k)) status = stopped(k, InvalidUsage("gave up waiting for the server of segment " +
+                                                                std::to_string(k)));
     }
     if (served) reducer_->segment = first + k;
     if (status.ok()) status = plan.collective(k, engine_->slot(k % kSlots));
     release_through(first + k);
   }
-  if (n > 0 && !status.ok()) release_through(first + n - 1);
+  if (!status.ok()) {
+    // Failed at segment k - 1: the copies in of the segments after it may
+    // still be landing. Release each once it landed (a copy back released
+    // sooner would read its slot while the copy in writes it); without
+    // waiting for those that will not come.
+    for (; k < n; ++k) {
+      const Status landed = engine_->wait_arrived(first + k, [&] { return stop(k); });
+      release_through(first + k);
+      if (!landed.ok()) break;
+    }
+    release_through(first + n - 1);
+  }
   return status;
 }
 
 Status StagedCollectives::run_now(const Plan& plan) {
   // As a stream-ordered call: the host half can run before the device half
   // is issued (issuing may block until the lanes drained, which takes it).
+  if (plan.segments == 0) return Status::Ok();
   const uint64_t first = take_counts(plan);
-  Runnable runnable{kAllSegments};
+  IssueProgress progress;
   Status ran;
-  std::thread host_half([&] { ran = run(plan, first, {}, &runnable); });
-  Status status = issue(plan, first, &runnable);
+  std::thread host_half([&] { ran = run(plan, first, {}, &progress); });
+  Status status = issue(plan, first, &progress);
   host_half.join();
   if (status.ok()) status = ran;
-  if (plan.segments > 0) {
-    // No copy may still touch the caller's buffers or a slot once the call
-    // returns: wait for the end of each lane, also after a failed issue.
-    Status ends = engine_->record(memory::Lane::kToDevice, kToDeviceEnd);
-    if (ends.ok()) ends = engine_->record(memory::Lane::kToHost, kToHostEnd);
-    if (ends.ok()) ends = engine_->wait(kToDeviceEnd);
-    if (ends.ok()) ends = engine_->wait(kToHostEnd);
-    if (status.ok()) status = ends;
-  }
-  return status;
+  // No copy may still touch the caller's buffers or a slot once the call
+  // returns: wait for the end of each lane, also after a failed issue.
+  Status ends = engine_->record(memory::Lane::kToDevice, kToDeviceEnd);
+  if (ends.ok()) ends = engine_->record(memory::Lane::kToHost, kToHostEnd);
+  if (ends.ok()) ends = engine_->wait(kToDeviceEnd);
+  if (ends.ok()) ends = engine_->wait(kToHostEnd);
+  return status.ok() ? ends : status;
 }
 
 StagedCollectives::Plan StagedCollectives::host_call(std::function<Status()> body) {

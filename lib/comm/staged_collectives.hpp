@@ -103,27 +103,48 @@ class StagedCollectives {
   // the plan has no segments). Calls take them in the order their host
   // halves run.
   uint64_t take_counts(const Plan& plan);
-  // How many leading segments of a call its host half can run: every one
-  // (kAllSegments) while the device half is being issued and once it was;
-  // after an issue failed part way, those whose copy in, signal and server
-  // went on the lanes. The issuing thread sets it, the host half reads it.
-  using Runnable = std::atomic<size_t>;
-  static constexpr size_t kAllSegments = SIZE_MAX;
+  // How far a call's device half is issued, as its host half (which may run
+  // meanwhile) needs to know: the leading segments whose copy in, signal
+  // and reduction server are on the lanes, and how the issue ended (its
+  // error, when it failed). The issuing thread writes, the host half reads.
+  class IssueProgress {
+   public:
+    // Segment k will arrive and has its server (or is lost: the issue
+    // failed before it). Both false while it is being issued.
+    bool ready(size_t k) const { return state_.load() == kIssued || runnable_.load() > k; }
+    bool lost(size_t k) const { return state_.load() == kFailed && runnable_.load() <= k; }
+    // The issue's error (Ok while issuing or once issued).
+    Status failure() const { return state_.load() == kFailed ? failure_ : Status::Ok(); }
+    // The issue ended with `failure` (issue() says so itself; a caller whose
+    // own work before issue() failed says it instead of calling issue()).
+    void fail(const Status& failure) {
+      failure_ = failure;
+      state_.store(kFailed);
+    }
+
+   private:
+    friend class StagedCollectives;
+    enum { kIssuing, kIssued, kFailed };
+    std::atomic<size_t> runnable_{0};
+    std::atomic<int> state_{kIssuing};
+    Status failure_;  // written before state_ becomes kFailed
+  };
 
   // The device half, on counts from take_counts. Issuing may block until the
   // lanes drained some (as CUDA's launch queue does when full), which may
   // take this call's own host half: start that first, where it can run
-  // meanwhile. On failure, what it issued waits for its counts: the host
-  // half, told through `runnable`, runs the segments issued and releases
-  // every count.
-  Status issue(const Plan& plan, uint64_t first, Runnable* runnable = nullptr);
+  // meanwhile, and pass both the same `progress`. On failure, what it issued
+  // waits for its counts: the host half runs the segments issued and
+  // releases every count.
+  Status issue(const Plan& plan, uint64_t first, IssueProgress* progress = nullptr);
   // The host half, in the order the counts were taken. However it ends,
-  // every segment of the plan is released, in order after the host halves
-  // before it (a count released early would let those calls' copies back
-  // run before their collectives). `give_up` as for CopyEngine::wait_arrived;
-  // `runnable` (null: all) stops it at the first segment not issued.
+  // every segment of the plan is released, each only once its copy in
+  // landed (unless given up), in order after the host halves before it (a
+  // count released early would let a copy back run before its collective).
+  // `give_up` as for CopyEngine::wait_arrived; `progress` (null: all issued
+  // already) stops it at the first segment the issue did not reach.
   Status run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up = {},
-             const Runnable* runnable = nullptr);
+             const IssueProgress* progress = nullptr);
   // Both halves, the host one on a thread of its own; returns once no copy
   // of the plan runs any more (also after a failure).
   Status run_now(const Plan& plan);
@@ -145,8 +166,8 @@ class StagedCollectives {
   };
   Segments segments(size_t count, rrDataType_t dtype, size_t blocks) const;
 
-  // issue()'s work; counts the segments signalled and served as it goes.
-  Status issue_segments(const Plan& plan, uint64_t first, size_t* signalled, size_t* served);
+  // issue()'s work; publishes in `progress` the segments it made runnable.
+  Status issue_segments(const Plan& plan, uint64_t first, IssueProgress* progress);
   // Lets every lane go on up to count `last`: its waits, and its servers.
   void release_through(uint64_t last);
 

@@ -129,11 +129,11 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   // calls: issuing blocks once a stream's launch queue is full, until the
   // GPU drained it, and that takes this host half's releases.
   const uint64_t first = staged_->take_counts(*plan);
-  auto runnable = std::make_shared<StagedCollectives::Runnable>(StagedCollectives::kAllSegments);
+  auto progress = std::make_shared<StagedCollectives::IssueProgress>();
   auto started = std::make_shared<bool>(false);
-  auto operation = comm_->queue().enqueue([this, call, plan, first, started, runnable] {
+  auto operation = comm_->queue().enqueue([this, call, plan, first, started, progress] {
     *started = true;
-    return run(call, *plan, first, *runnable);
+    return run(call, *plan, first, *progress);
   });
   Status refused;
   if (comm_->queue().test(*operation, &refused) && !*started) {
@@ -154,9 +154,9 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
     }
   }
   if (issued.ok()) {
-    issued = staged_->issue(*plan, first, runnable.get());
+    issued = staged_->issue(*plan, first, progress.get());
   } else {
-    runnable->store(0);  // none of it
+    progress->fail(issued);  // none of it
   }
   // 4. Later work on the caller's stream waits for the copies back, and for
   // every read of its buffers; also after a failed issue, whose copies may
@@ -173,14 +173,14 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
     }
   }
   // After a failed issue the host half stops at the first segment not
-  // issued and releases the call's counts, in queue order; the call's
-  // failure is this return.
+  // issued, releases the call's counts in queue order and reports the
+  // failure as the communicator's too (the peers ran the whole call).
   if (!issued.ok() || !ordered.ok()) return failed(issued.ok() ? ordered : issued);
   return Status::Ok();
 }
 
 Status StreamOrder::run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
-                        const StagedCollectives::Runnable& runnable) {
+                        const StagedCollectives::IssueProgress& progress) {
   Status status = memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   if (status.ok()) {
     // The stream's earlier work may take long (or wait on another
@@ -189,15 +189,18 @@ Status StreamOrder::run(const char* call, const StagedCollectives::Plan& plan, u
       if (!comm_->aborting()) return false;
       gave_up_ = true;
       return true;
-    }, &runnable);
+    }, &progress);
   } else {
     engine_.end_reductions(first + plan.segments - 1);
     engine_.release(first + plan.segments - 1);
   }
-  // A call whose issue failed returned its error already.
-  if (!status.ok() && runnable.load() == StagedCollectives::kAllSegments) {
-    status = Status(status.code(), std::string(call) + " (stream-ordered, segments " + std::to_string(first) + ".." +
-                                       std::to_string(first + plan.segments - 1) + "): " + status.message());
+  if (!status.ok()) {
+    // After a failed issue, that failure is the cause (the call returned it
+    // too): this rank did not run the whole call, its peers did, so the
+    // communicator must not go on as if it had (a CUDA error breaks it).
+    const Status cause = progress.failure().ok() ? status : progress.failure();
+    status = Status(cause.code(), std::string(call) + " (stream-ordered, segments " + std::to_string(first) + ".." +
+                                      std::to_string(first + plan.segments - 1) + "): " + cause.message());
     comm_->report_async_failure(status);
   }
   return status;

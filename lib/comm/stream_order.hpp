@@ -20,14 +20,15 @@
 // the segment's host collective, and releases it; also when it failed, so
 // the stream never hangs. A failure is the communicator's async error
 // (rrCommGetAsyncError); recvbuff's content is then undefined, as NCCL's. A
-// device half that could not be issued is the call's own error; its host
-// half then stops at the first segment not issued and releases the rest.
+// device half that could not be issued is the call's own error, and the
+// communicator's (the peers ran the whole call; a CUDA error breaks it); its
+// host half stops at the first segment not issued and releases the rest.
 //
 // Nothing on the GPU waits for work issued after it, so lanes and streams
 // that share a hardware queue (CUDA_DEVICE_MAX_CONNECTIONS) only serialize.
 // Host buffers with a stream are one segment without copies. With
 // RR_GPU_REDUCE=device, an allreduce's received chunks are reduced on the GPU
-// by a server kernel per segment, issued in step 2 with the copies
+// by a server kernel per segment, issued in step 3 with the copies
 // (kernels/reduce_server.hpp), instead of on the host.
 //
 // NULL is the legacy default stream, as in NCCL; the engine's own streams are
@@ -69,17 +70,19 @@ class StreamOrder {
   int device() const { return device_; }
 
   // Orders the call on `stream` (steps 1-4 above); `call` names it in
-  // errors. Not ok when the call could not be ordered: it does not complete
-  // then (its host half does not run, or stops where the issue failed).
+  // errors. Not ok when the call could not be ordered: then its host half
+  // does not run, or stops where the issue failed (and the failure is the
+  // communicator's async error too), or, when only step 4 failed, later
+  // work on the stream is not ordered after the call.
   Status submit(const char* call, void* stream, const MakePlan& make);
 
  private:
   StreamOrder(Communicator* comm, int device);
   Status init();
   // Runs on the queue's thread: the host half of `plan`.
-  // `runnable`: how much of the device half was issued (StagedCollectives).
+  // `progress`: how far the device half is issued (StagedCollectives).
   Status run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
-             const StagedCollectives::Runnable& runnable);
+             const StagedCollectives::IssueProgress& progress);
 
   Communicator* comm_;
   int device_;
@@ -88,7 +91,7 @@ class StreamOrder {
   void* registered_slots_ = nullptr;         // the slots, registered with the transport
   std::unique_ptr<StagedCollectives> staged_;
   memory::CudaEvent ready_;  // step 1, recorded again at every call
-  memory::CudaEvent done_[2];  // step 3, [Lane]
+  memory::CudaEvent done_[2];  // step 4, [Lane]
   std::mutex submit_mutex_;  // calls are issued in queue order
   std::atomic<bool> gave_up_{false};
 };

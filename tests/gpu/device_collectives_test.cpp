@@ -151,8 +151,11 @@ TEST(DeviceAllReduce, NullStreamIsTheLegacyDefaultStream) {
 }
 
 TEST(DeviceAllReduce, LargeTensorThroughManySegments) {
-  // 64 MiB of float32: 256 segments of 256 KiB through three slots.
-  check_device_allreduce(rrFloat32, rrSum, size_t{16} << 20, true, 78, g_stream);
+  // 160 MiB of float32 and one more: 641 segments of 256 KiB through three
+  // slots, about 2000 operations per staging stream issued at the call:
+  // more than a stream's launch queue holds, so issuing blocks until the
+  // host half (queued first) released enough of them.
+  check_device_allreduce(rrFloat32, rrSum, (size_t{40} << 20) + 1, true, 78, g_stream);
 }
 
 // The writer kernel spins this long before it writes the input.

@@ -232,8 +232,12 @@ TEST(StagedAllReduce, SecondCallIssuedBeforeTheFirstRuns) {
 // A segment whose host collective fails ends the call with its error; the
 // copies of the segments after it are released, not left waiting, and the
 // next call runs normally.
+// With three lanes, a copy back released before its copy in landed would
+// race it (ThreadSanitizer's runs see that).
 TEST(StagedAllReduce, FailedSegmentReleasesTheRestAndTheNextCallRuns) {
-  memory::HostCopyEngine engine(std::chrono::microseconds(20), /*one_queue=*/true);
+  for (bool one_queue : {true, false}) {
+  SCOPED_TRACE(one_queue ? "one queue" : "three lanes");
+  memory::HostCopyEngine engine(std::chrono::microseconds(20), one_queue);
   StagedCollectives staged(g_comm.get(), &engine, 64);
   ASSERT_TRUE(staged.init().ok());
   std::vector<uint8_t> device(6 * 64, 1), back(6 * 64, 0);
@@ -255,6 +259,7 @@ TEST(StagedAllReduce, FailedSegmentReleasesTheRestAndTheNextCallRuns) {
   EXPECT_EQ(ran, 3u) << "no segment runs after the failed one";
   EXPECT_EQ(engine.copies() - copies_before, 12u) << "every issued copy still ran";
   check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 12);
+  }
 }
 
 // An engine whose copy number `fail_at` cannot be issued (as a CUDA error
@@ -277,16 +282,40 @@ class FailingIssueEngine : public memory::HostCopyEngine {
 // the rest, so nothing waits for ever; a later call on the engine runs. Every
 // rank fails at the same copy, so the ranks' collectives still match.
 TEST(StagedAllReduce, AFailedIssueEndsTheCallAndTheNextCallRuns) {
-  FailingIssueEngine engine(/*fail_at=*/7);
-  StagedCollectives staged(g_comm.get(), &engine, 64);
-  ASSERT_TRUE(staged.init().ok());
-  const size_t count = 1000;  // 63 segments of 16 floats
-  Buffer send(count * 4), recv(count * 4);
-  test::fill(rrFloat32, rrSum, g_rank, 18, send.get(), 0, count);
-  Status failed = staged.run_now(staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
-  EXPECT_EQ(failed.code(), Code::kInternalError);
-  EXPECT_EQ(failed.message(), "copy 7 could not be issued");
-  check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 19);
+  for (uint64_t fail_at : {2, 7}) {
+    SCOPED_TRACE("copy " + std::to_string(fail_at) + " fails");
+    FailingIssueEngine engine(fail_at);
+    StagedCollectives staged(g_comm.get(), &engine, 64);
+    ASSERT_TRUE(staged.init().ok());
+    const size_t count = 1000;  // 63 segments of 16 floats
+    Buffer send(count * 4), recv(count * 4);
+    test::fill(rrFloat32, rrSum, g_rank, 18, send.get(), 0, count);
+    Status failed = staged.run_now(staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
+    EXPECT_EQ(failed.code(), Code::kInternalError);
+    EXPECT_EQ(failed.message(), "copy " + std::to_string(fail_at) + " could not be issued");
+    check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 19);
+  }
+}
+
+// The same with the reductions on the servers, where a segment's server is
+// issued after the next segments' copies in: the host half must not post a
+// reduction for a segment whose server the failed issue never reached (it
+// would wait out the reduction timeout, set past the test's time limit, so
+// such a regression fails as a timeout), and the engine stays usable.
+TEST(StagedAllReduce, AFailedIssueWithServersEndsTheCallAtOnce) {
+  for (uint64_t fail_at : {2, 3, 6}) {
+    SCOPED_TRACE("copy " + std::to_string(fail_at) + " fails");
+    FailingIssueEngine engine(fail_at);
+    StagedCollectives staged(g_comm.get(), &engine, 64);
+    ASSERT_TRUE(staged.init().ok());
+    staged.set_device_reductions(true, 3600 * 1000);
+    const size_t count = 1000;
+    Buffer send(count * 4), recv(count * 4);
+    test::fill(rrFloat32, rrSum, g_rank, 20, send.get(), 0, count);
+    Status failed = staged.run_now(staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
+    EXPECT_EQ(failed.message(), "copy " + std::to_string(fail_at) + " could not be issued");
+    check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 21, /*served=*/true);
+  }
 }
 
 TEST(StagedReduceScatter, MatchesDoubleReference) {
@@ -522,9 +551,10 @@ TEST(StagedAllToAll, EveryPairExchangesItsBlock) {
   }
 }
 
-// The new plans on one queue, as CUDA streams sharing a hardware queue.
+// All-to-all and gather on one queue, as CUDA streams sharing a hardware
+// queue, that holds only a few operations (a full launch queue).
 TEST(StagedAllToAll, LanesSharingOneQueueOnlySerialize) {
-  memory::HostCopyEngine engine(std::chrono::microseconds(100), /*one_queue=*/true);
+  memory::HostCopyEngine engine(std::chrono::microseconds(100), /*one_queue=*/true, /*capacity=*/4);
   const size_t ranks = static_cast<size_t>(g_size);
   StagedCollectives staged(g_comm.get(), &engine, 64);
   ASSERT_TRUE(staged.init().ok());
