@@ -7,6 +7,7 @@
 
 #include "algo/ring.hpp"
 #include "comm/communicator.hpp"
+#include "comm/operation_queue.hpp"
 #include "reduce/reduce.hpp"
 
 namespace rr {
@@ -162,6 +163,37 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
     release_through(first + n - 1);
   }
   return status;
+}
+
+Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Plan> plan, Submission submission,
+                                 bool* refused) {
+  *refused = false;
+  if (plan->segments == 0) return Status::Ok();
+  const uint64_t first = take_counts(*plan);
+  auto progress = std::make_shared<IssueProgress>();
+  auto started = std::make_shared<bool>(false);
+  auto host_half = [this, plan, first, progress, started, enter = std::move(submission.enter),
+                    give_up = std::move(submission.give_up), failed = std::move(submission.failed)] {
+    *started = true;
+    Status status = enter ? enter() : Status::Ok();
+    if (status.ok()) {
+      status = run(*plan, first, give_up, progress.get());
+    } else {
+      (void)run(*plan, first, [] { return true; }, progress.get());  // releases every segment
+    }
+    if (!status.ok() && failed) failed(progress->failure().ok() ? status : progress->failure(), first);
+    return status;
+  };
+  auto operation = queue.enqueue(std::move(host_half));
+  Status refusal;
+  if (queue.test(*operation, &refusal) && !*started) {
+    // The queue is closing and will never run it: issue nothing.
+    *refused = true;
+    return refusal;
+  }
+  Status issued = issue(*plan, first, progress.get());
+  Status ordered = submission.after_issue ? submission.after_issue() : Status::Ok();
+  return issued.ok() ? ordered : issued;
 }
 
 Status StagedCollectives::run_now(const Plan& plan) {

@@ -46,6 +46,7 @@
 namespace rr {
 
 class Communicator;
+class OperationQueue;
 
 class StagedCollectives {
  public:
@@ -145,6 +146,30 @@ class StagedCollectives {
   // already) stops it at the first segment the issue did not reach.
   Status run(const Plan& plan, uint64_t first, const std::function<bool()>& give_up = {},
              const IssueProgress* progress = nullptr);
+  // What a stream-ordered call adds around its two halves
+  // (comm/stream_order.hpp).
+  struct Submission {
+    // On the queue's thread, before the host half; its failure ends the
+    // call there (the segments are still released).
+    std::function<Status()> enter;
+    // The host half's give-up test (as run()'s).
+    std::function<bool()> give_up;
+    // On the submitting thread, once the device half was issued, or failed
+    // to be: what orders later work after it. Its failure is the call's.
+    std::function<Status()> after_issue;
+    // On the queue's thread: the host half failed; `cause` is the issue's
+    // failure when that was it (the peers ran the whole call, this rank did
+    // not), else the host half's.
+    std::function<void(const Status& cause, uint64_t first)> failed;
+  };
+  // Takes the plan's counts, queues its host half on `queue` (program order
+  // with the queue's other work), then issues its device half on this
+  // thread, then after_issue: issuing may block until the host half
+  // released enough, so the host half must be queued first. Not ok: the
+  // queue refused the call (*refused true; nothing issued), or the issue or
+  // after_issue failed (the host half stops where the issue did).
+  Status submit(OperationQueue& queue, std::shared_ptr<const Plan> plan, Submission submission, bool* refused);
+
   // Both halves, the host one on a thread of its own; returns once no copy
   // of the plan runs any more (also after a failure).
   Status run_now(const Plan& plan);

@@ -118,92 +118,68 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   std::lock_guard<std::mutex> lock(submit_mutex_);
   auto plan = std::make_shared<const StagedCollectives::Plan>(make(*staged_));
   if (plan->segments == 0) return Status::Ok();  // count 0: nothing to move or order
-  // 1. The inputs are ready when the caller's stream reaches this point.
+  // 1. The inputs are ready when the caller's stream reaches this point:
+  // every staging lane waits for it (the copies back too, not only through
+  // the host's releases; the reduction servers, which before it would only
+  // poll).
   Status ready = memory::cuda_status(cudaEventRecord(ready_.get(), caller_stream), "cudaEventRecord on the stream");
-  if (ready.ok()) {
-    ready = memory::cuda_status(cudaStreamWaitEvent(engine_.stream(memory::Lane::kToHost), ready_.get(), 0),
-                                "cudaStreamWaitEvent (the staging stream after the caller's)");
+  for (memory::Lane lane : {memory::Lane::kToHost, memory::Lane::kToDevice, memory::Lane::kReduce}) {
+    if (ready.ok()) {
+      ready = memory::cuda_status(cudaStreamWaitEvent(engine_.stream(lane), ready_.get(), 0),
+                                  "cudaStreamWaitEvent (a staging stream after the caller's)");
+    }
   }
   if (!ready.ok()) return failed(ready);
   // 2. The host half first, in program order with the communicator's other
   // calls: issuing blocks once a stream's launch queue is full, until the
-  // GPU drained it, and that takes this host half's releases.
-  const uint64_t first = staged_->take_counts(*plan);
-  auto progress = std::make_shared<StagedCollectives::IssueProgress>();
-  auto started = std::make_shared<bool>(false);
-  auto operation = comm_->queue().enqueue([this, call, plan, first, started, progress] {
-    *started = true;
-    return run(call, *plan, first, *progress);
-  });
-  Status refused;
-  if (comm_->queue().test(*operation, &refused) && !*started) {
-    // The queue is closing and will never run it: issue nothing. The counts
-    // of earlier calls are released at destroy (not here: they may still be
-    // running), which then does not wait for the stream work before them.
+  // GPU drained it, and that takes this host half's releases. 3. The
+  // device half (StagedCollectives::submit).
+  StagedCollectives::Submission submission;
+  submission.enter = [this] {
+    return memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+  };
+  // The stream's earlier work may take long (or wait on another
+  // communicator): an abort does not wait for it.
+  submission.give_up = [this] {
+    if (!comm_->aborting()) return false;
     gave_up_ = true;
-    return failed(refused);
-  }
-  // 3. The device half. The copies back also follow the caller's stream
-  // through an event, not only through the host's releases; the reduction
-  // servers too (before it they would only poll).
-  Status issued;
-  for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kReduce}) {
-    if (issued.ok()) {
-      issued = memory::cuda_status(cudaStreamWaitEvent(engine_.stream(lane), ready_.get(), 0),
-                                   "cudaStreamWaitEvent (a staging stream after the caller's)");
-    }
-  }
-  if (issued.ok()) {
-    issued = staged_->issue(*plan, first, progress.get());
-  } else {
-    progress->fail(issued);  // none of it
-  }
+    return true;
+  };
   // 4. Later work on the caller's stream waits for the copies back, and for
   // every read of its buffers; also after a failed issue, whose copies may
   // still run.
-  Status ordered;
-  for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
-    cudaEvent_t done = done_[static_cast<int>(lane)].get();
-    if (ordered.ok()) {
-      ordered = memory::cuda_status(cudaEventRecord(done, engine_.stream(lane)), "cudaEventRecord on a staging stream");
+  submission.after_issue = [&] {
+    Status ordered;
+    for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
+      cudaEvent_t done = done_[static_cast<int>(lane)].get();
+      if (ordered.ok()) {
+        ordered =
+            memory::cuda_status(cudaEventRecord(done, engine_.stream(lane)), "cudaEventRecord on a staging stream");
+      }
+      if (ordered.ok()) {
+        ordered = memory::cuda_status(cudaStreamWaitEvent(caller_stream, done, 0),
+                                      "cudaStreamWaitEvent (the stream after the call)");
+      }
     }
-    if (ordered.ok()) {
-      ordered = memory::cuda_status(cudaStreamWaitEvent(caller_stream, done, 0),
-                                    "cudaStreamWaitEvent (the stream after the call)");
-    }
-  }
-  // After a failed issue the host half stops at the first segment not
-  // issued, releases the call's counts in queue order and reports the
-  // failure as the communicator's too (the peers ran the whole call).
-  if (!issued.ok() || !ordered.ok()) return failed(issued.ok() ? ordered : issued);
-  return Status::Ok();
-}
-
-Status StreamOrder::run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
-                        const StagedCollectives::IssueProgress& progress) {
-  Status status = memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
-  if (status.ok()) {
-    // The stream's earlier work may take long (or wait on another
-    // communicator): an abort does not wait for it.
-    status = staged_->run(plan, first, [this] {
-      if (!comm_->aborting()) return false;
-      gave_up_ = true;
-      return true;
-    }, &progress);
-  } else {
-    engine_.end_reductions(first + plan.segments - 1);
-    engine_.release(first + plan.segments - 1);
-  }
-  if (!status.ok()) {
-    // After a failed issue, that failure is the cause (the call returned it
-    // too): this rank did not run the whole call, its peers did, so the
-    // communicator must not go on as if it had (a CUDA error breaks it).
-    const Status cause = progress.failure().ok() ? status : progress.failure();
-    status = Status(cause.code(), std::string(call) + " (stream-ordered, segments " + std::to_string(first) + ".." +
-                                      std::to_string(first + plan.segments - 1) + "): " + cause.message());
-    comm_->report_async_failure(status);
-  }
-  return status;
+    return ordered;
+  };
+  // A failed host half is the communicator's async error. After a failed
+  // issue that failure is the cause (the call returned it too): this rank
+  // did not run the whole call, its peers did, so the communicator must not
+  // go on as if it had (a CUDA error breaks it).
+  submission.failed = [this, call, segments = plan->segments](const Status& cause, uint64_t first) {
+    comm_->report_async_failure(Status(cause.code(), std::string(call) + " (stream-ordered, segments " +
+                                                         std::to_string(first) + ".." +
+                                                         std::to_string(first + segments - 1) + "): " +
+                                                         cause.message()));
+  };
+  bool refused = false;
+  Status submitted = staged_->submit(comm_->queue(), plan, std::move(submission), &refused);
+  // A refused call: the queue is closing. The counts of earlier calls are
+  // released at destroy (not here: they may still be running), which then
+  // does not wait for the stream work before them.
+  if (refused) gave_up_ = true;
+  return submitted.ok() ? submitted : failed(submitted);
 }
 
 }  // namespace rr

@@ -5,8 +5,8 @@
 //
 // At the call, on the calling thread, all of the call's GPU work is enqueued
 // at once, every dependency as one CUDA sees:
-//   1. an event on the caller's stream (the inputs are ready), which the
-//      engine's device-to-host lane waits for;
+//   1. an event on the caller's stream (the inputs are ready), which every
+//      staging lane waits for;
 //   2. the host half, queued on the communicator's queue so it runs in
 //      program order with the communicator's other calls; queued first,
 //      because enqueuing GPU work blocks while a stream's launch queue is
@@ -79,10 +79,6 @@ class StreamOrder {
  private:
   StreamOrder(Communicator* comm, int device);
   Status init();
-  // Runs on the queue's thread: the host half of `plan`.
-  // `progress`: how far the device half is issued (StagedCollectives).
-  Status run(const char* call, const StagedCollectives::Plan& plan, uint64_t first,
-             const StagedCollectives::IssueProgress& progress);
 
   Communicator* comm_;
   int device_;

@@ -13,12 +13,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "api/setup.hpp"
 #include "comm/communicator.hpp"
+#include "comm/operation_queue.hpp"
 #include "comm/staged_collectives.hpp"
 #include "memory/host_copy_engine.hpp"
 #include "reduce/reduce.hpp"
@@ -316,6 +318,125 @@ TEST(StagedAllReduce, AFailedIssueWithServersEndsTheCallAtOnce) {
     EXPECT_EQ(failed.message(), "copy " + std::to_string(fail_at) + " could not be issued");
     check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 21, /*served=*/true);
   }
+}
+
+// Stream-ordered calls as comm/stream_order.cpp makes them, on the
+// communicator's queue (StagedCollectives::submit), with hooks that record
+// what they were told.
+struct Recorded {
+  int after_issue = 0;
+  std::vector<Status> failures;
+};
+
+StagedCollectives::Submission recording(Recorded* recorded, std::function<Status()> enter = {}) {
+  StagedCollectives::Submission submission;
+  submission.enter = std::move(enter);
+  submission.after_issue = [recorded] {
+    ++recorded->after_issue;
+    return Status::Ok();
+  };
+  submission.failed = [recorded](const Status& cause, uint64_t) { recorded->failures.push_back(cause); };
+  return submission;
+}
+
+// Waits until the queue ran everything submitted and the lanes are idle.
+void drain(StagedCollectives& staged) {
+  ASSERT_TRUE(g_comm->queue().run([] { return Status::Ok(); }).ok());
+  ASSERT_TRUE(staged.run_now(StagedCollectives::host_call([] { return Status::Ok(); })).ok());
+}
+
+// Calls submitted back to back, each host half queued before its device
+// half is issued, on a queue that holds a few operations: all complete.
+TEST(StagedSubmit, CallsQueuedBeforeTheirIssueComplete) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(20), /*one_queue=*/true, /*capacity=*/4);
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  const size_t count = 1001;  // 63 segments of 16 floats
+  Buffer a(count * 4), b(count * 4), out_a(count * 4), out_b(count * 4);
+  test::fill(rrFloat32, rrSum, g_rank, 30, a.get(), 0, count);
+  test::fill(rrInt32, rrMax, g_rank, 31, b.get(), 0, count);
+  Recorded recorded;
+  bool refused = false;
+  auto first = std::make_shared<const StagedCollectives::Plan>(
+      staged.allreduce(a.get(), out_a.get(), count, rrFloat32, rrSum));
+  auto second = std::make_shared<const StagedCollectives::Plan>(
+      staged.allreduce(b.get(), out_b.get(), count, rrInt32, rrMax));
+  ASSERT_TRUE(staged.submit(g_comm->queue(), first, recording(&recorded), &refused).ok());
+  ASSERT_TRUE(staged.submit(g_comm->queue(), second, recording(&recorded), &refused).ok());
+  drain(staged);
+  EXPECT_EQ(recorded.after_issue, 2);
+  EXPECT_TRUE(recorded.failures.empty());
+  std::string report;
+  EXPECT_EQ(test::count_wrong(rrFloat32, rrSum, g_size, 30, out_a.get(), 0, count, &report), 0u) << report;
+  EXPECT_EQ(test::count_wrong(rrInt32, rrMax, g_size, 31, out_b.get(), 0, count, &report), 0u) << report;
+}
+
+// A host half that fails after a complete issue is reported (the call had
+// returned already), once; the next call runs.
+TEST(StagedSubmit, AFailedHostHalfIsReported) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(20));
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  std::vector<uint8_t> device(6 * 64, 1), back(6 * 64, 0);
+  auto plan = std::make_shared<StagedCollectives::Plan>();
+  plan->segments = 6;
+  plan->copies = [&](size_t k, void* slot) {
+    return StagedCollectives::SegmentCopies{memory::contiguous(slot, device.data() + k * 64, 64),
+                                            memory::contiguous(back.data() + k * 64, slot, 64)};
+  };
+  plan->collective = [](size_t k, void*) { return k == 2 ? InternalError("segment 2 failed") : Status::Ok(); };
+  Recorded recorded;
+  bool refused = false;
+  ASSERT_TRUE(staged.submit(g_comm->queue(), plan, recording(&recorded), &refused).ok());
+  drain(staged);
+  ASSERT_EQ(recorded.failures.size(), 1u);
+  EXPECT_EQ(recorded.failures[0].message(), "segment 2 failed");
+  check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 32);
+}
+
+// A device half that fails part way: the call returns the failure, and the
+// host half reports it as the cause (not its own "not issued"); after_issue
+// still runs. Every rank fails at the same copy.
+TEST(StagedSubmit, AFailedIssueIsReturnedAndReportedAsTheCause) {
+  FailingIssueEngine engine(/*fail_at=*/5);
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  const size_t count = 1000;
+  Buffer send(count * 4), recv(count * 4);
+  auto plan = std::make_shared<const StagedCollectives::Plan>(
+      staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
+  Recorded recorded;
+  bool refused = false;
+  const Status submitted = staged.submit(g_comm->queue(), plan, recording(&recorded), &refused);
+  EXPECT_EQ(submitted.message(), "copy 5 could not be issued");
+  EXPECT_FALSE(refused);
+  drain(staged);
+  EXPECT_EQ(recorded.after_issue, 1);
+  ASSERT_EQ(recorded.failures.size(), 1u);
+  EXPECT_EQ(recorded.failures[0].message(), "copy 5 could not be issued");
+  check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 33);
+}
+
+// The host half's setup failing (cudaSetDevice on a GPU) ends the call
+// there, reported; its segments are released, so the lanes go on.
+TEST(StagedSubmit, AFailedEnterEndsTheCallAndReleasesItsSegments) {
+  memory::HostCopyEngine engine(std::chrono::microseconds(20), /*one_queue=*/true);
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  const size_t count = 1000;
+  Buffer send(count * 4), recv(count * 4);
+  auto plan = std::make_shared<const StagedCollectives::Plan>(
+      staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
+  Recorded recorded;
+  bool refused = false;
+  ASSERT_TRUE(staged
+                  .submit(g_comm->queue(), plan, recording(&recorded, [] { return CudaError("no device today"); }),
+                          &refused)
+                  .ok());
+  drain(staged);
+  ASSERT_EQ(recorded.failures.size(), 1u);
+  EXPECT_EQ(recorded.failures[0].code(), Code::kCudaError);
+  check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 34);
 }
 
 TEST(StagedReduceScatter, MatchesDoubleReference) {
