@@ -22,8 +22,9 @@
 // deadlock however the GPU maps the lanes onto hardware queues. It is issued
 // on the caller's thread once the host half is queued where it can run
 // meanwhile: issuing blocks when a lane's queue is full, until the host half
-// released enough of it (comm/stream_order.hpp). run_now() does both, and
-// waits for the copies.
+// released enough of it. submit() does both so on the communicator's queue,
+// for a stream-ordered call (comm/stream_order.hpp); run_now() does both
+// with the host half on a thread of its own, and waits for the copies.
 //
 // The copies go through a memory::CopyEngine (CUDA streams, or host threads
 // in tests); the host collective is the Communicator's own, so each segment
