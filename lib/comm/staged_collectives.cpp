@@ -1,6 +1,7 @@
 #include "comm/staged_collectives.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <utility>
@@ -141,28 +142,41 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
     status = stopped(k, engine_->wait_arrived(first + k, [&] { return stop(k); }));
     if (status.ok() && served && progress) {
       // Its server is issued after the next segments' copies in: wait for
-      // it, or a reduction would wait on a server that never comes.
-      while (!progress->ready(k) && !stop(k)) std::this_thread::yield();
-      if (!progress->ready(k)) status = stopped(k, InvalidUsage("gave up waiting for the server of segment " +
-                                                                std::to_string(k)));
+      // it (the issuing thread may be held by a full lane a while), or a
+      // reduction would wait on a server that never comes.
+      for (int spins = 0; !progress->ready(k) && !stop(k); ++spins) {
+        if (spins < 1000) {
+          std::this_thread::yield();
+        } else {
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+      }
+      if (!progress->ready(k)) {
+        status = stopped(k, InvalidUsage("gave up waiting for the server of segment " + std::to_string(k)));
+      }
     }
     if (served) reducer_->segment = first + k;
     if (status.ok()) status = plan.collective(k, engine_->slot(k % kSlots));
     release_through(first + k);
   }
-  if (!status.ok()) {
-    // Failed at segment k - 1: the copies in of the segments after it may
-    // still be landing. Release each once it landed (a copy back released
-    // sooner would read its slot while the copy in writes it); without
-    // waiting for those that will not come.
-    for (; k < n; ++k) {
-      const Status landed = engine_->wait_arrived(first + k, [&] { return stop(k); });
-      release_through(first + k);
-      if (!landed.ok()) break;
-    }
-    release_through(first + n - 1);
-  }
+  // Failed at segment k - 1: the copies in of the segments after it may
+  // still be landing.
+  if (!status.ok()) release_landed(plan, first, k, stop);
   return status;
+}
+
+void StagedCollectives::release_landed(const Plan& plan, uint64_t first, size_t k,
+                                       const std::function<bool(size_t k)>& stop) {
+  // Each segment once it landed (a copy back released sooner would read its
+  // slot while the copy in writes it); not waiting for those that will not
+  // come.
+  const size_t n = plan.segments;
+  for (; k < n; ++k) {
+    const Status landed = engine_->wait_arrived(first + k, [&] { return stop(k); });
+    release_through(first + k);
+    if (!landed.ok()) break;
+  }
+  if (n > 0) release_through(first + n - 1);
 }
 
 Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Plan> plan, Submission submission,
@@ -172,16 +186,23 @@ Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Pl
   const uint64_t first = take_counts(*plan);
   auto progress = std::make_shared<IssueProgress>();
   auto started = std::make_shared<bool>(false);
-  auto host_half = [this, plan, first, progress, started, enter = std::move(submission.enter),
-                    give_up = std::move(submission.give_up), failed = std::move(submission.failed)] {
+  // Whether the failure was reported (on the queue's thread only).
+  auto reported = std::make_shared<bool>(false);
+  auto failed = std::make_shared<std::function<void(const Status&, uint64_t)>>(std::move(submission.failed));
+  auto host_half = [this, plan, first, progress, started, reported, failed, enter = std::move(submission.enter),
+                    give_up = std::move(submission.give_up)] {
     *started = true;
     Status status = enter ? enter() : Status::Ok();
     if (status.ok()) {
       status = run(*plan, first, give_up, progress.get());
     } else {
-      (void)run(*plan, first, [] { return true; }, progress.get());  // releases every segment
+      // No collective runs; every segment is released once it landed.
+      release_landed(*plan, first, 0, [&](size_t k) { return progress->lost(k) || (give_up && give_up()); });
     }
-    if (!status.ok() && failed) failed(progress->failure().ok() ? status : progress->failure(), first);
+    if (!status.ok() && *failed) {
+      (*failed)(progress->failure().ok() ? status : progress->failure(), first);
+      *reported = true;
+    }
     return status;
   };
   auto operation = queue.enqueue(std::move(host_half));
@@ -192,6 +213,15 @@ Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Pl
     return refusal;
   }
   Status issued = issue(*plan, first, progress.get());
+  if (!issued.ok() && *failed) {
+    // The host half may have ended well before the issue failed (in the
+    // last copies back, which it does not wait for): then report it after
+    // it, on the queue's thread, unless it did.
+    queue.enqueue([first, issued, reported, failed] {
+      if (!*reported) (*failed)(issued, first);
+      return Status::Ok();
+    });
+  }
   Status ordered = submission.after_issue ? submission.after_issue() : Status::Ok();
   return issued.ok() ? ordered : issued;
 }

@@ -111,8 +111,9 @@ class StagedCollectives {
   // error, when it failed). The issuing thread writes, the host half reads.
   class IssueProgress {
    public:
-    // Segment k will arrive and has its server (or is lost: the issue
-    // failed before it). Both false while it is being issued.
+    // ready: segment k will arrive and has its server. lost: the issue
+    // failed before making it runnable (its copy in may still land; its
+    // copy back was not issued). Both false while it is being issued.
     bool ready(size_t k) const { return state_.load() == kIssued || runnable_.load() > k; }
     bool lost(size_t k) const { return state_.load() == kFailed && runnable_.load() <= k; }
     // The issue's error (Ok while issuing or once issued).
@@ -158,9 +159,11 @@ class StagedCollectives {
     // On the submitting thread, once the device half was issued, or failed
     // to be: what orders later work after it. Its failure is the call's.
     std::function<Status()> after_issue;
-    // On the queue's thread: the host half failed; `cause` is the issue's
-    // failure when that was it (the peers ran the whole call, this rank did
-    // not), else the host half's.
+    // On the queue's thread, once per failed call: the host half failed,
+    // or the issue did (also after the host half ended well: its last
+    // copies back are not issued). `cause` is the issue's failure when there
+    // was one (the peers ran the whole call, this rank may not have), else
+    // the host half's.
     std::function<void(const Status& cause, uint64_t first)> failed;
   };
   // Takes the plan's counts, queues its host half on `queue` (program order
@@ -192,6 +195,9 @@ class StagedCollectives {
   };
   Segments segments(size_t count, rrDataType_t dtype, size_t blocks) const;
 
+  // After a failure at segment k - 1: releases segments k.. each once its
+  // copy in landed, or at once from the first that stop(k) says will not.
+  void release_landed(const Plan& plan, uint64_t first, size_t k, const std::function<bool(size_t k)>& stop);
   // issue()'s work; publishes in `progress` the segments it made runnable.
   Status issue_segments(const Plan& plan, uint64_t first, IssueProgress* progress);
   // Lets every lane go on up to count `last`: its waits, and its servers.

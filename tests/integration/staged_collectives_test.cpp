@@ -10,12 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/setup.hpp"
@@ -238,29 +240,29 @@ TEST(StagedAllReduce, SecondCallIssuedBeforeTheFirstRuns) {
 // race it (ThreadSanitizer's runs see that).
 TEST(StagedAllReduce, FailedSegmentReleasesTheRestAndTheNextCallRuns) {
   for (bool one_queue : {true, false}) {
-  SCOPED_TRACE(one_queue ? "one queue" : "three lanes");
-  memory::HostCopyEngine engine(std::chrono::microseconds(20), one_queue);
-  StagedCollectives staged(g_comm.get(), &engine, 64);
-  ASSERT_TRUE(staged.init().ok());
-  std::vector<uint8_t> device(6 * 64, 1), back(6 * 64, 0);
-  StagedCollectives::Plan plan;
-  plan.segments = 6;
-  plan.copies = [&](size_t k, void* slot) {
-    return StagedCollectives::SegmentCopies{memory::contiguous(slot, device.data() + k * 64, 64),
-                                            memory::contiguous(back.data() + k * 64, slot, 64)};
-  };
-  size_t ran = 0;
-  plan.collective = [&](size_t k, void*) {
-    ++ran;
-    return k == 2 ? InternalError("segment 2 failed") : Status::Ok();
-  };
-  const uint64_t copies_before = engine.copies();
-  Status failed = staged.run_now(plan);
-  EXPECT_EQ(failed.code(), Code::kInternalError);
-  EXPECT_EQ(failed.message(), "segment 2 failed");
-  EXPECT_EQ(ran, 3u) << "no segment runs after the failed one";
-  EXPECT_EQ(engine.copies() - copies_before, 12u) << "every issued copy still ran";
-  check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 12);
+    SCOPED_TRACE(one_queue ? "one queue" : "three lanes");
+    memory::HostCopyEngine engine(std::chrono::microseconds(20), one_queue);
+    StagedCollectives staged(g_comm.get(), &engine, 64);
+    ASSERT_TRUE(staged.init().ok());
+    std::vector<uint8_t> device(6 * 64, 1), back(6 * 64, 0);
+    StagedCollectives::Plan plan;
+    plan.segments = 6;
+    plan.copies = [&](size_t k, void* slot) {
+      return StagedCollectives::SegmentCopies{memory::contiguous(slot, device.data() + k * 64, 64),
+                                              memory::contiguous(back.data() + k * 64, slot, 64)};
+    };
+    size_t ran = 0;
+    plan.collective = [&](size_t k, void*) {
+      ++ran;
+      return k == 2 ? InternalError("segment 2 failed") : Status::Ok();
+    };
+    const uint64_t copies_before = engine.copies();
+    Status failed = staged.run_now(plan);
+    EXPECT_EQ(failed.code(), Code::kInternalError);
+    EXPECT_EQ(failed.message(), "segment 2 failed");
+    EXPECT_EQ(ran, 3u) << "no segment runs after the failed one";
+    EXPECT_EQ(engine.copies() - copies_before, 12u) << "every issued copy still ran";
+    check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 12);
   }
 }
 
@@ -270,9 +272,11 @@ class FailingIssueEngine : public memory::HostCopyEngine {
  public:
   explicit FailingIssueEngine(uint64_t fail_at) : HostCopyEngine(std::chrono::microseconds(20)), fail_at_(fail_at) {}
   Status copy(memory::Lane lane, const memory::Copy& copy) override {
-    if (++issued_ == fail_at_) return InternalError("copy " + std::to_string(fail_at_) + " could not be issued");
-    return HostCopyEngine::copy(lane, copy);
+    if (++issued_ != fail_at_) return HostCopyEngine::copy(lane, copy);
+    if (before_failing) before_failing();
+    return InternalError("copy " + std::to_string(fail_at_) + " could not be issued");
   }
+  std::function<void()> before_failing;  // runs on the issuing thread
 
  private:
   uint64_t fail_at_;
@@ -361,9 +365,9 @@ TEST(StagedSubmit, CallsQueuedBeforeTheirIssueComplete) {
       staged.allreduce(a.get(), out_a.get(), count, rrFloat32, rrSum));
   auto second = std::make_shared<const StagedCollectives::Plan>(
       staged.allreduce(b.get(), out_b.get(), count, rrInt32, rrMax));
-  ASSERT_TRUE(staged.submit(g_comm->queue(), first, recording(&recorded), &refused).ok());
-  ASSERT_TRUE(staged.submit(g_comm->queue(), second, recording(&recorded), &refused).ok());
-  drain(staged);
+  EXPECT_TRUE(staged.submit(g_comm->queue(), first, recording(&recorded), &refused).ok());
+  EXPECT_TRUE(staged.submit(g_comm->queue(), second, recording(&recorded), &refused).ok());
+  drain(staged);  // whatever was queued, before the buffers go
   EXPECT_EQ(recorded.after_issue, 2);
   EXPECT_TRUE(recorded.failures.empty());
   std::string report;
@@ -387,7 +391,7 @@ TEST(StagedSubmit, AFailedHostHalfIsReported) {
   plan->collective = [](size_t k, void*) { return k == 2 ? InternalError("segment 2 failed") : Status::Ok(); };
   Recorded recorded;
   bool refused = false;
-  ASSERT_TRUE(staged.submit(g_comm->queue(), plan, recording(&recorded), &refused).ok());
+  EXPECT_TRUE(staged.submit(g_comm->queue(), plan, recording(&recorded), &refused).ok());
   drain(staged);
   ASSERT_EQ(recorded.failures.size(), 1u);
   EXPECT_EQ(recorded.failures[0].message(), "segment 2 failed");
@@ -417,6 +421,38 @@ TEST(StagedSubmit, AFailedIssueIsReturnedAndReportedAsTheCause) {
   check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 33);
 }
 
+// The issue failing at the last copy back, which the host half does not
+// wait for, after the host half ran every segment: the failure is still
+// reported, once.
+TEST(StagedSubmit, AnIssueFailingAfterTheHostHalfIsReported) {
+  const size_t count = 1000;  // 63 segments, 126 copies
+  FailingIssueEngine engine(/*fail_at=*/126);
+  StagedCollectives staged(g_comm.get(), &engine, 64);
+  ASSERT_TRUE(staged.init().ok());
+  Buffer send(count * 4), recv(count * 4);
+  auto plan = std::make_shared<StagedCollectives::Plan>(
+      staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
+  std::atomic<size_t> collectives{0};
+  plan->collective = [&collectives, run = plan->collective](size_t k, void* slot) {
+    Status done = run(k, slot);
+    ++collectives;
+    return done;
+  };
+  // Fail only once the host half is through its last segment (and, almost
+  // surely, past its own check for a failed issue).
+  engine.before_failing = [&] {
+    while (collectives.load() < plan->segments) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  };
+  Recorded recorded;
+  bool refused = false;
+  EXPECT_EQ(staged.submit(g_comm->queue(), plan, recording(&recorded), &refused).message(),
+            "copy 126 could not be issued");
+  drain(staged);
+  ASSERT_EQ(recorded.failures.size(), 1u);
+  EXPECT_EQ(recorded.failures[0].message(), "copy 126 could not be issued");
+}
+
 // The host half's setup failing (cudaSetDevice on a GPU) ends the call
 // there, reported; its segments are released, so the lanes go on.
 TEST(StagedSubmit, AFailedEnterEndsTheCallAndReleasesItsSegments) {
@@ -425,15 +461,21 @@ TEST(StagedSubmit, AFailedEnterEndsTheCallAndReleasesItsSegments) {
   ASSERT_TRUE(staged.init().ok());
   const size_t count = 1000;
   Buffer send(count * 4), recv(count * 4);
-  auto plan = std::make_shared<const StagedCollectives::Plan>(
+  auto counted = std::make_shared<StagedCollectives::Plan>(
       staged.allreduce(send.get(), recv.get(), count, rrFloat32, rrSum));
+  int collectives = 0;  // read after drain(): the queue's thread is done
+  counted->collective = [&collectives, run = counted->collective](size_t k, void* slot) {
+    ++collectives;
+    return run(k, slot);
+  };
   Recorded recorded;
   bool refused = false;
-  ASSERT_TRUE(staged
-                  .submit(g_comm->queue(), plan, recording(&recorded, [] { return CudaError("no device today"); }),
+  EXPECT_TRUE(staged
+                  .submit(g_comm->queue(), counted, recording(&recorded, [] { return CudaError("no device today"); }),
                           &refused)
                   .ok());
   drain(staged);
+  EXPECT_EQ(collectives, 0) << "a collective ran after the host half's setup failed";
   ASSERT_EQ(recorded.failures.size(), 1u);
   EXPECT_EQ(recorded.failures[0].code(), Code::kCudaError);
   check_allreduce(engine, 256, rrInt32, rrSum, 1001, false, 34);
