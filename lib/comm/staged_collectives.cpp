@@ -127,9 +127,7 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
   const size_t n = plan.segments;
   const bool served = plan.serve && reducer_;
   if (served) reducer_->give_up = give_up;
-  // Segment k will never arrive (the issue did not reach it), or the caller
-  // gave up.
-  auto stop = [&](size_t k) { return (progress && progress->lost(k)) || (give_up && give_up()); };
+  auto stop = stop_test(progress, give_up);
   auto stopped = [&](size_t k, Status waited) {
     if (waited.ok() || !progress || !progress->lost(k)) return waited;
     return InternalError("segment " + std::to_string(k) + " of " + std::to_string(n) + " was not issued");
@@ -165,6 +163,11 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
   return status;
 }
 
+std::function<bool(size_t k)> StagedCollectives::stop_test(const IssueProgress* progress,
+                                                           const std::function<bool()>& give_up) {
+  return [progress, &give_up](size_t k) { return (progress && progress->lost(k)) || (give_up && give_up()); };
+}
+
 void StagedCollectives::release_landed(const Plan& plan, uint64_t first, size_t k,
                                        const std::function<bool(size_t k)>& stop) {
   // Each segment once it landed (a copy back released sooner would read its
@@ -197,7 +200,7 @@ Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Pl
       status = run(*plan, first, give_up, progress.get());
     } else {
       // No collective runs; every segment is released once it landed.
-      release_landed(*plan, first, 0, [&](size_t k) { return progress->lost(k) || (give_up && give_up()); });
+      release_landed(*plan, first, 0, stop_test(progress.get(), give_up));
     }
     if (!status.ok() && *failed) {
       (*failed)(progress->failure().ok() ? status : progress->failure(), first);
@@ -227,16 +230,18 @@ Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Pl
 }
 
 Status StagedCollectives::run_now(const Plan& plan) {
-  // As a stream-ordered call: the host half can run before the device half
-  // is issued (issuing may block until the lanes drained, which takes it).
+  // As a stream-ordered call (submit()), on a queue of its own.
   if (plan.segments == 0) return Status::Ok();
-  const uint64_t first = take_counts(plan);
-  IssueProgress progress;
-  Status ran;
-  std::thread host_half([&] { ran = run(plan, first, {}, &progress); });
-  Status status = issue(plan, first, &progress);
-  host_half.join();
-  if (status.ok()) status = ran;
+  Status failure;
+  Submission submission;
+  submission.failed = [&failure](const Status& cause, uint64_t) { failure = cause; };
+  Status status;
+  {
+    OperationQueue queue;
+    bool refused = false;
+    status = submit(queue, std::make_shared<const Plan>(plan), std::move(submission), &refused);
+  }  // the queue ran the host half (and any report of a failed issue)
+  if (status.ok()) status = failure;
   // No copy may still touch the caller's buffers or a slot once the call
   // returns: wait for the end of each lane, also after a failed issue.
   Status ends = engine_->record(memory::Lane::kToDevice, kToDeviceEnd);

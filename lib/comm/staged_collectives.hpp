@@ -23,8 +23,8 @@
 // on the caller's thread once the host half is queued where it can run
 // meanwhile: issuing blocks when a lane's queue is full, until the host half
 // released enough of it. submit() does both so on the communicator's queue,
-// for a stream-ordered call (comm/stream_order.hpp); run_now() does both
-// with the host half on a thread of its own, and waits for the copies.
+// for a stream-ordered call (comm/stream_order.hpp); run_now() does the
+// same on a queue of its own, and waits for the copies.
 //
 // The copies go through a memory::CopyEngine (CUDA streams, or host threads
 // in tests); the host collective is the Communicator's own, so each segment
@@ -174,8 +174,8 @@ class StagedCollectives {
   // after_issue failed (the host half stops where the issue did).
   Status submit(OperationQueue& queue, std::shared_ptr<const Plan> plan, Submission submission, bool* refused);
 
-  // Both halves, the host one on a thread of its own; returns once no copy
-  // of the plan runs any more (also after a failure).
+  // Both halves, as submit() on a queue of its own; returns once no copy of
+  // the plan runs any more (also after a failure).
   Status run_now(const Plan& plan);
 
   size_t segment_bytes() const { return segment_bytes_; }
@@ -195,6 +195,9 @@ class StagedCollectives {
   };
   Segments segments(size_t count, rrDataType_t dtype, size_t blocks) const;
 
+  // Whether the host half stops waiting for segment k: the issue did not
+  // reach it, or `give_up` (which must outlive the test).
+  static std::function<bool(size_t k)> stop_test(const IssueProgress* progress, const std::function<bool()>& give_up);
   // After a failure at segment k - 1: releases segments k.. each once its
   // copy in landed, or at once from the first that stop(k) says will not.
   void release_landed(const Plan& plan, uint64_t first, size_t k, const std::function<bool(size_t k)>& stop);
