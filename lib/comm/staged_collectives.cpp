@@ -1,14 +1,13 @@
 #include "comm/staged_collectives.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "algo/ring.hpp"
 #include "comm/communicator.hpp"
 #include "comm/operation_queue.hpp"
+#include "common/poll.hpp"
 #include "reduce/reduce.hpp"
 
 namespace rr {
@@ -142,13 +141,7 @@ Status StagedCollectives::run(const Plan& plan, uint64_t first, const std::funct
       // Its server is issued after the next segments' copies in: wait for
       // it (the issuing thread may be held by a full lane a while), or a
       // reduction would wait on a server that never comes.
-      for (int spins = 0; !progress->ready(k) && !stop(k); ++spins) {
-        if (spins < 1000) {
-          std::this_thread::yield();
-        } else {
-          std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
-      }
+      (void)poll([&] { return progress->ready(k) || stop(k); }, 1000);
       if (!progress->ready(k)) {
         status = stopped(k, InvalidUsage("gave up waiting for the server of segment " + std::to_string(k)));
       }

@@ -1,15 +1,13 @@
 #include "memory/cuda_copy_engine.hpp"
 
-#include <sched.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "common/poll.hpp"
 #include "kernels/reduce_server.hpp"
 #include "kernels/stream_wait.hpp"
 #include "topo/numa.hpp"
@@ -35,25 +33,6 @@ void store_max(uint64_t* counter, uint64_t value) {
   }
 }
 
-// Polls `done` until it holds: yields for the first `spins` rounds (what is
-// waited for is usually there within microseconds), then naps 20 us so the
-// ring keeps its core. Every 2 ms `check` is asked; its error ends the wait.
-Status poll(const std::function<bool()>& done, int spins, const std::function<Status()>& check) {
-  using Clock = std::chrono::steady_clock;
-  auto next_check = Clock::now();
-  for (int round = 0; !done(); ++round) {
-    if (Clock::now() >= next_check) {
-      next_check = Clock::now() + std::chrono::milliseconds(2);
-      RR_RETURN_IF_ERROR(check());
-    }
-    if (round < spins) {
-      sched_yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 
