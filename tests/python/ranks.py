@@ -1,0 +1,114 @@
+"""Runs a test function as N ranks, each in its own process.
+
+Every rank gets MASTER_ADDR, MASTER_PORT (a free port), RANK, WORLD_SIZE,
+LOCAL_RANK and LOCAL_WORLD_SIZE, as torchrun sets them, then calls
+``fn(rank, size, *args)``. The parent collects each rank's return value (which
+must pickle) or its exception, and kills every rank still running once the
+deadline passes: a test that hangs fails, it never hangs the suite.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import socket
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+_CTX = mp.get_context("spawn")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RankFailed(AssertionError):
+    """One or more ranks raised, died or ran past the deadline."""
+
+
+def _child(fn: Callable, rank: int, size: int, args: Sequence[Any], env: Dict[str, str],
+           results: Any) -> None:
+    os.environ.update(env)
+    try:
+        value = fn(rank, size, *args)
+        results.put((rank, True, value))
+    except BaseException as e:  # the parent reports it, with the rank
+        results.put((rank, False, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+
+
+def run_ranks(fn: Callable, size: int, *args: Any, timeout: float = 120.0,
+              env: Optional[Dict[str, str]] = None,
+              expect_failure: Sequence[int] = ()) -> List[Any]:
+    """Runs ``fn(rank, size, *args)`` on ``size`` ranks; returns their values by rank.
+
+    ``fn`` must be a module-level function (the ranks import it). Ranks listed
+    in ``expect_failure`` may raise or die (their entry is the error text, or
+    None when the process died without a word); any other rank's failure, or
+    any rank still running after ``timeout`` seconds, raises RankFailed.
+    """
+    port = free_port()
+    results = _CTX.Queue()
+    procs = []
+    for rank in range(size):
+        rank_env = {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "RANK": str(rank),
+            "WORLD_SIZE": str(size),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(size),
+        }
+        rank_env.update(env or {})
+        p = _CTX.Process(target=_child, args=(fn, rank, size, args, rank_env, results), daemon=True)
+        p.start()
+        procs.append(p)
+
+    outcome: Dict[int, Any] = {}
+    import queue
+    import time
+    deadline = time.monotonic() + timeout
+    while len(outcome) < size:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            rank, ok, value = results.get(timeout=min(left, 0.5))
+            outcome[rank] = (ok, value)
+        except queue.Empty:
+            # A rank that died without reporting (killed, os._exit) never will.
+            if all(not p.is_alive() for p in procs):
+                try:
+                    while True:
+                        rank, ok, value = results.get(timeout=0.5)
+                        outcome[rank] = (ok, value)
+                except queue.Empty:
+                    break
+    hung = [r for r, p in enumerate(procs) if p.is_alive() and r not in outcome]
+    for p in procs:
+        p.join(timeout=5 if not hung else 0.1)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+    errors = []
+    values: List[Any] = []
+    for rank in range(size):
+        if rank in outcome and outcome[rank][0]:
+            values.append(outcome[rank][1])
+            continue
+        text = outcome[rank][1] if rank in outcome else None
+        values.append(text)
+        if rank in expect_failure:
+            continue
+        if rank in hung:
+            errors.append(f"rank {rank}: still running after {timeout} s")
+        elif text is None:
+            errors.append(f"rank {rank}: died with exit code {procs[rank].exitcode}")
+        else:
+            errors.append(f"rank {rank}: {text}")
+    if errors:
+        raise RankFailed("\n".join(errors))
+    return values
