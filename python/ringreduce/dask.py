@@ -85,6 +85,25 @@ def _timedelta(timeout: Timeout) -> Optional[datetime.timedelta]:
     raise ValueError(f"timeout must be seconds (> 0), a datetime.timedelta or None, not {timeout!r}")
 
 
+def _abort_group(backend: str) -> None:
+    """Ends a ringreduce default group's communicator now, whoever still holds the group.
+
+    Called when ``fn`` raised: the peers' operations then fail naming this
+    rank at once. Other backends have no abort in torch 1.13; for them
+    _destroy_group's collection is what ends the group.
+    """
+    if backend != "ringreduce":
+        return
+    import torch.distributed as dist
+    import ringreduce.torch
+
+    if dist.is_initialized():
+        try:
+            ringreduce.torch.abort()
+        except Exception:  # noqa: BLE001  fn's exception is the one to report
+            pass
+
+
 def _destroy_group() -> None:
     """Destroys the default process group and frees it now.
 
@@ -123,9 +142,12 @@ def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any
         try:
             return fn(*args, **kwargs)
         except BaseException as e:
-            # The traceback's frames hold fn's locals (a DDP model holds the
-            # group): clear them so that destroying the group ends it now and
-            # the peers' collectives fail instead of waiting out the timeout.
+            # The peers may be waiting for this rank in a collective: end the
+            # group now so that theirs fail instead of waiting out the
+            # timeout. The traceback's frames hold fn's locals (a DDP model
+            # holds the group): clear them so that destroying the group ends
+            # it where the backend has no abort.
+            _abort_group(backend)
             traceback.clear_frames(e.__traceback__)
             raise
         finally:

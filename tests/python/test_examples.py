@@ -1,0 +1,74 @@
+"""Runs every Python example (examples/torch, examples/dask) so that none can rot.
+
+Each example runs as its users run it (``/usr/bin/python3 examples/...``,
+the package found through PYTHONPATH), with a port of its own in
+MASTER_PORT and a deadline; the test checks the exit status, that no rank
+printed a traceback, and what the example says it proves (the tutorial
+programs' main() does not report a failed rank in its exit status, so their
+output is what shows that every rank got there).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+from ranks import free_port  # noqa: E402
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def _backend_registered() -> bool:
+    try:
+        import ringreduce.torch  # noqa: F401
+    except ImportError:
+        return False
+    import torch.distributed as dist
+    dist.Backend("ringreduce")  # raises when importing did not register it: a failure, not a skip
+    return True
+
+
+pytestmark = pytest.mark.skipif(not _backend_registered(),
+                                reason="the ringreduce torch backend is not built (-Dtorch)")
+
+# example -> [(text, how many times it must appear in the output)], extra arguments. The
+# tutorial's prints pass several arguments, and the ranks' words can interleave between them:
+# count the pieces.
+CASES = {
+    "torch/p2p_blocking.py": ([(" has data ", 2), ("tensor(1.)", 2)], []),
+    "torch/p2p_nonblocking.py": ([("Rank 0 started sending", 1), ("Rank 1 started receiving", 1),
+                                  (" has data ", 2), ("tensor(1.)", 2)], []),
+    "torch/allreduce_group.py": ([(" has data ", 2), ("tensor(2.)", 2)], []),
+    "torch/collectives.py": ([("checked every collective", 4)], []),
+    "torch/ring_allreduce.py": ([("as dist.all_reduce", 4)], []),
+    "torch/sgd.py": ([(", epoch ", 2 * 3)], []),
+    "torch/ddp.py": ([("3 replicas bit-identical after 3 epochs", 1)], ["--world-size", "3", "--epochs", "3"]),
+    "dask/ddp_on_dask.py": ([("2 replicas bit-identical after 3 epochs", 1)], ["--workers", "2", "--epochs", "3"]),
+}
+
+
+@pytest.mark.parametrize("example", sorted(CASES))
+def test_example_runs(example):
+    expected, extra = CASES[example]
+    env = dict(os.environ, MASTER_PORT=str(free_port()), PYTHONDONTWRITEBYTECODE="1")
+    # A session of its own: a hung example's ranks are killed with it (they
+    # hold the output pipe open).
+    proc = subprocess.Popen([sys.executable, str(EXAMPLES / example), *extra], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"{example} still running after 240 s; output:\n{output}")
+    assert proc.returncode == 0, f"{example} exited with {proc.returncode}:\n{output}"
+    assert "Traceback" not in output, f"{example} printed a traceback:\n{output}"
+    for text, times in expected:
+        assert output.count(text) == times, f"{example}: '{text}' {output.count(text)} times, not {times}:\n{output}"
