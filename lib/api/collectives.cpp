@@ -1,0 +1,238 @@
+// The C entry points of the collectives, blocking, stream-ordered and Async:
+// each checks its arguments, routes the call (routing.cpp) and hands the
+// communicator a body that runs it.
+
+#include <cstdint>
+#include <string>
+
+#include "api/internal.hpp"
+#include "reduce/reduce.hpp"
+
+using namespace rr::api;
+
+static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrReduceScatter", comm, datatype, &op, stream);
+  if (s.ok()) {
+    s = check_blocks("rrReduceScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff",
+                     recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
+  }
+  Route r;
+  if (s.ok()) s = route("rrReduceScatter", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrReduceScatter", r, stream, request,
+      [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); },
+      [=](const rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); });
+}
+
+static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrAllGather", comm, datatype, nullptr, stream);
+  if (s.ok()) {
+    s = check_blocks("rrAllGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff,
+                     sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
+  }
+  Route r;
+  if (s.ok()) s = route("rrAllGather", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrAllGather", r, stream, request,
+      [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); },
+      [=](const rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); });
+}
+
+static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
+  if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
+  Route r;
+  if (s.ok()) s = route("rrAllReduce", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrAllReduce", r, stream, request,
+      [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); },
+      [=](const rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); });
+}
+
+static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrBroadcast", comm, datatype, nullptr, stream);
+  if (s.ok()) s = check_root("rrBroadcast", comm, root);
+  if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count);
+  if (s.ok()) s = need("rrBroadcast", "recvbuff", recvbuff, count);
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrBroadcast", stream, request != nullptr,
+              {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
+  }
+  return dispatch_routed(
+      comm, s, "rrBroadcast", r, stream, request,
+      [=] { return comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root); },
+      [=](const rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); });
+}
+
+static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrReduce", comm, datatype, &op, stream);
+  if (s.ok()) s = check_root("rrReduce", comm, root);
+  if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count);
+  if (s.ok() && comm->impl->rank() == root) s = check_buffers("rrReduce", sendbuff, recvbuff, count, datatype);
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrReduce", stream, request != nullptr,
+              {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
+  }
+  return dispatch_routed(
+      comm, s, "rrReduce", r, stream, request,
+      [=] { return comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root); },
+      [=](const rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); });
+}
+
+static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrGather", comm, datatype, nullptr, stream);
+  if (s.ok()) s = check_root("rrGather", comm, root);
+  if (s.ok()) s = need("rrGather", "sendbuff", sendbuff, sendcount);
+  if (s.ok() && comm->impl->rank() == root) {
+    s = check_blocks("rrGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff, sendcount, root,
+                     rr::reduce::dtype_size(datatype));
+  }
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrGather", stream, request != nullptr,
+              {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
+  }
+  return dispatch_routed(
+      comm, s, "rrGather", r, stream, request,
+      [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); },
+      [=](const rr::StagedCollectives& staged) { return staged.gather(sendbuff, recvbuff, sendcount, datatype, root); });
+}
+
+static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrScatter", comm, datatype, nullptr, stream);
+  if (s.ok()) s = check_root("rrScatter", comm, root);
+  if (s.ok()) s = need("rrScatter", "recvbuff", recvbuff, recvcount);
+  if (s.ok() && comm->impl->rank() == root) {
+    s = check_blocks("rrScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff", recvbuff, recvcount, root,
+                     rr::reduce::dtype_size(datatype));
+  }
+  Route r;
+  if (s.ok()) {
+    const bool is_root = comm->impl->rank() == root;
+    s = route("rrScatter", stream, request != nullptr,
+              {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
+  }
+  return dispatch_routed(
+      comm, s, "rrScatter", r, stream, request,
+      [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); },
+      [=](const rr::StagedCollectives& staged) { return staged.scatter(sendbuff, recvbuff, recvcount, datatype, root); });
+}
+
+static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrAllToAll", comm, datatype, nullptr, stream);
+  if (s.ok()) {
+    const size_t n = static_cast<size_t>(comm->impl->size());
+    const size_t elem = rr::reduce::dtype_size(datatype);
+    if (count > SIZE_MAX / elem / n) {
+      s = rr::InvalidArgument("rrAllToAll: count=" + std::to_string(count) + " overflows");
+    } else {
+      s = need("rrAllToAll", "sendbuff", sendbuff, count);
+      if (s.ok()) s = need("rrAllToAll", "recvbuff", recvbuff, count);
+      const auto a = reinterpret_cast<uintptr_t>(sendbuff);
+      const auto b = reinterpret_cast<uintptr_t>(recvbuff);
+      const size_t bytes = count * n * elem;
+      if (s.ok() && count > 0 && a < b + bytes && b < a + bytes) {
+        s = rr::InvalidArgument("rrAllToAll: sendbuff and recvbuff overlap (all-to-all has no in-place form here)");
+      }
+    }
+  }
+  Route r;
+  if (s.ok()) s = route("rrAllToAll", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  return dispatch_routed(
+      comm, s, "rrAllToAll", r, stream, request,
+      [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); },
+      [=](const rr::StagedCollectives& staged) { return staged.all_to_all(sendbuff, recvbuff, count, datatype); });
+}
+
+static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
+  rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
+  Route r;
+  if (s.ok()) s = route("rrBarrier", stream, request != nullptr, {}, &r);
+  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr);
+}
+
+RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceScatterAsync: request is NULL");
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream) {
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllGatherAsync: request is NULL");
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllReduceAsync: request is NULL");
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrBroadcast(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBroadcastAsync: request is NULL");
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream) {
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceAsync: request is NULL");
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrGatherAsync: request is NULL");
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrScatterAsync: request is NULL");
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream) {
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllAsync: request is NULL");
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrBarrier(rrComm_t comm, void* stream) {
+  return barrier_call(comm, stream, nullptr);
+}
+
+RR_API rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBarrierAsync: request is NULL");
+  return barrier_call(comm, nullptr, request);
+}

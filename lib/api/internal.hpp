@@ -1,0 +1,167 @@
+#pragma once
+// What the C entry points (lib/api/*.cpp) share: the handles behind rrComm_t
+// and rrRequest_t, how an error is recorded and returned, the registry of
+// requests in flight, and the argument checks and routing a call makes before
+// it runs. Nothing below these files throws across them, and nothing here
+// knows UCX.
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+
+#include "comm/communicator.hpp"
+#include "common/status.hpp"
+#include "ringreduce/ringreduce.h"
+
+#define RR_API extern "C" __attribute__((visibility("default")))
+
+struct rrComm {
+  std::unique_ptr<rr::Communicator> impl;
+  // Threads inside a call on this communicator; rrCommAbort waits for them
+  // to leave before it frees anything.
+  std::atomic<int> users{0};
+};
+
+struct rrRequest {
+  rrComm_t comm;
+  bool is_send;
+  int peer;
+  size_t bytes;
+  rr::transport::Completion done;                 // point-to-point requests
+  std::shared_ptr<rr::AsyncOperation> operation;  // collective requests
+  // Set by rrCommAbort, which frees the communicator: the request's outcome,
+  // for the rrTest / rrWait that releases it.
+  bool orphaned = false;
+  rr::Status outcome;
+};
+
+namespace rr::api {
+
+// Every request issued and not yet finished (point_to_point.cpp): a wait on
+// anything else (a request already finished, or never issued) is refused,
+// not followed.
+std::mutex& requests_mutex();
+std::unordered_set<rrRequest_t>& live_requests();
+// Whether `request` is in flight; with `erase`, it no longer is.
+bool take_if_live(rrRequest_t request, bool erase);
+
+// Counts the calling thread as inside `comm` for its lifetime.
+class InComm {
+ public:
+  explicit InComm(rrComm_t comm) : comm_(comm) { comm_->users.fetch_add(1, std::memory_order_acq_rel); }
+  ~InComm() { comm_->users.fetch_sub(1, std::memory_order_acq_rel); }
+  InComm(const InComm&) = delete;
+  InComm& operator=(const InComm&) = delete;
+
+ private:
+  rrComm_t comm_;
+};
+
+// Records the error where rrGetLastError finds it: on the communicator when
+// there is one, and on the calling thread always (lifecycle.cpp).
+rrResult_t fail(rrComm_t comm, const rr::Status& status);
+rrResult_t fail(rrComm_t comm, rr::Code code, const std::string& message);
+
+// Runs `body`, turning an escaping exception into a result code.
+template <typename Body>
+rrResult_t guarded(rrComm_t comm, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(comm, rr::Code::kSystemError, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(comm, rr::Code::kInternalError, std::string("internal error: ") + e.what());
+  }
+}
+
+// Argument checks (routing.cpp). Each returns a status whose message names
+// the call and the argument at fault.
+
+// The checks every collective shares: comm, dtype, op (when it has one), stream.
+rr::Status check_call(const char* call, rrComm_t comm, rrDataType_t datatype, const rrRedOp_t* op, void* stream);
+// sendbuff and recvbuff of `count` elements each: not NULL unless count is 0,
+// equal (in place) or disjoint.
+rr::Status check_buffers(const char* call, const void* sendbuff, const void* recvbuff, size_t count,
+                         rrDataType_t datatype);
+// A buffer of `nranks` blocks and one of a single block of `count` elements,
+// which may only overlap the first exactly at block `rank` (the in-place form).
+rr::Status check_blocks(const char* call, const char* big_name, const void* big, int nranks,
+                        const char* small_name, const void* small, size_t small_count, int rank, size_t elem);
+// `buf` is not NULL unless count is 0.
+rr::Status need(const char* call, const char* name, const void* buf, size_t count);
+rr::Status check_root(const char* call, rrComm_t comm, int root);
+
+// How a call runs: on the calling thread, blocking (host buffers and no
+// stream), or ordered on a stream (a stream, or device buffers: then through
+// the staging pipeline; comm/stream_order.hpp).
+struct Route {
+  bool stream_ordered = false;
+  bool staged = false;
+  int device = -1;  // the device buffers' GPU
+};
+
+struct Buffer {
+  const char* name;
+  const void* ptr;
+};
+
+// Classifies the buffers this rank uses (NULL ones are skipped). Device
+
+// Classifies the buffers this rank uses (NULL ones are skipped). Device
+// buffers are refused beside host buffers (mixed calls are not staged) and
+// by the Async forms, which have no stream to order them on.
+rr::Status route(const char* call, void* stream, bool async, std::initializer_list<Buffer> buffers, Route* out);
+
+// Point-to-point takes host buffers and no stream.
+rr::Status host_only(const char* call, const char* name, const void* buf, void* stream);
+
+// Runs a checked collective now (request == NULL) or queues it and hands back
+// a request for rrTest / rrWait. `body` captures its arguments by value.
+template <typename Body>
+rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* request, Body body) {
+  if (!checked.ok()) return fail(comm, checked);
+  InComm inside(comm);
+  return guarded(comm, [&] {
+    if (!request) return fail(comm, comm->impl->queue().run(body));
+    auto req = std::make_unique<rrRequest>();
+    req->comm = comm;
+    req->operation = comm->impl->queue().enqueue(std::function<rr::Status()>(body));
+    {
+      std::lock_guard<std::mutex> lock(requests_mutex());
+      live_requests().insert(req.get());
+    }
+    *request = req.release();
+    return rrSuccess;
+  });
+}
+
+
+// As dispatch(), or, for a stream-ordered route, queues the call on the
+// stream and returns at once: `staged` for device buffers (nullptr for a call
+// without buffers), `body` for host ones. Nothing is wrapped
+// for a blocking call: its data path allocates nothing.
+template <typename Body, typename Staged>
+rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char* call, const Route& route,
+                           void* stream, rrRequest_t* request, Body body, Staged staged) {
+  if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body);
+  InComm inside(comm);
+  return guarded(comm, [&] {
+    std::function<rr::StagedCollectives::Plan(const rr::StagedCollectives&)> plan;
+    if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
+      if (route.staged) plan = std::move(staged);
+    }
+    if (!plan) plan = [body](const rr::StagedCollectives&) { return rr::StagedCollectives::host_call(body); };
+    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan));
+  });
+}
+
+// A buffer of `nranks` blocks and one of a single block of `count` elements,
+
+}  // namespace rr::api

@@ -1,0 +1,247 @@
+// The C entry points of point-to-point: rrSend / rrRecv (blocking, or
+// queued between rrGroupStart and rrGroupEnd), rrIsend / rrIrecv, and the
+// requests rrTest / rrWait finish, collective ones included.
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "api/internal.hpp"
+#include "reduce/reduce.hpp"
+
+namespace rr::api {
+
+std::mutex& requests_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unordered_set<rrRequest_t>& live_requests() {
+  static auto* live = new std::unordered_set<rrRequest_t>();
+  return *live;
+}
+
+bool take_if_live(rrRequest_t request, bool erase) {
+  std::lock_guard<std::mutex> lock(requests_mutex());
+  auto it = live_requests().find(request);
+  if (it == live_requests().end()) return false;
+  if (erase) live_requests().erase(it);
+  return true;
+}
+
+}  // namespace rr::api
+
+using namespace rr::api;
+
+namespace {
+
+// The calling thread's group: depth of rrGroupStart nesting and the
+// communicators holding queued sends and receives, in first-use order.
+struct Group {
+  int depth = 0;
+  std::vector<rrComm_t> comms;
+};
+thread_local Group group;
+
+}  // namespace
+
+RR_API rrResult_t rrGroupStart(void) {
+  ++group.depth;
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrGroupEnd(void) {
+  if (group.depth == 0) return fail(nullptr, rr::Code::kInvalidUsage, "rrGroupEnd without rrGroupStart");
+  if (--group.depth > 0) return rrSuccess;
+  std::vector<rrComm_t> comms;
+  comms.swap(group.comms);
+  rrResult_t first = rrSuccess;
+  for (rrComm_t comm : comms) {
+    InComm inside(comm);
+    rrResult_t r = guarded(comm, [&] {
+      return fail(comm, comm->impl->queue().run([&] { return comm->impl->flush_group(); }, /*overtake=*/true));
+    });
+    if (first == rrSuccess) first = r;
+  }
+  return first;
+}
+
+namespace {
+
+rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                        rrRequest_t* request) {
+  const char* call = is_send ? "rrIsend" : "rrIrecv";
+  rr::Status s = check_call(call, comm, datatype, nullptr, nullptr);
+  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, nullptr);
+  if (s.ok() && !request) s = rr::InvalidArgument(std::string(call) + ": request is NULL");
+  if (!s.ok()) return fail(comm, s);
+  InComm inside(comm);
+  return guarded(comm, [&] {
+    auto req = std::make_unique<rrRequest>();
+    req->comm = comm;
+    req->is_send = is_send;
+    req->peer = peer;
+    req->bytes = count * rr::reduce::dtype_size(datatype);
+    rr::Status posted = comm->impl->queue().run(
+        [&] { return comm->impl->post_p2p(is_send, buf, count, datatype, peer, &req->done); }, /*overtake=*/true);
+    if (!posted.ok()) return fail(comm, posted);
+    {
+      std::lock_guard<std::mutex> lock(requests_mutex());
+      live_requests().insert(req.get());
+    }
+    *request = req.release();
+    return rrSuccess;
+  });
+}
+
+rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
+  const char* call = block ? "rrWait" : "rrTest";
+  // Under the registry's lock, which rrCommAbort holds while it marks the
+  // requests of the communicator it frees: either the request is orphaned
+  // already, or this thread counts as inside its communicator before abort
+  // can look (and wait) again.
+  rrComm_t comm = nullptr;
+  bool orphaned = false;
+  rr::Status outcome;
+  {
+    std::lock_guard<std::mutex> lock(requests_mutex());
+    auto it = request ? live_requests().find(request) : live_requests().end();
+    if (it == live_requests().end()) {
+      return fail(nullptr, rr::Code::kInvalidUsage,
+                  std::string(call) + ": request is not in flight (already finished, never issued, or NULL)");
+    }
+    if (request->orphaned) {
+      orphaned = true;
+      outcome = request->outcome;
+      live_requests().erase(it);
+    } else {
+      comm = request->comm;
+      comm->users.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+  if (orphaned) {
+    // Its communicator was aborted and is gone.
+    if (done) *done = 1;
+    delete request;
+    return fail(nullptr, outcome);
+  }
+  struct Leave {
+    rrComm_t comm;
+    ~Leave() { comm->users.fetch_sub(1, std::memory_order_acq_rel); }
+  } leave{comm};
+  return guarded(comm, [&] {
+    rr::OperationQueue& queue = comm->impl->queue();
+    bool finished = false;
+    rr::Status s;
+    if (request->operation) {
+      if (block) {
+        s = queue.wait(*request->operation);
+        finished = true;
+      } else {
+        finished = queue.test(*request->operation, &s);
+      }
+    } else {
+      // Point-to-point: poll a little at a time, so queued collectives keep
+      // running between polls (a peer may need them before it sends).
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(comm->impl->settings().timeout_ms);
+      for (int polls = 0;; ++polls) {
+        s = queue.run([&] {
+          return comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, false, &finished);
+        }, /*overtake=*/true);
+        if (finished || !s.ok() || !block) break;
+        if (comm->impl->aborting()) {
+          s = rr::InvalidUsage("the communicator was aborted (rrCommAbort)");
+          break;
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+          s = rr::Timeout(std::string(request->is_send ? "send of " : "receive of ") + std::to_string(request->bytes) +
+                          " bytes " + (request->is_send ? "to" : "from") + " rank " + std::to_string(request->peer) +
+                          " did not finish within " + std::to_string(comm->impl->settings().timeout_ms) + " ms");
+          break;
+        }
+        if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        else std::this_thread::yield();
+      }
+    }
+    if (done) *done = finished ? 1 : 0;
+    // A failed or finished request is released; a pending one stays for the next test or wait.
+    if (finished || !s.ok()) {
+      const bool in_flight = !request->operation && !request->done.done;
+      if (in_flight) {
+        (void)queue.run([&] {  // canceling cannot fail
+          comm->impl->transport().cancel(&request->done);
+          return rr::Status::Ok();
+        }, true);
+      }
+      // A transfer UCX may still hold is leaked rather than left dangling.
+      if (take_if_live(request, true) && !(in_flight && !request->done.done)) delete request;
+    }
+    return fail(comm, s);
+  });
+}
+
+}  // namespace
+
+namespace {
+
+rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                          void* stream) {
+  const char* call = is_send ? "rrSend" : "rrRecv";
+  rr::Status s = check_call(call, comm, datatype, nullptr, stream);
+  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, stream);
+  if (!s.ok()) return fail(comm, s);
+  const bool grouped = group.depth > 0;
+  if (!grouped && peer != comm->impl->rank()) {
+    // Post, then poll in short turns, so queued collectives keep running
+    // while this rank waits (its peer may need them before it answers).
+    rrRequest_t request = nullptr;
+    rrResult_t posted = post_request(is_send, buf, count, datatype, peer, comm, &request);
+    if (posted != rrSuccess) return posted;
+    return finish_request(request, true, nullptr);
+  }
+  InComm inside(comm);
+  return guarded(comm, [&] {
+    if (grouped && !comm->impl->has_grouped()) group.comms.push_back(comm);
+    return fail(comm, comm->impl->queue().run(
+                          [&] {
+                            return is_send ? comm->impl->send(buf, count, datatype, peer, grouped)
+                                           : comm->impl->recv(buf, count, datatype, peer, grouped);
+                          },
+                          /*overtake=*/true));
+  });
+}
+
+}  // namespace
+
+RR_API rrResult_t rrSend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                         void* stream) {
+  return point_to_point(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+}
+
+RR_API rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm, void* stream) {
+  return point_to_point(false, recvbuff, count, datatype, peer, comm, stream);
+}
+
+RR_API rrResult_t rrIsend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                          rrRequest_t* request) {
+  return post_request(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, request);
+}
+
+RR_API rrResult_t rrIrecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
+                          rrRequest_t* request) {
+  return post_request(false, recvbuff, count, datatype, peer, comm, request);
+}
+
+RR_API rrResult_t rrTest(rrRequest_t request, int* done) {
+  if (!done) return fail(nullptr, rr::Code::kInvalidArgument, "rrTest: done is NULL");
+  return finish_request(request, false, done);
+}
+
+RR_API rrResult_t rrWait(rrRequest_t request) { return finish_request(request, true, nullptr); }
