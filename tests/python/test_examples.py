@@ -1,4 +1,4 @@
-"""Runs every Python example (examples/torch, examples/dask) so that none can rot.
+"""Runs every Python example (examples/torch, examples/dask) and bench/torch so that none can rot.
 
 Each example runs as its users run it (``/usr/bin/python3 examples/...``,
 the package found through PYTHONPATH), with a port of its own in
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ pytest.importorskip("torch")
 
 from ranks import free_port  # noqa: E402
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _backend_registered() -> bool:
@@ -38,7 +39,12 @@ def _backend_registered() -> bool:
 pytestmark = pytest.mark.skipif(not _backend_registered(),
                                 reason="the ringreduce torch backend is not built (-Dtorch)")
 
-# example -> [(text, how many times it must appear in the output)], extra arguments. The
+def _row(backend: str) -> "re.Pattern[str]":
+    """A result row of bench/torch/allreduce_bench.py (they start with the size; comments with '#')."""
+    return re.compile(rf"^ +\d+ .* {re.escape(backend)}$", re.M)
+
+
+# example -> [(text or pattern, how many times it must appear in the output)], extra arguments. The
 # tutorial's prints pass several arguments, and the ranks' words can interleave between them:
 # count the pieces.
 CASES = {
@@ -52,6 +58,15 @@ CASES = {
     "torch/ddp.py": ([("3 replicas bit-identical after 3 epochs", 1)], ["--world-size", "3", "--epochs", "3"]),
     "dask/ddp_on_dask.py": ([("2 replicas bit-identical after 3 epochs", 1)], ["--workers", "2", "--epochs", "3"]),
 }
+CASES = {f"examples/{name}": case for name, case in CASES.items()}
+# The torch benchmarks, as small as they go: their rows and checks, not their figures.
+CASES["bench/torch/allreduce_bench.py"] = (
+    [(_row("torch-ringreduce"), 3), (_row("torch-gloo"), 3), (_row("ringreduce"), 3),
+     ("Out of bounds values : 0 OK", 1)],
+    ["--ranks", "2", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-w", "1"])
+CASES["bench/torch/ddp_bench.py"] = (
+    [(re.compile(r"^  torch-(ringreduce|gloo) .* identical$", re.M), 2), (re.compile(r"^  no_sync +\d", re.M), 1)],
+    ["--ranks", "2", "--layers", "2", "--width", "64", "--steps", "2", "--warmup", "1"])
 
 
 @pytest.mark.parametrize("example", sorted(CASES))
@@ -60,7 +75,7 @@ def test_example_runs(example):
     env = dict(os.environ, MASTER_PORT=str(free_port()), PYTHONDONTWRITEBYTECODE="1")
     # A session of its own: a hung example's ranks are killed with it (they
     # hold the output pipe open).
-    proc = subprocess.Popen([sys.executable, str(EXAMPLES / example), *extra], env=env, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, str(ROOT / example), *extra], env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         output, _ = proc.communicate(timeout=240)
@@ -71,4 +86,5 @@ def test_example_runs(example):
     assert proc.returncode == 0, f"{example} exited with {proc.returncode}:\n{output}"
     assert "Traceback" not in output, f"{example} printed a traceback:\n{output}"
     for text, times in expected:
-        assert output.count(text) == times, f"{example}: '{text}' {output.count(text)} times, not {times}:\n{output}"
+        found = len(text.findall(output)) if isinstance(text, re.Pattern) else output.count(text)
+        assert found == times, f"{example}: {text!r} {found} times, not {times}:\n{output}"
