@@ -7,7 +7,11 @@ cd "$(dirname "$0")/.."
 packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc-dev
           libgtest-dev libbenchmark-dev iproute2 iputils-ping procps
           libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib
-          clang libclang-rt-14-dev)  # the fuzz suite: clang and its libFuzzer runtime
+          clang libclang-rt-14-dev  # the fuzz suite: clang and its libFuzzer runtime
+          # the Python package (python/ringreduce), its torch.distributed
+          # backend and Dask bootstrapping, and their pytest suites
+          python3-dev pybind11-dev python3-numpy python3-pytest
+          python3-torch libtorch-dev python3-distributed)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
