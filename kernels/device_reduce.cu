@@ -102,8 +102,18 @@ cudaError_t launch_reduce(void* dst, const void* a, const void* b, size_t count,
     case rrAvg:
       return last ? launch<2, T>(dst, a, b, count, reduce::SumDivideOp<T>{divisor}, stream)
                   : launch<2, T>(dst, a, b, count, reduce::SumOp<T>{}, stream);
-    default: return cudaErrorInvalidValue;  // checked by the callers
+    default: break;
   }
+  // The bitwise ops exist for the integer types only (check() refuses the others).
+  if constexpr (reduce::kIsInteger<T>) {
+    switch (op) {
+      case rrBand: return launch<2, T>(dst, a, b, count, reduce::BandOp<T>{}, stream);
+      case rrBor: return launch<2, T>(dst, a, b, count, reduce::BorOp<T>{}, stream);
+      case rrBxor: return launch<2, T>(dst, a, b, count, reduce::BxorOp<T>{}, stream);
+      default: break;
+    }
+  }
+  return cudaErrorInvalidValue;  // checked by the callers
 }
 
 size_t element_bytes(rrDataType_t dtype) {
@@ -125,8 +135,15 @@ const char* dtype_name(rrDataType_t dtype) {
 }
 
 const char* op_name(rrRedOp_t op) {
-  static const char* const kNames[rrNumOps] = {"sum", "prod", "max", "min", "avg"};
+  static const char* const kNames[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == rrNumOps, "a name for every rrRedOp_t");
   return op >= 0 && op < rrNumOps ? kNames[op] : "unknown";
+}
+
+bool is_bitwise(rrRedOp_t op) { return op == rrBand || op == rrBor || op == rrBxor; }
+
+bool is_floating(rrDataType_t dtype) {
+  return dtype == rrFloat16 || dtype == rrBfloat16 || dtype == rrFloat32 || dtype == rrFloat64;
 }
 
 std::string describe(const char* call, size_t count, rrDataType_t dtype, rrRedOp_t op) {
@@ -141,6 +158,10 @@ Status check(const char* call, size_t count, rrDataType_t dtype, rrRedOp_t op, i
   }
   if (op < 0 || op >= rrNumOps) {
     return InvalidArgument(std::string(call) + ": unknown op " + std::to_string(op));
+  }
+  if (is_bitwise(op) && is_floating(dtype)) {
+    return InvalidArgument(std::string(call) + ": op " + op_name(op) + " is not defined for datatype " +
+                           dtype_name(dtype));
   }
   if (divides && op == rrAvg && divisor < 1) {
     return InvalidArgument(describe(call, count, dtype, op) + ": divisor " +

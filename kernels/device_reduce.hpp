@@ -32,7 +32,8 @@
 // Integer results, finite float results, infinities and the signs of zeros
 // are the same bits as the host's.
 //
-// Errors: an unknown dtype or op, or a divisor < 1 with rrAvg, is
+// Errors: an unknown dtype or op, a bitwise op (rrBand, rrBor, rrBxor) on a
+// floating dtype, or a divisor < 1 with rrAvg, is
 // InvalidArgument; a failed launch or copy is SystemError naming the call,
 // dtype, op and count with CUDA's error text. A fault inside a kernel (a bad
 // pointer) is reported by CUDA at a later call on the stream, as always.

@@ -142,8 +142,24 @@ cudaError_t launch_for_op(ReduceMailbox* box, ReduceServerState* state, uint64_t
     case rrMax: return launch<T>(box, state, segment, reduce::MaxOp<T>{}, stream);
     case rrMin: return launch<T>(box, state, segment, reduce::MinOp<T>{}, stream);
     case rrAvg: return launch<T, true>(box, state, segment, reduce::SumOp<T>{}, stream);  // sums, then divides
-    default: return cudaErrorInvalidValue;
+    default: break;
   }
+  // Bitwise ops: integer types only (enqueue_reduce_server refuses the others).
+  if constexpr (reduce::kIsInteger<T>) {
+    switch (op) {
+      case rrBand: return launch<T>(box, state, segment, reduce::BandOp<T>{}, stream);
+      case rrBor: return launch<T>(box, state, segment, reduce::BorOp<T>{}, stream);
+      case rrBxor: return launch<T>(box, state, segment, reduce::BxorOp<T>{}, stream);
+      default: break;
+    }
+  }
+  return cudaErrorInvalidValue;
+}
+
+bool is_bitwise(int op) { return op == rrBand || op == rrBor || op == rrBxor; }
+
+bool is_floating(int dtype) {
+  return dtype == rrFloat16 || dtype == rrBfloat16 || dtype == rrFloat32 || dtype == rrFloat64;
 }
 
 }  // namespace
@@ -153,6 +169,10 @@ Status enqueue_reduce_server(ReduceMailbox* box, ReduceServerState* state, uint6
   if (dtype < 0 || dtype >= rrNumTypes || op < 0 || op >= rrNumOps) {
     return InvalidArgument("reduction server: unknown dtype " + std::to_string(dtype) + " or op " +
                            std::to_string(op));
+  }
+  if (is_bitwise(op) && is_floating(dtype)) {
+    return InvalidArgument("reduction server: bitwise op " + std::to_string(op) + " is not defined for floating dtype " +
+                           std::to_string(dtype));
   }
   auto s = static_cast<cudaStream_t>(stream);
   cudaError_t error = cudaErrorInvalidValue;
@@ -168,6 +188,7 @@ Status enqueue_reduce_server(ReduceMailbox* box, ReduceServerState* state, uint6
 Status preload_reduce_servers() {
   for (int t = 0; t < rrNumTypes; ++t) {
     for (int o = 0; o < rrNumOps; ++o) {
+      if (is_bitwise(o) && is_floating(t)) continue;  // no such server
       cudaError_t error = cudaErrorInvalidValue;
       reduce::with_dtype(static_cast<rrDataType_t>(t), [&](auto tag) {
         using T = decltype(tag);

@@ -147,7 +147,8 @@ double seconds_per_call(const Options& options, cudaStream_t stream, Enqueue&& e
 
 const rrDataType_t kDtypes[] = {rrInt8,    rrUint8,   rrInt32,   rrUint32,  rrInt64,
                                 rrUint64,  rrFloat16, rrFloat32, rrFloat64, rrBfloat16};
-const rrRedOp_t kOps[] = {rrSum, rrProd, rrMax, rrMin, rrAvg};
+// The bitwise ops run for the integer dtypes only (op_defined).
+const rrRedOp_t kOps[] = {rrSum, rrProd, rrMax, rrMin, rrAvg, rrBand, rrBor, rrBxor};
 
 // The rank count that avg's last step divides by here.
 constexpr int kDivisor = 4;
@@ -251,6 +252,7 @@ int main(int argc, char** argv) {
     for (rrDataType_t dtype : kDtypes) {
       const size_t count = bytes / dtype_size(dtype);
       for (rrRedOp_t op : kOps) {
+        if (!rr::reduce::op_defined(dtype, op)) continue;
         const double seconds = seconds_per_call(options, stream.handle, [&](cudaStream_t s) {
           if (op == rrAvg) {
             check(rr::kernels::device_reduce_last(dst.data, a.data, b.data, count, dtype, op,

@@ -78,6 +78,7 @@ bool register_benchmarks() {
     for (int op = 0; op < rrNumOps; ++op) {
       auto d = static_cast<rrDataType_t>(dtype);
       auto o = static_cast<rrRedOp_t>(op);
+      if (!rr::reduce::op_defined(d, o)) continue;  // bitwise ops: integer types only
       std::string name = std::string("reduce/") + rr::reduce::dtype_name(d) + "_" +
                          rr::reduce::op_name(o) + "/16MiB";
       benchmark::RegisterBenchmark(name.c_str(), BM_reduce, d, o, true);

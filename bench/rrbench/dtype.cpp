@@ -24,6 +24,8 @@ bool is_signed_int(DataType type) {
   return type == DataType::kInt8 || type == DataType::kInt32 || type == DataType::kInt64;
 }
 
+bool is_bitwise(RedOp op) { return op == RedOp::kBand || op == RedOp::kBor || op == RedOp::kBxor; }
+
 const char* type_name(DataType type) {
   switch (type) {
     case DataType::kInt8: return "int8";
@@ -47,6 +49,9 @@ const char* op_name(RedOp op) {
     case RedOp::kMax: return "max";
     case RedOp::kMin: return "min";
     case RedOp::kAvg: return "avg";
+    case RedOp::kBand: return "band";
+    case RedOp::kBor: return "bor";
+    case RedOp::kBxor: return "bxor";
   }
   return "?";
 }

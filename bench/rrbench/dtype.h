@@ -11,17 +11,22 @@ namespace rrbench {
 
 // Same order as ncclDataType_t and rrDataType_t.
 enum class DataType { kInt8, kUint8, kInt32, kUint32, kInt64, kUint64, kFloat16, kFloat32, kFloat64, kBfloat16 };
-enum class RedOp { kSum, kProd, kMax, kMin, kAvg };
+// kSum..kAvg in ncclRedOp_t's order; the bitwise ops (MPI_BAND, MPI_BOR,
+// MPI_BXOR) are integer-only and have no NCCL or Gloo counterpart.
+enum class RedOp { kSum, kProd, kMax, kMin, kAvg, kBand, kBor, kBxor };
 
 inline constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
                                          DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
                                          DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
                                          DataType::kBfloat16};
-inline constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin, RedOp::kAvg};
+inline constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin,
+                                    RedOp::kAvg, RedOp::kBand, RedOp::kBor, RedOp::kBxor};
 
 std::size_t type_size(DataType type);
 bool is_float(DataType type);
 bool is_signed_int(DataType type);
+// band, bor, bxor: defined for the integer types only.
+bool is_bitwise(RedOp op);
 // nccl-tests' names: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16.
 const char* type_name(DataType type);
 const char* op_name(RedOp op);

@@ -217,6 +217,7 @@ class GlooBackend : public Backend {
     }
     if (type == DataType::kBfloat16) return "gloo has no bfloat16 type";
     if (op == RedOp::kAvg) return "gloo has no avg reduction";
+    if (is_bitwise(op)) return "gloo has no bitwise reductions";
     return {};
   }
   void prepare(const CallArgs& args) override {

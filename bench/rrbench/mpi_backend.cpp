@@ -62,6 +62,9 @@ MPI_Op to_mpi(RedOp op) {
     case RedOp::kProd: return MPI_PROD;
     case RedOp::kMax: return MPI_MAX;
     case RedOp::kMin: return MPI_MIN;
+    case RedOp::kBand: return MPI_BAND;
+    case RedOp::kBor: return MPI_BOR;
+    case RedOp::kBxor: return MPI_BXOR;
     default: return MPI_OP_NULL;
   }
 }
@@ -199,6 +202,9 @@ class MpiBackend : public Backend {
     }
     if (to_mpi(type) == MPI_DATATYPE_NULL) return std::string("MPI has no ") + type_name(type) + " type";
     if (coll.has_op && to_mpi(op) == MPI_OP_NULL) return std::string("MPI has no ") + op_name(op) + " operation";
+    if (coll.has_op && is_bitwise(op) && is_float(type)) {
+      return std::string("MPI defines ") + op_name(op) + " for integer types only";
+    }
     return {};
   }
   // MPI's in-place reduce-scatter leaves rank r's block at the start of the

@@ -19,7 +19,8 @@ const char kUsage[] =
     "  -w, --warmup_iters N     untimed iterations before them (default 5)\n"
     "  -c, --check 0|1          check every result against a double-precision reference (default 1)\n"
     "  -d, --datatype TYPE      int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all (default float)\n"
-    "  -o, --op OP              sum prod max min avg, or all (default sum)\n"
+    "  -o, --op OP              sum prod max min avg band bor bxor, or all (default sum; the bitwise\n"
+    "                           ops run on integer types only)\n"
     "  -r, --root N             root rank of rooted collectives (default 0)\n"
     "  -z, --blocking 0|1       wait for each call to complete (host buffers: every call already does)\n"
     "  -T, --timeout SECONDS    fail a size that takes longer than this, exit 124 (default 0: none)\n"
@@ -143,7 +144,7 @@ Options parse_options(int argc, const char* const* argv) {
         options.ops.assign(std::begin(kAllOps), std::end(kAllOps));
       } else {
         RedOp op;
-        if (!parse_op(value, &op)) throw UsageError(name + ": unknown op '" + value + "' (sum prod max min avg, or all)");
+        if (!parse_op(value, &op)) throw UsageError(name + ": unknown op '" + value + "' (sum prod max min avg band bor bxor, or all)");
         options.ops.push_back(op);
       }
     } else if (name == "-r" || name == "--root") {

@@ -56,10 +56,18 @@ Expected reduce_reference(DataType type, RedOp op, const double* values, int n) 
   if (op == RedOp::kMin) return {*std::min_element(values, values + n), 0.0};
   if (!is_float(type)) {
     // Exact arithmetic modulo 2^64, then the type's wrap-around.
+    // (Every input is exact in a double and within int64's range, so the
+    // bitwise ops see the two's complement bits the engine sees.)
     uint64_t acc = static_cast<uint64_t>(static_cast<int64_t>(values[0]));
     for (int k = 1; k < n; ++k) {
       const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(values[k]));
-      acc = op == RedOp::kProd ? acc * x : acc + x;
+      switch (op) {
+        case RedOp::kProd: acc *= x; break;
+        case RedOp::kBand: acc &= x; break;
+        case RedOp::kBor: acc |= x; break;
+        case RedOp::kBxor: acc ^= x; break;
+        default: acc += x; break;
+      }
     }
     const double wrapped = wrap_integer(type, acc);
     if (op != RedOp::kAvg) return {wrapped, 0.0};

@@ -34,6 +34,9 @@ rrRedOp_t to_rr(RedOp op) {
     case RedOp::kMax: return rrMax;
     case RedOp::kMin: return rrMin;
     case RedOp::kAvg: return rrAvg;
+    case RedOp::kBand: return rrBand;
+    case RedOp::kBor: return rrBor;
+    case RedOp::kBxor: return rrBxor;
   }
   return rrNumOps;
 }
@@ -104,7 +107,13 @@ class RingreduceBackend : public Backend {
     return "rrAllReduce and friends, blocking host calls; " + setting("RR_CHUNK_BYTES") + ", " +
            setting("RR_PIPELINE_DEPTH");
   }
-  std::string unsupported(const Collective&, DataType, RedOp) const override { return {}; }
+  std::string unsupported(const Collective& coll, DataType type, RedOp op) const override {
+    // The engine refuses them (rrInvalidArgument), as MPI does.
+    if (coll.has_op && is_bitwise(op) && is_float(type)) {
+      return std::string("ringreduce has no ") + op_name(op) + " on floating types (bitwise ops take integers)";
+    }
+    return {};
+  }
   void run(const CallArgs& a) override {
     rrComm_t comm = library_->comm();
     const rrDataType_t type = to_rr(a.type);

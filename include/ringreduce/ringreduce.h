@@ -53,16 +53,23 @@ typedef enum {
   rrDataTypeIntRange = -0x7fffffff - 1
 } rrDataType_t;
 
-/* Same numbering as ncclRedOp_t. rrAvg: floating types divide the sum by the
- * rank count once, at the end; integer types divide the integer sum
- * (truncating toward zero), as NCCL defines it. */
+/* rrSum..rrAvg: same numbering as ncclRedOp_t. rrAvg: floating types divide
+ * the sum by the rank count once, at the end; integer types divide the
+ * integer sum (truncating toward zero), as NCCL defines it. rrBand, rrBor,
+ * rrBxor: bitwise and, or, xor (MPI_BAND, MPI_BOR, MPI_BXOR), defined for the
+ * integer types only; with a floating type (float16, bfloat16, float32,
+ * float64) a call is refused with rrInvalidArgument. NCCL has no bitwise ops:
+ * its ncclNumOps is 5, here rrNumOps is 8. */
 typedef enum {
   rrSum = 0,
   rrProd = 1,
   rrMax = 2,
   rrMin = 3,
   rrAvg = 4,
-  rrNumOps = 5,
+  rrBand = 5,
+  rrBor = 6,
+  rrBxor = 7,
+  rrNumOps = 8,
   rrRedOpIntRange = -0x7fffffff - 1 /* not an op: see rrDataTypeIntRange */
 } rrRedOp_t;
 

@@ -29,6 +29,11 @@ rr::Status check_call(const char* call, rrComm_t comm, rrDataType_t datatype, co
     if (!rr::reduce::valid_op(raw_op)) {
       return rr::InvalidArgument(std::string(call) + ": op=" + std::to_string(raw_op) + " is not an rrRedOp_t");
     }
+    if (!rr::reduce::op_defined(datatype, *op)) {
+      return rr::InvalidArgument(std::string(call) + ": op " + rr::reduce::op_name(*op) +
+                                 " is not defined for datatype " + rr::reduce::dtype_name(datatype) +
+                                 " (bitwise ops take integer types)");
+    }
   }
 #if !RR_HAVE_CUDA
   if (stream) {

@@ -16,6 +16,9 @@
 // - Avg: the ring sums and the last step divides (SumDivideOp, DivideOp).
 //   Floats divide once by the rank count; integers divide the wrapped sum,
 //   truncating toward zero.
+// - Band, bor, bxor: bitwise, integers only (as MPI_BAND/BOR/BXOR). A
+//   floating type has no bitwise op: the C API refuses the pair, and the
+//   functors do not compile for it, so no loop or kernel can exist for it.
 
 #include <cstdint>
 
@@ -84,6 +87,26 @@ struct MaxOp {
 template <typename T>
 struct MinOp {
   RR_HOST_DEVICE T operator()(T a, T b) const { return (a < b || is_nan(a)) ? a : b; }
+};
+
+// Bitwise ops. The result of & | ^ on two values of T is a value of T, so
+// the conversion back after integer promotion never changes it.
+template <typename T>
+struct BandOp {
+  static_assert(kIsInteger<T>, "band is defined for integer types only");
+  RR_HOST_DEVICE T operator()(T a, T b) const { return T(a & b); }
+};
+
+template <typename T>
+struct BorOp {
+  static_assert(kIsInteger<T>, "bor is defined for integer types only");
+  RR_HOST_DEVICE T operator()(T a, T b) const { return T(a | b); }
+};
+
+template <typename T>
+struct BxorOp {
+  static_assert(kIsInteger<T>, "bxor is defined for integer types only");
+  RR_HOST_DEVICE T operator()(T a, T b) const { return T(a ^ b); }
 };
 
 // x / divisor. Floats: one IEEE division. 8- and 32-bit integers divide in

@@ -42,9 +42,11 @@ using SumDivideKernel = void (*)(void* dst, const void* a, const void* b, size_t
                                  int divisor);
 using DivideKernel = void (*)(void* dst, const void* src, size_t count, int divisor);
 
-// The loops of one dtype. binary[] is indexed by rrRedOp_t (sum, prod, max, min).
+// The loops of one dtype. binary[] is indexed by rrRedOp_t: avg's slot holds
+// the sum (avg sums; the division comes last), and the bitwise ops' slots are
+// null for the floating types, which have none (op_defined()).
 struct DtypeKernels {
-  BinaryKernel binary[4];
+  BinaryKernel binary[rrNumOps];
   SumDivideKernel sum_divide;
   DivideKernel divide;
 };
@@ -84,20 +86,50 @@ RR_ALWAYS_INLINE void unary_loop(void* dst, const void* src, size_t count, Op op
   }                                                                                          \
   RR_CLONES void name##_divide(void* d, const void* s, size_t n, int k) {                    \
     unary_loop<T>(d, s, n, DivideOp<T>{k});                                                  \
-  }                                                                                          \
-  constexpr DtypeKernels name##_kernels = {                                                  \
-      {name##_sum, name##_prod, name##_max, name##_min}, name##_sum_divide, name##_divide};
+  }
 
-RR_DTYPE_KERNELS(int8, int8_t)
-RR_DTYPE_KERNELS(uint8, uint8_t)
-RR_DTYPE_KERNELS(int32, int32_t)
-RR_DTYPE_KERNELS(uint32, uint32_t)
-RR_DTYPE_KERNELS(int64, int64_t)
-RR_DTYPE_KERNELS(uint64, uint64_t)
-RR_DTYPE_KERNELS(float16, Half)
-RR_DTYPE_KERNELS(float32, float)
-RR_DTYPE_KERNELS(float64, double)
-RR_DTYPE_KERNELS(bfloat16, BFloat16)
+// The bitwise loops, for the integer dtypes.
+#define RR_BITWISE_KERNELS(name, T)                                                          \
+  RR_CLONES void name##_band(void* d, const void* a, const void* b, size_t n) {              \
+    binary_loop<T>(d, a, b, n, BandOp<T>{});                                                 \
+  }                                                                                          \
+  RR_CLONES void name##_bor(void* d, const void* a, const void* b, size_t n) {               \
+    binary_loop<T>(d, a, b, n, BorOp<T>{});                                                  \
+  }                                                                                          \
+  RR_CLONES void name##_bxor(void* d, const void* a, const void* b, size_t n) {              \
+    binary_loop<T>(d, a, b, n, BxorOp<T>{});                                                 \
+  }
+
+#define RR_INTEGER_KERNELS(name, T)                                                          \
+  RR_DTYPE_KERNELS(name, T)                                                                  \
+  RR_BITWISE_KERNELS(name, T)                                                                \
+  constexpr DtypeKernels name##_kernels = {                                                  \
+      {name##_sum, name##_prod, name##_max, name##_min, name##_sum, name##_band, name##_bor,  \
+       name##_bxor},                                                                         \
+      name##_sum_divide,                                                                     \
+      name##_divide};
+
+#define RR_FLOAT_KERNELS(name, T)                                                            \
+  RR_DTYPE_KERNELS(name, T)                                                                  \
+  constexpr DtypeKernels name##_kernels = {                                                  \
+      {name##_sum, name##_prod, name##_max, name##_min, name##_sum, nullptr, nullptr,         \
+       nullptr},                                                                             \
+      name##_sum_divide,                                                                     \
+      name##_divide};
+
+RR_INTEGER_KERNELS(int8, int8_t)
+RR_INTEGER_KERNELS(uint8, uint8_t)
+RR_INTEGER_KERNELS(int32, int32_t)
+RR_INTEGER_KERNELS(uint32, uint32_t)
+RR_INTEGER_KERNELS(int64, int64_t)
+RR_INTEGER_KERNELS(uint64, uint64_t)
+RR_FLOAT_KERNELS(float16, Half)
+RR_FLOAT_KERNELS(float32, float)
+RR_FLOAT_KERNELS(float64, double)
+RR_FLOAT_KERNELS(bfloat16, BFloat16)
+#undef RR_FLOAT_KERNELS
+#undef RR_INTEGER_KERNELS
+#undef RR_BITWISE_KERNELS
 #undef RR_DTYPE_KERNELS
 
 // [dtype], in rrDataType_t order.
@@ -109,7 +141,8 @@ static_assert(rrInt8 == 0 && rrUint8 == 1 && rrInt32 == 2 && rrUint32 == 3 && rr
                   rrUint64 == 5 && rrFloat16 == 6 && rrFloat32 == 7 && rrFloat64 == 8 &&
                   rrBfloat16 == 9,
               "kKernels is indexed by rrDataType_t");
-static_assert(rrSum == 0 && rrProd == 1 && rrMax == 2 && rrMin == 3,
+static_assert(rrSum == 0 && rrProd == 1 && rrMax == 2 && rrMin == 3 && rrAvg == 4 && rrBand == 5 &&
+                  rrBor == 6 && rrBxor == 7 && rrNumOps == 8,
               "DtypeKernels::binary is indexed by rrRedOp_t");
 
 #if RR_HAVE_F16C_LOOPS
@@ -204,7 +237,8 @@ RR_F16C_TARGET void float16_f16c_divide(void* d, const void* s, size_t n, int k)
 #undef RR_F16C_TARGET
 
 constexpr DtypeKernels kFloat16F16cKernels = {
-    {float16_f16c_sum, float16_f16c_prod, float16_f16c_max, float16_f16c_min},
+    {float16_f16c_sum, float16_f16c_prod, float16_f16c_max, float16_f16c_min, float16_f16c_sum, nullptr,
+     nullptr, nullptr},
     float16_f16c_sum_divide, float16_f16c_divide};
 
 // A function-local static, so that calls from other static initializers see
@@ -277,6 +311,9 @@ const char* op_name(rrRedOp_t op) {
     case rrMax: return "max";
     case rrMin: return "min";
     case rrAvg: return "avg";
+    case rrBand: return "band";
+    case rrBor: return "bor";
+    case rrBxor: return "bxor";
     default: return "unknown";
   }
 }
@@ -284,12 +321,21 @@ const char* op_name(rrRedOp_t op) {
 bool valid_dtype(int dtype) { return dtype >= 0 && dtype < rrNumTypes; }
 bool valid_op(int op) { return op >= 0 && op < rrNumOps; }
 
+bool is_bitwise(rrRedOp_t op) { return op == rrBand || op == rrBor || op == rrBxor; }
+
+bool is_floating(rrDataType_t dtype) {
+  return dtype == rrFloat16 || dtype == rrBfloat16 || dtype == rrFloat32 || dtype == rrFloat64;
+}
+
+bool op_defined(rrDataType_t dtype, rrRedOp_t op) {
+  return valid_dtype(dtype) && valid_op(op) && !(is_bitwise(op) && is_floating(dtype));
+}
+
 void reduce(void* dst, const void* a, const void* b, size_t count, rrDataType_t dtype,
             rrRedOp_t op) {
-  assert(valid_dtype(dtype) && valid_op(op));
+  assert(op_defined(dtype, op));
   if (count == 0) return;
-  int slot = op == rrAvg ? rrSum : op;  // avg sums; the division comes last
-  kernels_for(dtype).binary[slot](dst, a, b, count);
+  kernels_for(dtype).binary[op](dst, a, b, count);  // avg's slot sums; the division comes last
 }
 
 void reduce_last(void* dst, const void* a, const void* b, size_t count, rrDataType_t dtype,
@@ -305,7 +351,7 @@ void reduce_last(void* dst, const void* a, const void* b, size_t count, rrDataTy
 
 void finish(void* dst, const void* src, size_t count, rrDataType_t dtype, rrRedOp_t op,
             int divisor) {
-  assert(valid_dtype(dtype) && valid_op(op));
+  assert(op_defined(dtype, op));
   if (count == 0) return;
   if (op == rrAvg) {
     assert(divisor >= 1);

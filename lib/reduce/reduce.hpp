@@ -5,7 +5,8 @@
 // the best one chosen at load time. Element semantics live in functors.hpp.
 //
 // Arguments are checked by the caller (lib/api/): here an unknown dtype or
-// op, or a divisor < 1 with rrAvg, is a bug and asserts.
+// op, a bitwise op on a floating dtype, or a divisor < 1 with rrAvg, is a bug
+// and asserts.
 
 #include <cstddef>
 
@@ -17,10 +18,18 @@ namespace rr::reduce {
 size_t dtype_size(rrDataType_t dtype);
 // "int8", "float32", ...; "unknown" for an unknown dtype.
 const char* dtype_name(rrDataType_t dtype);
-// "sum", "prod", "max", "min", "avg"; "unknown" for an unknown op.
+// "sum", "prod", "max", "min", "avg", "band", "bor", "bxor"; "unknown" for
+// an unknown op.
 const char* op_name(rrRedOp_t op);
 bool valid_dtype(int dtype);
 bool valid_op(int op);
+// rrBand, rrBor, rrBxor.
+bool is_bitwise(rrRedOp_t op);
+// float16, bfloat16, float32, float64.
+bool is_floating(rrDataType_t dtype);
+// Whether reduce() has a loop for dtype x op: both valid, and no bitwise op
+// on a floating dtype (lib/api/ refuses that pair, naming both).
+bool op_defined(rrDataType_t dtype, rrRedOp_t op);
 
 // dst[i] = a[i] op b[i] for i < count. dst may be exactly a or b (in place),
 // never partially overlapping either. rrAvg reduces as rrSum here: the

@@ -71,7 +71,8 @@ TEST(Options, ParsesEveryNcclTestsFlag) {
 TEST(Options, AllTypesOpsAndCollectives) {
   const Options o = parse({"-d", "all", "-o", "all", "--coll", "all"});
   EXPECT_EQ(o.types.size(), 10u);
-  EXPECT_EQ(o.ops.size(), 5u);
+  EXPECT_EQ(o.ops.size(), 8u);  // sum prod max min avg band bor bxor
+  EXPECT_EQ(parse({"-o", "bxor", "-o", "band"}).ops, (std::vector<RedOp>{RedOp::kBxor, RedOp::kBand}));
   EXPECT_EQ(o.collectives, all_collectives());
   EXPECT_EQ(parse({"--coll", "reducescatter", "--coll", "sendrecv"}).collectives,
             (std::vector<const Collective*>{&kReduceScatter, &kSendRecv}));

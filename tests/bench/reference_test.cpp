@@ -49,6 +49,17 @@ TEST(Reference, IntegersWrapInTheirType) {
   EXPECT_EQ(reduce_reference(DataType::kInt32, RedOp::kSum, avg, 3).tolerance, 0);
 }
 
+TEST(Reference, BitwiseOpsSeeTheTwosComplementBits) {
+  const double int8s[] = {-1, 0x0f, -128};
+  EXPECT_EQ(reduce_reference(DataType::kInt8, RedOp::kBand, int8s, 3).value, 0);
+  EXPECT_EQ(reduce_reference(DataType::kInt8, RedOp::kBand, int8s, 2).value, 0x0f);
+  EXPECT_EQ(reduce_reference(DataType::kInt8, RedOp::kBor, int8s, 3).value, -1);
+  EXPECT_EQ(reduce_reference(DataType::kInt8, RedOp::kBxor, int8s, 3).value, 0x70);  // 0xf0 ^ 0x80
+  const double uint32s[] = {4000000000.0, 65535};
+  EXPECT_EQ(reduce_reference(DataType::kUint32, RedOp::kBxor, uint32s, 2).value, 4000045055.0);  // 0xee6b2800 ^ 0xffff
+  EXPECT_EQ(reduce_reference(DataType::kInt64, RedOp::kBor, int8s, 3).tolerance, 0);
+}
+
 TEST(Reference, FloatToleranceCoversRoundingButNotAnError) {
   const double xs[] = {1.0, 0x1.0p-24};
   const Expected e = reduce_reference(DataType::kFloat32, RedOp::kSum, xs, 2);

@@ -8,7 +8,8 @@
 // (prod: [0.5, 1.5), so many ranks neither overflow nor underflow), the full
 // range of 8-bit integers (sums and products wrap), bounded ranges of wider ones.
 // References: integers exactly, with the type's wrap-around (avg: the wrapped
-// sum divided, truncating, as NCCL); floats in double, within the rounding a
+// sum divided, truncating, as NCCL; band, bor, bxor on the two's complement
+// bits); floats in double, within the rounding a
 // ring of N ranks may add (N + 1 roundings of the sum's magnitude).
 
 #include <algorithm>
@@ -105,6 +106,9 @@ double reference(rrRedOp_t op, int ranks, size_t i, uint64_t seed, double* toler
       const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(x));
       if (op == rrSum || op == rrAvg) acc += u;
       if (op == rrProd) acc *= u;
+      if (op == rrBand) acc &= u;
+      if (op == rrBor) acc |= u;
+      if (op == rrBxor) acc ^= u;
       if (op == rrMax) best = std::max(best, x);
       if (op == rrMin) best = std::min(best, x);
     }

@@ -163,6 +163,9 @@ T integer_reference(rrRedOp_t op, bool divide, T a, T b, int divisor) {
     case rrProd: r = static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); break;
     case rrMax: r = a < b ? b : a; break;
     case rrMin: r = a < b ? a : b; break;
+    case rrBand: r = static_cast<T>(static_cast<uint64_t>(a) & static_cast<uint64_t>(b)); break;
+    case rrBor: r = static_cast<T>(static_cast<uint64_t>(a) | static_cast<uint64_t>(b)); break;
+    case rrBxor: r = static_cast<T>(static_cast<uint64_t>(a) ^ static_cast<uint64_t>(b)); break;
     default: r = static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); break;
   }
   if (op == rrAvg && divide) {
@@ -486,6 +489,29 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, DeviceReduceEveryDtypeOp,
                          ::testing::Combine(::testing::ValuesIn(kDtypes),
                                             ::testing::ValuesIn(kOps)),
                          case_name);
+
+// The bitwise ops, for the integer dtypes (the only ones that have them).
+const rrDataType_t kIntegerDtypes[] = {rrInt8, rrUint8, rrInt32, rrUint32, rrInt64, rrUint64};
+const rrRedOp_t kBitwiseOps[] = {rrBand, rrBor, rrBxor};
+INSTANTIATE_TEST_SUITE_P(IntegerDtypesBitwiseOps, DeviceReduceEveryDtypeOp,
+                         ::testing::Combine(::testing::ValuesIn(kIntegerDtypes),
+                                            ::testing::ValuesIn(kBitwiseOps)),
+                         case_name);
+
+// A bitwise op on a floating dtype is refused before anything is launched.
+TEST(DeviceReduce, BitwiseOpOnAFloatingDtypeIsRefused) {
+  DeviceBuffer buffer(64);
+  for (rrDataType_t dtype : {rrFloat16, rrFloat32, rrFloat64, rrBfloat16}) {
+    for (rrRedOp_t op : kBitwiseOps) {
+      Status s = device_reduce(buffer.data, buffer.data, buffer.data, 4, dtype, op, nullptr);
+      EXPECT_EQ(s.code(), Code::kInvalidArgument) << reduce::dtype_name(dtype) << " " << reduce::op_name(op);
+      EXPECT_NE(s.message().find(std::string("op ") + reduce::op_name(op) + " is not defined for datatype " +
+                                 reduce::dtype_name(dtype)),
+                std::string::npos)
+          << s.message();
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Single behaviours.

@@ -1,5 +1,7 @@
 // Multi-process collectives over UCX (allreduce, reduce-scatter, all-gather,
-// broadcast, reduce, gather, scatter, all-to-all, barrier, send/recv).
+// broadcast, reduce, gather, scatter, all-to-all, barrier, send/recv). The
+// bitwise ops, rrAllToAllv and tagged point-to-point have files of their own
+// in the same binary (collectives_env.hpp).
 // Every rank runs this binary under rr-run (env:// variables set) and every
 // rank runs the same tests in the same order, so each TEST is one collective
 // conversation.
@@ -25,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collectives_env.hpp"
 #include "reduce/half.hpp"
 
 // Counts every C++ allocation in the process, the library's included: the
@@ -52,12 +55,16 @@ void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
-namespace {
-
-rrComm_t g_comm = nullptr;        // default settings
-rrComm_t g_small_comm = nullptr;  // tiny chunks: many columns in flight even for small counts
+namespace collectives_env {
+rrComm_t g_comm = nullptr;
+rrComm_t g_small_comm = nullptr;
 int g_rank = 0;
 int g_size = 1;
+}  // namespace collectives_env
+
+namespace {
+
+using namespace collectives_env;
 
 class CommEnvironment : public ::testing::Environment {
  public:

@@ -76,6 +76,23 @@ TEST(AgainstOpenMpi, AllReduceReduceAndReduceScatter) {
   }
 }
 
+TEST(AgainstOpenMpi, BitwiseOps) {
+  const size_t block = 4099;
+  for (MpiOp op : {MpiOp{rrBand, MPI_BAND}, MpiOp{rrBor, MPI_BOR}, MpiOp{rrBxor, MPI_BXOR}}) {
+    auto ints = random_vector<int32_t>(block * static_cast<size_t>(g_size), 30 + op.rr);
+    auto wide = random_vector<uint64_t>(block * static_cast<size_t>(g_size), 40 + op.rr);
+    std::vector<int32_t> ours(ints.size()), theirs(ints.size());
+    ASSERT_EQ(rrAllReduce(ints.data(), ours.data(), ints.size(), rrInt32, op.rr, g_comm, nullptr), rrSuccess);
+    MPI_Allreduce(ints.data(), theirs.data(), static_cast<int>(ints.size()), MPI_INT32_T, op.mpi, MPI_COMM_WORLD);
+    expect_close(ours, theirs, "allreduce int32");
+    std::vector<uint64_t> ours_w(block), theirs_w(block);
+    ASSERT_EQ(rrReduceScatter(wide.data(), ours_w.data(), block, rrUint64, op.rr, g_comm, nullptr), rrSuccess);
+    MPI_Reduce_scatter_block(wide.data(), theirs_w.data(), static_cast<int>(block), MPI_UINT64_T, op.mpi,
+                             MPI_COMM_WORLD);
+    expect_close(ours_w, theirs_w, "reduce-scatter uint64");
+  }
+}
+
 TEST(AgainstOpenMpi, DataMovement) {
   const size_t block = 4099;
   const size_t n = static_cast<size_t>(g_size);

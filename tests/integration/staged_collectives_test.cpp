@@ -54,6 +54,7 @@ class CommEnvironment : public ::testing::Environment {
 const rrDataType_t kTypes[] = {rrInt8, rrUint8, rrInt32, rrUint32, rrInt64, rrUint64,
                                rrFloat16, rrBfloat16, rrFloat32, rrFloat64};
 const rrRedOp_t kOps[] = {rrSum, rrProd, rrMax, rrMin, rrAvg};
+const rrRedOp_t kBitwiseOps[] = {rrBand, rrBor, rrBxor};  // integer types only
 const size_t kSegmentBytes[] = {64, 1000};
 
 // "Device" memory of the host engine: plain bytes, poisoned, with a guard
@@ -123,6 +124,9 @@ std::vector<Case> every_case() {
   std::vector<Case> cases;
   for (rrDataType_t t : kTypes) {
     for (rrRedOp_t o : kOps) cases.push_back({t, o});
+    if (!reduce::is_floating(t)) {
+      for (rrRedOp_t o : kBitwiseOps) cases.push_back({t, o});
+    }
   }
   return cases;
 }
@@ -484,7 +488,7 @@ TEST(StagedSubmit, AFailedEnterEndsTheCallAndReleasesItsSegments) {
 TEST(StagedReduceScatter, MatchesDoubleReference) {
   memory::HostCopyEngine engine(std::chrono::microseconds(50));
   uint64_t seed = 100;
-  const Case cases[] = {{rrInt32, rrSum}, {rrFloat32, rrAvg}, {rrFloat16, rrMax}, {rrUint8, rrProd}};
+  const Case cases[] = {{rrInt32, rrSum}, {rrFloat32, rrAvg}, {rrFloat16, rrMax}, {rrUint8, rrProd}, {rrInt64, rrBxor}};
   for (const Case& c : cases) {
     for (size_t segment_bytes : kSegmentBytes) {
       for (size_t recvcount : {size_t{0}, size_t{1}, size_t{7}, size_t{301}}) {

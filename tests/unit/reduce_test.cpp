@@ -310,16 +310,22 @@ F ref_min(F a, F b) {
   return a < b ? a : b;
 }
 
-// a op b, with rrAvg as sum. Integers: exact arithmetic modulo 2^64, truncated.
+// a op b, with rrAvg as sum. Integers: exact arithmetic modulo 2^64,
+// truncated; the bitwise ops on the two's complement bits, widened to 64.
 template <typename T>
 T ref_binary(rrRedOp_t op, T a, T b) {
   if constexpr (kIsInt<T>) {
+    const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
     switch (op) {
       case rrSum:
-      case rrAvg: return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-      case rrProd: return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+      case rrAvg: return static_cast<T>(x + y);
+      case rrProd: return static_cast<T>(x * y);
       case rrMax: return a < b ? b : a;
-      default: return a < b ? a : b;
+      case rrMin: return a < b ? a : b;
+      case rrBand: return static_cast<T>(x & y);
+      case rrBor: return static_cast<T>(x | y);
+      case rrBxor: return static_cast<T>(x ^ y);
+      default: ADD_FAILURE() << "no reference for op " << op; return T{};
     }
   } else if constexpr (std::is_same_v<T, float>) {
     // The exact sum or product, rounded once to float by the cast (double has
@@ -531,6 +537,53 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, ReduceEveryDtypeOp,
                                             ::testing::ValuesIn(kOps)),
                          case_name);
 
+// The bitwise ops exist for the integer dtypes only.
+const rrDataType_t kIntegerDtypes[] = {rrInt8, rrUint8, rrInt32, rrUint32, rrInt64, rrUint64};
+const rrDataType_t kFloatingDtypes[] = {rrFloat16, rrFloat32, rrFloat64, rrBfloat16};
+const rrRedOp_t kBitwiseOps[] = {rrBand, rrBor, rrBxor};
+
+INSTANTIATE_TEST_SUITE_P(IntegerDtypesBitwiseOps, ReduceEveryDtypeOp,
+                         ::testing::Combine(::testing::ValuesIn(kIntegerDtypes),
+                                            ::testing::ValuesIn(kBitwiseOps)),
+                         case_name);
+
+TEST(Reduce, BitwiseOpsAreDefinedForIntegersOnly) {
+  for (rrDataType_t dtype : kIntegerDtypes) {
+    for (int op = 0; op < rrNumOps; ++op) {
+      EXPECT_TRUE(op_defined(dtype, static_cast<rrRedOp_t>(op))) << dtype_name(dtype) << " op " << op;
+    }
+  }
+  for (rrDataType_t dtype : kFloatingDtypes) {
+    for (rrRedOp_t op : kOps) EXPECT_TRUE(op_defined(dtype, op)) << dtype_name(dtype) << " " << op_name(op);
+    for (rrRedOp_t op : kBitwiseOps) {
+      EXPECT_FALSE(op_defined(dtype, op)) << dtype_name(dtype) << " " << op_name(op);
+    }
+    EXPECT_TRUE(is_floating(dtype));
+  }
+  for (rrRedOp_t op : kBitwiseOps) EXPECT_TRUE(is_bitwise(op)) << op_name(op);
+  for (rrRedOp_t op : kOps) EXPECT_FALSE(is_bitwise(op)) << op_name(op);
+  EXPECT_FALSE(op_defined(rrInt32, static_cast<rrRedOp_t>(rrNumOps)));
+  EXPECT_FALSE(op_defined(static_cast<rrDataType_t>(rrNumTypes), rrBand));
+}
+
+// Known values: signed types keep their sign bit through every op.
+TEST(Reduce, BitwiseOpsOnKnownValues) {
+  const std::vector<int8_t> a = {-1, -128, 0x55, 12}, b = {0x0f, 0x7f, -0x56, 10};
+  std::vector<int8_t> out(4);
+  reduce(out.data(), a.data(), b.data(), 4, rrInt8, rrBand);
+  EXPECT_EQ(out, (std::vector<int8_t>{0x0f, 0, 0, 8}));
+  reduce(out.data(), a.data(), b.data(), 4, rrInt8, rrBor);
+  EXPECT_EQ(out, (std::vector<int8_t>{-1, -1, -1, 14}));
+  reduce(out.data(), a.data(), b.data(), 4, rrInt8, rrBxor);
+  EXPECT_EQ(out, (std::vector<int8_t>{-16, -1, -1, 6}));
+  const std::vector<uint64_t> ua = {~uint64_t{0}, uint64_t{1} << 63}, ub = {uint64_t{1} << 40, 3};
+  std::vector<uint64_t> uout(2);
+  reduce_last(uout.data(), ua.data(), ub.data(), 2, rrUint64, rrBxor, 3);  // the divisor is avg's only
+  EXPECT_EQ(uout, (std::vector<uint64_t>{~(uint64_t{1} << 40), (uint64_t{1} << 63) | 3}));
+  finish(uout.data(), ua.data(), 2, rrUint64, rrBand, 3);  // a copy
+  EXPECT_EQ(uout, ua);
+}
+
 // The checks above can fail: on the same inputs every two ops give different
 // results somewhere, so a loop wired to the wrong op would be caught.
 TEST(Reduce, OpsAreDistinguishable) {
@@ -544,15 +597,16 @@ TEST(Reduce, OpsAreDistinguishable) {
         a[i] = random_value<T>(rng);
         b[i] = random_value<T>(rng);
       }
-      const rrRedOp_t ops[] = {rrSum, rrProd, rrMax, rrMin};
+      std::vector<rrRedOp_t> ops = {rrSum, rrProd, rrMax, rrMin};
+      if (!is_floating(dtype)) ops.insert(ops.end(), {rrBand, rrBor, rrBxor});
       std::vector<std::vector<T>> results;
       for (rrRedOp_t op : ops) {
         std::vector<T> out(count);
         reduce(out.data(), a.data(), b.data(), count, dtype, op);
         results.push_back(out);
       }
-      for (size_t i = 0; i < 4; ++i) {
-        for (size_t j = i + 1; j < 4; ++j) {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        for (size_t j = i + 1; j < ops.size(); ++j) {
           EXPECT_NE(std::memcmp(results[i].data(), results[j].data(), count * sizeof(T)), 0)
               << dtype_name(dtype) << ": " << op_name(ops[i]) << " == " << op_name(ops[j]);
         }
@@ -691,7 +745,9 @@ TEST(Reduce, Float16LoopsAgreeOnAnyBits) {
 
 TEST(Reduce, ZeroCountTouchesNothing) {
   for (rrDataType_t dtype : kDtypes) {
-    for (rrRedOp_t op : kOps) {
+    for (int raw_op = 0; raw_op < rrNumOps; ++raw_op) {
+      const auto op = static_cast<rrRedOp_t>(raw_op);
+      if (!op_defined(dtype, op)) continue;
       // Null pointers are fine with count 0.
       reduce(nullptr, nullptr, nullptr, 0, dtype, op);
       reduce_last(nullptr, nullptr, nullptr, 0, dtype, op, 2);
@@ -732,6 +788,10 @@ TEST(DtypeInfo, OpNames) {
   EXPECT_STREQ(op_name(rrMax), "max");
   EXPECT_STREQ(op_name(rrMin), "min");
   EXPECT_STREQ(op_name(rrAvg), "avg");
+  EXPECT_STREQ(op_name(rrBand), "band");
+  EXPECT_STREQ(op_name(rrBor), "bor");
+  EXPECT_STREQ(op_name(rrBxor), "bxor");
+  EXPECT_EQ(rrNumOps, 8);
   EXPECT_STREQ(op_name(static_cast<rrRedOp_t>(rrNumOps)), "unknown");
   for (int op = 0; op < rrNumOps; ++op) EXPECT_TRUE(valid_op(op));
   EXPECT_FALSE(valid_op(-1));
