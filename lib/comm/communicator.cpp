@@ -448,69 +448,6 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   return Status::Ok();
 }
 
-Status Communicator::gather(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
-  RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer("rrGather", "root", root));
-  const size_t bytes = count * reduce::dtype_size(dtype);
-  if (bytes == 0) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kGather, count, dtype, rrSum, root));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
-  if (rank_ != root) {
-    batch_->add_send(root, tag, send, bytes);
-  } else {
-    uint8_t* out = static_cast<uint8_t*>(recv);
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) {
-        if (out + static_cast<size_t>(peer) * bytes != send) std::memcpy(out + static_cast<size_t>(peer) * bytes, send, bytes);
-      } else {
-        batch_->add_recv(peer, tag, out + static_cast<size_t>(peer) * bytes, bytes);
-      }
-    }
-  }
-  return run_batch(*batch_, "gather #" + std::to_string(sequence_ - 1));
-}
-
-Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
-  RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer("rrScatter", "root", root));
-  const size_t bytes = count * reduce::dtype_size(dtype);
-  if (bytes == 0) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kScatter, count, dtype, rrSum, root));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
-  if (rank_ != root) {
-    batch_->add_recv(root, tag, recv, bytes);
-  } else {
-    const uint8_t* in = static_cast<const uint8_t*>(send);
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) {
-        if (in + static_cast<size_t>(peer) * bytes != recv) std::memcpy(recv, in + static_cast<size_t>(peer) * bytes, bytes);
-      } else {
-        batch_->add_send(peer, tag, in + static_cast<size_t>(peer) * bytes, bytes);
-      }
-    }
-  }
-  return run_batch(*batch_, "scatter #" + std::to_string(sequence_ - 1));
-}
-
-Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype) {
-  RR_RETURN_IF_ERROR(check_usable());
-  const size_t bytes = count * reduce::dtype_size(dtype);
-  if (bytes == 0) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllToAll, count, dtype, rrSum, -1));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
-  const uint8_t* in = static_cast<const uint8_t*>(send);
-  uint8_t* out = static_cast<uint8_t*>(recv);
-  std::memcpy(out + static_cast<size_t>(rank_) * bytes, in + static_cast<size_t>(rank_) * bytes, bytes);
-  // Start with the nearest peers on the ring so ranks do not all hit rank 0 at once.
-  for (int d = 1; d < size_; ++d) {
-    const int to = (rank_ + d) % size_;
-    const int from = (rank_ - d + size_) % size_;
-    batch_->add_recv(from, tag, out + static_cast<size_t>(from) * bytes, bytes);
-    batch_->add_send(to, tag, in + static_cast<size_t>(to) * bytes, bytes);
-  }
-  return run_batch(*batch_, "all-to-all #" + std::to_string(sequence_ - 1));
-}
-
 Status Communicator::barrier() {
   // One byte around the ring: no rank leaves before every rank has arrived.
   uint8_t token = 0;
@@ -518,37 +455,6 @@ Status Communicator::barrier() {
   if (size_ == 1) return Status::Ok();
   RR_RETURN_IF_ERROR(agree(wire::Collective::kBarrier, 0, rrUint8, rrSum, -1));
   return run_ring("barrier", &token, &token, 1, rrUint8, rrMax, 0, algo::RingPhases::kBoth);
-}
-
-Status Communicator::point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer,
-                                    bool grouped) {
-  RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer(is_send ? "rrSend" : "rrRecv", "peer", peer));
-  const size_t bytes = count * reduce::dtype_size(dtype);
-  exec::Batch& batch = grouped ? *group_ : *batch_;
-  if (is_send) {
-    batch.add_send(peer, exec::kP2pTag, buf, bytes);
-  } else {
-    batch.add_recv(peer, exec::kP2pTag, buf, bytes);
-  }
-  if (grouped) return Status::Ok();  // posted by flush_group()
-  if (peer == rank_) {
-    batch.clear();
-    return InvalidUsage(std::string(is_send ? "rrSend: a send to itself" : "rrRecv: a receive from itself") +
-                        " (peer=" + std::to_string(peer) +
-                        ") can only complete inside rrGroupStart/rrGroupEnd with its partner call");
-  }
-  return run_batch(batch, (is_send ? "send to rank " : "receive from rank ") + std::to_string(peer));
-}
-
-Status Communicator::flush_group() {
-  if (group_->size() == 0) return Status::Ok();
-  Status usable = check_usable();
-  if (!usable.ok()) {
-    group_->clear();  // nothing was posted: drop the queue
-    return usable;
-  }
-  return run_batch(*group_, "group of " + std::to_string(group_->size()) + " sends and receives");
 }
 
 Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {
@@ -614,57 +520,6 @@ Status Communicator::split(int color, int key, const Settings& settings, std::un
     }
   }
   *out = std::move(comm);
-  return Status::Ok();
-}
-
-Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer,
-                              transport::Completion* done) {
-  RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer(is_send ? "rrIsend" : "rrIrecv", "peer", peer));
-  const size_t bytes = count * reduce::dtype_size(dtype);
-  done->reset();
-  done->peer = peer;
-  if (bytes == 0) {
-    done->done = true;  // both sides skip empty messages
-    return Status::Ok();
-  }
-  return is_send ? transport_->post_send(peer, exec::kP2pTag, buf, bytes, done)
-                 : transport_->post_recv(peer, exec::kP2pTag, buf, bytes, done);
-}
-
-Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, bool block,
-                              bool* finished) {
-  const std::string what = std::string(is_send ? "send of " : "receive of ") + std::to_string(bytes) + " bytes " +
-                           (is_send ? "to" : "from") + " rank " + std::to_string(peer);
-  exec::WaitPolicy wait(transport_.get(), deadline(), this);
-  *finished = false;
-  for (;;) {
-    const bool moved = transport_->progress();
-    if (done.done) break;
-    Status interrupted = wait.interrupted();
-    if (!interrupted.ok()) return Status(interrupted.code(), what + ": " + interrupted.message());
-    Status alive = transport_->peer_status(peer);
-    if (!alive.ok()) return RemoteError(what + ": " + alive.message());
-    if (!block) return Status::Ok();
-    if (wait.expired()) {
-      return Timeout(what + ": rank " + std::to_string(rank_) + " waited " + std::to_string(settings_.timeout_ms) +
-                     " ms");
-    }
-    if (moved) {
-      wait.reset();
-    } else {
-      wait.idle();
-    }
-  }
-  *finished = true;
-  if (done.failed) {
-    return RemoteError(what + " failed: " + transport_->describe_error(done) +
-                       (is_send ? "" : " (a longer message than the receive's count?)"));
-  }
-  if (!is_send && done.bytes != bytes) {
-    return RemoteError(what + ": rank " + std::to_string(peer) + " sent " + std::to_string(done.bytes) +
-                       " bytes, expected " + std::to_string(bytes));
-  }
   return Status::Ok();
 }
 
