@@ -197,6 +197,24 @@ rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrD
 rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
                       rrComm_t comm, void* stream);
 
+/* Uneven all-to-all, as MPI_Alltoallv: rank r's recvbuff[rdispls[p] ...]
+ * (recvcounts[p] elements) = rank p's sendbuff[sdispls[r] ...] (its
+ * sendcounts[r] elements). Counts and displacements are in elements, indexed
+ * by peer rank, nranks of each; blocks may be empty and may lie anywhere in
+ * their buffer. My sendcounts[p] must equal rank p's recvcounts[me]: a count
+ * that disagrees fails the call on both ranks with rrInvalidUsage naming the
+ * peer (with RR_CHECK_ARGUMENTS=0, on the receiving rank with rrRemoteError,
+ * and on the others as its notice arrives), never a hang or a truncation.
+ * The send blocks and the receive blocks must not overlap (there is no
+ * in-place form). Host buffers only: device buffers are refused with
+ * rrInvalidArgument naming the buffer (copy them to the host, or use
+ * rrAllToAll); with host buffers, stream orders the call as for the other
+ * collectives. The arrays are read during the call (a stream-ordered call
+ * copies them): the caller may reuse them once it returns. */
+rrResult_t rrAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                       void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                       rrDataType_t datatype, rrComm_t comm, void* stream);
+
 /* Returns on each rank once every rank has called it. */
 rrResult_t rrBarrier(rrComm_t comm, void* stream);
 
@@ -250,6 +268,10 @@ rrResult_t rrScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount
                           int root, rrComm_t comm, rrRequest_t* request);
 rrResult_t rrAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
                            rrComm_t comm, rrRequest_t* request);
+/* Copies the four arrays at the call: the caller may free them at once. */
+rrResult_t rrAllToAllvAsync(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                            void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                            rrDataType_t datatype, rrComm_t comm, rrRequest_t* request);
 rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request);
 
 /* Observability. Payload bytes this rank has sent to / received from `peer`

@@ -2,8 +2,11 @@
 // each checks its arguments, routes the call (routing.cpp) and hands the
 // communicator a body that runs it.
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "api/internal.hpp"
 #include "reduce/reduce.hpp"
@@ -149,6 +152,105 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
       [=](const rr::StagedCollectives& staged) { return staged.all_to_all(sendbuff, recvbuff, count, datatype); });
 }
 
+namespace {
+
+// rrAllToAllv's four arrays, size() entries each. A call that outlives its
+// caller's arrays (Async, stream-ordered) points into a copy it owns.
+struct BlockLayout {
+  const size_t* sendcounts;
+  const size_t* sdispls;
+  const size_t* recvcounts;
+  const size_t* rdispls;
+  std::shared_ptr<const std::vector<size_t>> copy;
+
+  void own(size_t n) {
+    auto v = std::make_shared<std::vector<size_t>>();
+    v->reserve(4 * n);
+    for (const size_t* a : {sendcounts, sdispls, recvcounts, rdispls}) v->insert(v->end(), a, a + n);
+    sendcounts = v->data();
+    sdispls = v->data() + n;
+    recvcounts = v->data() + 2 * n;
+    rdispls = v->data() + 3 * n;
+    copy = std::move(v);
+  }
+};
+
+// One side of rrAllToAllv: its arrays are given, no block overflows, and
+// the buffer is there when a block is not empty. [*lo, *hi) is the byte
+// range its nonempty blocks span (lo == hi: none).
+rr::Status check_blocks_v(const char* buf_name, const void* buf, const char* counts_name, const size_t* counts,
+                          const char* displs_name, const size_t* displs, size_t n, size_t elem, size_t* lo,
+                          size_t* hi) {
+  const std::string call = "rrAllToAllv: ";
+  if (!counts) return rr::InvalidArgument(call + counts_name + " is NULL");
+  if (!displs) return rr::InvalidArgument(call + displs_name + " is NULL");
+  *lo = SIZE_MAX;
+  *hi = 0;
+  for (size_t p = 0; p < n; ++p) {
+    if (counts[p] == 0) continue;
+    const std::string at = "[" + std::to_string(p) + "]";
+    if (!buf) {
+      return rr::InvalidArgument(call + buf_name + " is NULL with " + counts_name + at + "=" +
+                                 std::to_string(counts[p]));
+    }
+    if (displs[p] > SIZE_MAX - counts[p] || displs[p] + counts[p] > SIZE_MAX / elem) {
+      return rr::InvalidArgument(call + displs_name + at + "=" + std::to_string(displs[p]) + " + " + counts_name + at +
+                                 "=" + std::to_string(counts[p]) + " overflows");
+    }
+    *lo = std::min(*lo, displs[p] * elem);
+    *hi = std::max(*hi, (displs[p] + counts[p]) * elem);
+  }
+  if (*hi == 0) *lo = 0;
+  return rr::Status::Ok();
+}
+
+}  // namespace
+
+static rrResult_t all_to_all_v_call(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                    void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                    rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
+  const char* call = "rrAllToAllv";
+  rr::Status s = check_call(call, comm, datatype, nullptr, stream);
+  size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
+  const size_t n = s.ok() ? static_cast<size_t>(comm->impl->size()) : 0;
+  const size_t elem = rr::reduce::dtype_size(datatype);
+  if (s.ok()) s = check_blocks_v("sendbuff", sendbuff, "sendcounts", sendcounts, "sdispls", sdispls, n, elem, &send_lo, &send_hi);
+  if (s.ok()) s = check_blocks_v("recvbuff", recvbuff, "recvcounts", recvcounts, "rdispls", rdispls, n, elem, &recv_lo, &recv_hi);
+  if (s.ok() && send_hi > send_lo && recv_hi > recv_lo) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(sendbuff), b = reinterpret_cast<uintptr_t>(recvbuff);
+    if (a + send_lo < b + recv_hi && b + recv_lo < a + send_hi) {
+      s = rr::InvalidArgument(std::string(call) + ": the send blocks (sendbuff bytes " + std::to_string(send_lo) + ".." +
+                              std::to_string(send_hi) + ") and the receive blocks (recvbuff bytes " +
+                              std::to_string(recv_lo) + ".." + std::to_string(recv_hi) +
+                              ") overlap (all-to-all-v has no in-place form)");
+    }
+  }
+  // Device buffers are refused below, the Async form's too (route() would
+  // point that one to the blocking form, which refuses them as well).
+  Route r;
+  if (s.ok()) s = route(call, stream, /*async=*/false, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok() && r.staged) {
+    s = rr::InvalidArgument(std::string(call) + ": " + r.device_buffer +
+                            " is device memory; rrAllToAllv takes host buffers (copy the blocks to the host, or use "
+                            "rrAllToAll, which takes device buffers)");
+  }
+  BlockLayout layout{sendcounts, sdispls, recvcounts, rdispls, nullptr};
+  if (s.ok() && (request || r.stream_ordered)) {
+    const rrResult_t copied = guarded(comm, [&] {
+      layout.own(n);
+      return rrSuccess;
+    });
+    if (copied != rrSuccess) return copied;
+  }
+  return dispatch_routed(
+      comm, s, call, r, stream, request,
+      [=] {
+        return comm->impl->all_to_all_v(sendbuff, layout.sendcounts, layout.sdispls, recvbuff, layout.recvcounts,
+                                        layout.rdispls, datatype);
+      },
+      nullptr);
+}
+
 static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
   Route r;
@@ -226,6 +328,21 @@ RR_API rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count,
 RR_API rrResult_t rrAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllAsync: request is NULL");
   return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, nullptr, request);
+}
+
+RR_API rrResult_t rrAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                              const size_t* recvcounts, const size_t* rdispls, rrDataType_t datatype, rrComm_t comm,
+                              void* stream) {
+  return all_to_all_v_call(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, stream,
+                           nullptr);
+}
+
+RR_API rrResult_t rrAllToAllvAsync(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                   void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                   rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllvAsync: request is NULL");
+  return all_to_all_v_call(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, nullptr,
+                           request);
 }
 
 RR_API rrResult_t rrBarrier(rrComm_t comm, void* stream) {

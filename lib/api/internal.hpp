@@ -104,7 +104,8 @@ rr::Status check_root(const char* call, rrComm_t comm, int root);
 struct Route {
   bool stream_ordered = false;
   bool staged = false;
-  int device = -1;  // the device buffers' GPU
+  int device = -1;                       // the device buffers' GPU
+  const char* device_buffer = nullptr;  // the first of them, for a call that refuses them
 };
 
 struct Buffer {

@@ -93,6 +93,7 @@ rr::Status route(const char* call, void* stream, bool async, std::initializer_li
                                "stream with " + call + ")");
   }
   r.staged = device != nullptr;
+  r.device_buffer = device ? device->name : nullptr;
   r.stream_ordered = r.staged || stream != nullptr;
   *out = r;
   return rr::Status::Ok();

@@ -63,6 +63,8 @@ Status Communicator::init() {
   chain_ = std::make_unique<exec::ChainExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_, rank_);
   batch_ = std::make_unique<exec::Batch>(transport_.get());
   batch_->reserve(2 * static_cast<size_t>(size_));
+  counts_out_.assign(2 * static_cast<size_t>(size_), 0);
+  counts_in_.assign(2 * static_cast<size_t>(size_), 0);
   group_ = std::make_unique<exec::Batch>(transport_.get());
   if (size_ > 1) {
     control_ = std::make_unique<ControlChannel>(transport_.get());

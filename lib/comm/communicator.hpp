@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "algo/ring.hpp"
 #include "comm/control.hpp"
@@ -72,6 +73,13 @@ class Communicator : public exec::Interrupt {
   Status gather(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
   Status scatter(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
   Status all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype);
+  // MPI_Alltoallv: recv[rdispls[p] ...] (recvcounts[p] elements) = rank p's
+  // send[its sdispls[rank] ...]; counts and displacements in elements,
+  // size() of each. A count that disagrees with the peer's fails the call
+  // (naming the peer) on every rank. Checked by lib/api/: the arrays, and
+  // that no block overflows or overlaps the other buffer.
+  Status all_to_all_v(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
+                      const size_t* recvcounts, const size_t* rdispls, rrDataType_t dtype);
   Status barrier();
 
   // Point-to-point. Inside a group (group_depth > 0) they are queued and
@@ -148,6 +156,9 @@ class Communicator : public exec::Interrupt {
   Status gather_timeouts(const Status& timeout);
   Status check_peer(const char* what, const char* name, int peer) const;
   Status point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
+  // all_to_all_v's count check (RR_CHECK_ARGUMENTS): every pair of ranks
+  // swaps what each sends the other and expects from it.
+  Status agree_counts(const size_t* sendcounts, const size_t* recvcounts);
   // Runs `batch_` as operation `name`, marking the communicator unusable when
   // a failure may have left transfers in flight.
   Status run_batch(exec::Batch& batch, const std::string& name);
@@ -186,6 +197,8 @@ class Communicator : public exec::Interrupt {
   uint8_t header_out_[wire::kOpHeaderBytes] = {};
   uint8_t header_left_[wire::kOpHeaderBytes] = {};
   uint8_t header_right_[wire::kOpHeaderBytes] = {};
+  // agree_counts(): [peer][sends, expects], ours and theirs (sized at init).
+  std::vector<uint64_t> counts_out_, counts_in_;
 #if RR_HAVE_CUDA
   std::mutex stream_order_mutex_;
   std::unique_ptr<StreamOrder> stream_order_;  // made at the first stream-ordered call

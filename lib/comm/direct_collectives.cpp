@@ -1,6 +1,6 @@
-// The direct collectives: gather, scatter and all-to-all, each one batch of
-// sends and receives posted at once (exec/batch.hpp), tagged with the
-// operation's sequence number.
+// The direct collectives: gather, scatter, all-to-all and all-to-all-v, each
+// one batch of sends and receives posted at once (exec/batch.hpp), tagged
+// with the operation's sequence number.
 
 #include <cstring>
 #include <string>
@@ -10,6 +10,19 @@
 #include "reduce/reduce.hpp"
 
 namespace rr {
+
+namespace {
+
+// "all-to-all-v #7: rank 0 sends 3 elements to rank 2 (its sendcounts[2]),
+// but rank 2 expects 2 (its recvcounts[0])"; built only on a mismatch.
+Status count_mismatch(uint64_t sequence, int from, int to, uint64_t sends, uint64_t expects) {
+  const std::string f = std::to_string(from), t = std::to_string(to);
+  return InvalidUsage("all-to-all-v #" + std::to_string(sequence) + ": rank " + f + " sends " + std::to_string(sends) +
+                      " elements to rank " + t + " (its sendcounts[" + t + "]), but rank " + t + " expects " +
+                      std::to_string(expects) + " (its recvcounts[" + f + "])");
+}
+
+}  // namespace
 
 Status Communicator::gather(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
   RR_RETURN_IF_ERROR(check_usable());
@@ -72,6 +85,74 @@ Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDa
     batch_->add_send(to, tag, in + static_cast<size_t>(to) * bytes, bytes);
   }
   return run_batch(*batch_, "all-to-all #" + std::to_string(sequence_ - 1));
+}
+
+Status Communicator::agree_counts(const size_t* sendcounts, const size_t* recvcounts) {
+  // Each peer gets what this rank sends it and expects from it, and answers
+  // in kind, so both ranks of a pair that disagree see it before any data
+  // moves (the others then hear it from them). The same sequence as the
+  // operation header, at the header step's next column.
+  const uint64_t tag = exec::collective_tag(sequence_, exec::kHeaderStep, 1);
+  const size_t pair_bytes = 2 * sizeof(uint64_t);  // native order: every host we run on is little-endian
+  for (int p = 0; p < size_; ++p) {
+    const size_t k = 2 * static_cast<size_t>(p);
+    counts_out_[k] = sendcounts[p];
+    counts_out_[k + 1] = recvcounts[p];
+    if (p == rank_) continue;
+    batch_->add_recv(p, tag, &counts_in_[k], pair_bytes);
+    batch_->add_send(p, tag, &counts_out_[k], pair_bytes);
+  }
+  static const std::string kName = "all-to-all-v count check";  // no allocation per call
+  Status exchanged = batch_->run(kName, deadline(), this);
+  batch_->clear();
+  if (!exchanged.ok()) return fail_operation(exchanged);
+  auto mismatch = [&](int from, int to, uint64_t sends, uint64_t expects) {
+    return fail_operation(count_mismatch(sequence_, from, to, sends, expects), wire::NoticeKind::kMismatch);
+  };
+  for (int p = 0; p < size_; ++p) {
+    const size_t k = 2 * static_cast<size_t>(p);
+    if (p == rank_) continue;
+    if (counts_in_[k] != recvcounts[p]) return mismatch(p, rank_, counts_in_[k], recvcounts[p]);
+    if (counts_in_[k + 1] != sendcounts[p]) return mismatch(rank_, p, sendcounts[p], counts_in_[k + 1]);
+  }
+  return Status::Ok();
+}
+
+Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
+                                  const size_t* recvcounts, const size_t* rdispls, rrDataType_t dtype) {
+  RR_RETURN_IF_ERROR(check_usable());
+  const size_t elem = reduce::dtype_size(dtype);
+  // No local no-op, even when every count here is 0: a peer may still
+  // expect something from this rank, and must hear that it gets nothing.
+  if (size_ > 1) {
+    RR_RETURN_IF_ERROR(agree(wire::Collective::kAllToAllv, 0, dtype, rrSum, -1));
+    if (settings_.check_arguments) RR_RETURN_IF_ERROR(agree_counts(sendcounts, recvcounts));
+  }
+  const size_t self = static_cast<size_t>(rank_);
+  if (sendcounts[self] != recvcounts[self]) {
+    Status mismatch = count_mismatch(sequence_, rank_, rank_, sendcounts[self], recvcounts[self]);
+    // The others are waiting for this rank's blocks: they hear why not.
+    return size_ > 1 ? fail_operation(mismatch, wire::NoticeKind::kMismatch) : mismatch;
+  }
+  const uint8_t* in = static_cast<const uint8_t*>(send);
+  uint8_t* out = static_cast<uint8_t*>(recv);
+  if (sendcounts[self] > 0) std::memcpy(out + rdispls[self] * elem, in + sdispls[self] * elem, sendcounts[self] * elem);
+  if (size_ == 1) return Status::Ok();
+  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  // Every pair exchanges a message, empty ones too: without the count check
+  // (RR_CHECK_ARGUMENTS=0) the receiver still sees a count that disagrees,
+  // as a short or truncated message, and tells the others. Nearest peers on
+  // the ring first, as all_to_all.
+  for (int d = 1; d < size_; ++d) {
+    const size_t to = static_cast<size_t>((rank_ + d) % size_);
+    const size_t from = static_cast<size_t>((rank_ - d + size_) % size_);
+    // (An empty block's displacement is not looked at: its buffer may be NULL.)
+    batch_->add_recv(static_cast<int>(from), tag, recvcounts[from] ? out + rdispls[from] * elem : nullptr,
+                     recvcounts[from] * elem, true);
+    batch_->add_send(static_cast<int>(to), tag, sendcounts[to] ? in + sdispls[to] * elem : nullptr,
+                     sendcounts[to] * elem, true);
+  }
+  return run_batch(*batch_, "all-to-all-v #" + std::to_string(sequence_ - 1));
 }
 
 }  // namespace rr

@@ -37,6 +37,7 @@ const char* collective_name(Collective c) {
     case Collective::kScatter: return "scatter";
     case Collective::kAllToAll: return "all-to-all";
     case Collective::kBarrier: return "barrier";
+    case Collective::kAllToAllv: return "all-to-all-v";
   }
   return "unknown collective";
 }
@@ -44,8 +45,8 @@ const char* collective_name(Collective c) {
 std::string OpHeader::describe() const {
   std::string text = std::string(collective_name(collective)) + " #" + std::to_string(sequence);
   if (collective == Collective::kBarrier) return text;
-  text += " (count=" + std::to_string(count);
-  text += ", dtype=" + std::string(reduce::valid_dtype(dtype) ? reduce::dtype_name(static_cast<rrDataType_t>(dtype))
+  text += collective == Collective::kAllToAllv ? " (" : " (count=" + std::to_string(count) + ", ";
+  text += "dtype=" + std::string(reduce::valid_dtype(dtype) ? reduce::dtype_name(static_cast<rrDataType_t>(dtype))
                                                               : "invalid");
   const bool reduces = collective == Collective::kAllReduce || collective == Collective::kReduceScatter ||
                        collective == Collective::kReduce;

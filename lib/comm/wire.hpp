@@ -39,7 +39,8 @@ enum class Collective : uint8_t {
   kScatter,
   kAllToAll,
   kBarrier,
-  kLast = kBarrier,
+  kAllToAllv,  // count 0: the counts differ by rank and are compared pairwise (Communicator::all_to_all_v)
+  kLast = kAllToAllv,
 };
 const char* collective_name(Collective c);
 

@@ -7,22 +7,30 @@
 
 namespace rr::exec {
 
-void Batch::add_send(int peer, uint64_t tag, const void* buf, size_t bytes) {
+namespace {
+// Where an empty transfer points when its buffer may be NULL: transports
+// need not accept a NULL buffer even for zero bytes.
+uint8_t empty_buffer[1];
+}  // namespace
+
+void Batch::add_send(int peer, uint64_t tag, const void* buf, size_t bytes, bool post_empty) {
   Transfer t;
   t.is_send = true;
   t.peer = peer;
   t.tag = tag;
-  t.buf = const_cast<void*>(buf);
+  t.buf = bytes == 0 ? empty_buffer : const_cast<void*>(buf);
   t.bytes = bytes;
+  t.post_empty = post_empty;
   transfers_.push_back(t);
 }
 
-void Batch::add_recv(int peer, uint64_t tag, void* buf, size_t bytes) {
+void Batch::add_recv(int peer, uint64_t tag, void* buf, size_t bytes, bool post_empty) {
   Transfer t;
   t.peer = peer;
   t.tag = tag;
-  t.buf = buf;
+  t.buf = bytes == 0 ? empty_buffer : buf;
   t.bytes = bytes;
+  t.post_empty = post_empty;
   transfers_.push_back(t);
 }
 
@@ -52,7 +60,7 @@ Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point
   for (int pass = 0; pass < 2 && status.ok(); ++pass) {
     for (Transfer& t : transfers_) {
       if (t.is_send != (pass == 1)) continue;
-      if (t.bytes == 0) continue;  // both sides skip empty messages
+      if (t.bytes == 0 && !t.post_empty) continue;  // both sides skip empty messages
       status = t.is_send ? transport_->post_send(t.peer, t.tag, t.buf, t.bytes, &t.done)
                          : transport_->post_recv(t.peer, t.tag, t.buf, t.bytes, &t.done);
       if (!status.ok()) {

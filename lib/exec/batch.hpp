@@ -24,6 +24,9 @@ struct Transfer {
   uint64_t tag = 0;
   void* buf = nullptr;  // const for sends
   size_t bytes = 0;
+  // Posted even when empty, so that the receiver sees a count that
+  // disagrees with its own (all-to-all-v); otherwise both sides skip it.
+  bool post_empty = false;
   transport::Completion done;
 };
 
@@ -34,8 +37,10 @@ class Batch {
   void clear() { transfers_.clear(); }
   // Keeps room for `n` transfers so that add() does not allocate on the data path.
   void reserve(size_t n) { transfers_.reserve(n); }
-  void add_send(int peer, uint64_t tag, const void* buf, size_t bytes);
-  void add_recv(int peer, uint64_t tag, void* buf, size_t bytes);
+  // An empty transfer (bytes == 0) is skipped unless `post_empty`: then it
+  // is a zero-byte message, which a receive of any other size fails on.
+  void add_send(int peer, uint64_t tag, const void* buf, size_t bytes, bool post_empty = false);
+  void add_recv(int peer, uint64_t tag, void* buf, size_t bytes, bool post_empty = false);
   size_t size() const { return transfers_.size(); }
 
   // Posts every receive, then every send, and waits until all completed, a

@@ -360,6 +360,23 @@ TEST(DeviceErrors, MixedAsyncAndPointToPointAreRefusedNamingTheBuffer) {
   ASSERT_EQ(rrSend(device.data, 256, rrFloat32, (g_rank + 1) % g_size, g_comm, nullptr), rrInvalidArgument);
   EXPECT_NE(std::string(rrGetLastError(g_comm)).find("sendbuff is device memory"), std::string::npos)
       << rrGetLastError(g_comm);
+  // rrAllToAllv takes host buffers only, on a stream or not, Async or not.
+  const std::vector<size_t> ones(static_cast<size_t>(g_size), 1), displs = [&] {
+    std::vector<size_t> d(static_cast<size_t>(g_size));
+    for (size_t p = 0; p < d.size(); ++p) d[p] = p;
+    return d;
+  }();
+  DeviceBuffer device_recv(1024);
+  ASSERT_EQ(rrAllToAllv(device.data, ones.data(), displs.data(), device_recv.data, ones.data(), displs.data(),
+                        rrFloat32, g_comm, g_stream),
+            rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("rrAllToAllv: sendbuff is device memory"), std::string::npos)
+      << rrGetLastError(g_comm);
+  ASSERT_EQ(rrAllToAllvAsync(host.data(), ones.data(), displs.data(), device_recv.data, ones.data(), displs.data(),
+                             rrFloat32, g_comm, &request),
+            rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("recvbuff is device memory"), std::string::npos)
+      << rrGetLastError(g_comm);
   // None of them broke the communicator.
   rrResult_t async = rrSuccess;
   ASSERT_RR(rrCommGetAsyncError(g_comm, &async));
