@@ -1,0 +1,68 @@
+// ringreduce._torch: the ProcessGroup class that ringreduce.torch registers
+// as torch.distributed's backend "ringreduce", and the unique id it passes
+// through the group's store.
+
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <cstring>
+#include <string>
+
+#include "errors.hpp"
+#include "process_group.hpp"
+
+namespace py = pybind11;
+using ringreduce_torch::ProcessGroupRingreduce;
+
+PYBIND11_MODULE(_torch, m) {
+  m.doc() = "ringreduce's torch.distributed backend (see ringreduce.torch)";
+  // c10d::ProcessGroup's Python type, the base class below.
+  py::module_::import("torch.distributed");
+
+  // The backend's failures as ringreduce.Error subclasses, which are
+  // RuntimeErrors as torch.distributed's users expect; Work.wait() raises
+  // them too (translators are shared with torch's bindings).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ringreduce_torch::Error& e) {
+      py::object error = py::module_::import("ringreduce.errors").attr("from_result")(static_cast<int>(e.result()), e.what());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+    }
+  });
+
+  m.def(
+      "unique_id",
+      [] {
+        rrUniqueId id;
+        ringreduce_torch::check_result(rrGetUniqueId(&id), "unique id");
+        return py::bytes(id.internal, RR_UNIQUE_ID_BYTES);
+      },
+      "A new unique id: this process serves the rendezvous of the communicator it names.");
+
+  py::class_<ProcessGroupRingreduce, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupRingreduce>>(
+      m, "ProcessGroupRingreduce",
+      "torch.distributed's backend 'ringreduce': a c10d ProcessGroup over one ringreduce communicator.")
+      .def(py::init([](int rank, int size, const std::string& unique_id, std::chrono::milliseconds timeout) {
+             if (unique_id.size() != RR_UNIQUE_ID_BYTES) {
+               throw ringreduce_torch::Error(rrInvalidArgument,
+                                             "ringreduce init: unique_id has " + std::to_string(unique_id.size()) +
+                                                 " bytes, expected " + std::to_string(RR_UNIQUE_ID_BYTES));
+             }
+             rrUniqueId id;
+             std::memcpy(id.internal, unique_id.data(), RR_UNIQUE_ID_BYTES);
+             py::gil_scoped_release no_gil;  // every rank waits here for the others
+             return c10::make_intrusive<ProcessGroupRingreduce>(rank, size, id, timeout);
+           }),
+           py::arg("rank"), py::arg("size"), py::arg("unique_id"), py::arg("timeout"),
+           "Joins the communicator named by unique_id (made by group rank 0); timeout bounds every operation.")
+      .def("abort", &ProcessGroupRingreduce::abort, py::call_guard<py::gil_scoped_release>(),
+           "Ends the communicator now: operations in flight fail here at once, and at the peers naming this rank.")
+      .def("async_error",
+           [](const ProcessGroupRingreduce& pg) {
+             rrResult_t error = rrSuccess;
+             ringreduce_torch::check_result(rrCommGetAsyncError(pg.comm(), &error), "async_error");
+             return static_cast<int>(error);
+           },
+           "rrCommGetAsyncError: 0 while the communicator is healthy, else the result code that broke it.");
+}

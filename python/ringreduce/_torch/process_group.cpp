@@ -1,0 +1,486 @@
+#include "process_group.hpp"
+
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <utility>
+
+#include "errors.hpp"
+#include "tensors.hpp"
+
+namespace ringreduce_torch {
+
+namespace {
+
+std::string str(const char* op_name, const std::string& what) {
+  return std::string("ringreduce ") + op_name + ": " + what;
+}
+
+void check_root_tensor(const char* op_name, int64_t root_tensor) {
+  if (root_tensor != 0) {
+    throw Error(rrInvalidArgument, str(op_name, "rootTensor=" + std::to_string(root_tensor) +
+                                                    " is out of range for one tensor per process"));
+  }
+}
+
+void check_count(const char* op_name, const char* what, size_t got, size_t expected) {
+  if (got != expected) {
+    throw Error(rrInvalidArgument, str(op_name, std::string(what) + " holds " + std::to_string(got) +
+                                                    " entries, expected " + std::to_string(expected)));
+  }
+}
+
+void check_same_dtype(const char* op_name, const at::Tensor& output, const at::Tensor& input) {
+  check_cpu_dense(op_name, output);
+  check_cpu_dense(op_name, input);
+  if (output.scalar_type() != input.scalar_type()) {
+    throw Error(rrInvalidArgument, str(op_name, "output dtype " + std::string(c10::toString(output.scalar_type())) +
+                                                    " differs from input dtype " + c10::toString(input.scalar_type())));
+  }
+}
+
+// Element counts and displacements of all-to-all's blocks along dim 0: from
+// `split_sizes` (rows per peer), or equal blocks when it is empty.
+struct Blocks {
+  std::vector<size_t> counts;
+  std::vector<size_t> displs;
+};
+
+Blocks blocks_of(const char* op_name, const char* what, const at::Tensor& t, const std::vector<int64_t>& split_sizes,
+                 int size) {
+  if (t.dim() == 0) throw Error(rrInvalidArgument, str(op_name, std::string(what) + " is a scalar (0-dim) tensor"));
+  const int64_t rows = t.size(0);
+  const int64_t row_elems = rows == 0 ? 0 : t.numel() / rows;
+  std::vector<int64_t> splits = split_sizes;
+  if (splits.empty()) {
+    if (rows % size != 0) {
+      throw Error(rrInvalidArgument, str(op_name, std::string(what) + "'s first dimension (" + std::to_string(rows) +
+                                                      ") does not divide into " + std::to_string(size) +
+                                                      " equal blocks; pass split sizes"));
+    }
+    splits.assign(size, rows / size);
+  }
+  check_count(op_name, what == std::string("input") ? "input_split_sizes" : "output_split_sizes", splits.size(), size);
+  int64_t sum = 0;
+  for (int64_t s : splits) {
+    if (s < 0) throw Error(rrInvalidArgument, str(op_name, "a split size is negative: " + std::to_string(s)));
+    sum += s;
+  }
+  if (sum != rows) {
+    throw Error(rrInvalidArgument, str(op_name, std::string(what) + " split sizes add up to " + std::to_string(sum) +
+                                                    " rows, the tensor has " + std::to_string(rows)));
+  }
+  Blocks b;
+  size_t offset = 0;
+  for (int64_t s : splits) {
+    b.counts.push_back(static_cast<size_t>(s * row_elems));
+    b.displs.push_back(offset);
+    offset += static_cast<size_t>(s * row_elems);
+  }
+  return b;
+}
+
+Blocks blocks_of_list(const std::vector<at::Tensor>& tensors) {
+  Blocks b;
+  size_t offset = 0;
+  for (const at::Tensor& t : tensors) {
+    b.counts.push_back(static_cast<size_t>(t.numel()));
+    b.displs.push_back(offset);
+    offset += static_cast<size_t>(t.numel());
+  }
+  return b;
+}
+
+std::function<void()> copy_back_if_needed(const Staged& s) {
+  if (!s.needs_copy_back()) return nullptr;
+  return [s] { copy_back({s}); };
+}
+
+}  // namespace
+
+ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id,
+                                               std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size) {
+  rrConfig_t config = RR_CONFIG_INITIALIZER;
+  config.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
+  check_result(rrCommInitRankConfig(&comm_, size, unique_id, rank, &config), "init");
+  completer_ = std::make_unique<Completer>();
+  init();
+}
+
+ProcessGroupRingreduce::~ProcessGroupRingreduce() {
+  // The last reference may go from Python (the group's object) or from a
+  // thread that holds the GIL: waiting for the Completer with it held would
+  // stop future callbacks that need it.
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  completer_.reset();
+  std::vector<std::shared_ptr<PointToPoint>> in_flight;
+  {
+    std::lock_guard<std::mutex> lock(p2p_mutex_);
+    in_flight.swap(p2p_in_flight_);
+  }
+  for (auto& p : in_flight) {
+    std::lock_guard<std::mutex> lock(p->mutex);
+    if (p->request) (void)rrWait(p->request);  // a dropped Work's transfer may still write its tensor
+    p->request = nullptr;
+  }
+  if (!aborted_) (void)rrCommDestroy(comm_);
+}
+
+void ProcessGroupRingreduce::abort() {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  if (aborted_) return;
+  aborted_ = true;
+  (void)rrCommAbort(comm_);
+}
+
+void ProcessGroupRingreduce::check_open(const char* op_name) const {
+  if (aborted_) throw Error(rrInvalidUsage, str(op_name, "the process group was aborted"));
+}
+
+template <typename Issue>
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType type, const char* op_name,
+                                                                  std::vector<at::Tensor> outputs,
+                                                                  std::vector<at::Tensor> keep_alive,
+                                                                  std::function<void()> on_success, Issue&& issue) {
+  auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, std::move(outputs), std::move(keep_alive),
+                                                  std::move(on_success));
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  check_open(op_name);
+  rrRequest_t request = nullptr;
+  check_result(issue(&request), op_name);
+  work->set_request(request);
+  completer_->add(work);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at::Tensor>& tensors,
+                                                                 const c10d::BroadcastOptions& opts) {
+  static constexpr const char* kOp = "broadcast";
+  check_single(kOp, tensors);
+  check_rank(kOp, "root", opts.rootRank, size_);
+  check_root_tensor(kOp, opts.rootTensor);
+  const int root = static_cast<int>(opts.rootRank);
+  Staged s = stage(tensors[0], /*copy_in=*/rank_ == root);
+  const rrDataType_t dtype = engine_dtype(kOp, s.engine);
+  void* buf = s.engine.data_ptr();
+  const size_t count = s.engine.numel();
+  return collective(c10d::OpType::BROADCAST, kOp, tensors, {s.engine}, copy_back_if_needed(s),
+                    [&](rrRequest_t* r) { return rrBroadcastAsync(buf, buf, count, dtype, root, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at::Tensor>& tensors,
+                                                                 const c10d::AllreduceOptions& opts) {
+  static constexpr const char* kOp = "allreduce";
+  check_single(kOp, tensors);
+  const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
+  const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
+  Staged s = stage(tensors[0], true);
+  void* buf = s.engine.data_ptr();
+  const size_t count = s.engine.numel();
+  return collective(c10d::OpType::ALLREDUCE, kOp, tensors, {s.engine}, copy_back_if_needed(s),
+                    [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  static constexpr const char* kOp = "allreduce_coalesced";
+  if (tensors.empty()) throw Error(rrInvalidArgument, str(kOp, "the tensor list is empty"));
+  check_like(kOp, tensors[0], tensors, /*same_shape=*/false);
+  const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
+  const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
+  at::Tensor flat = flatten(tensors);
+  void* buf = flat.data_ptr();
+  const size_t count = flat.numel();
+  std::vector<at::Tensor> outputs = tensors;
+  return collective(c10d::OpType::ALLREDUCE_COALESCED, kOp, tensors, {flat},
+                    [flat, outputs] { copy_out(flat, outputs); },
+                    [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Tensor>& tensors,
+                                                              const c10d::ReduceOptions& opts) {
+  static constexpr const char* kOp = "reduce";
+  check_single(kOp, tensors);
+  check_rank(kOp, "root", opts.rootRank, size_);
+  check_root_tensor(kOp, opts.rootTensor);
+  const int root = static_cast<int>(opts.rootRank);
+  const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
+  const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
+  Staged s = stage(tensors[0], true);
+  void* buf = s.engine.data_ptr();
+  const size_t count = s.engine.numel();
+  return collective(c10d::OpType::REDUCE, kOp, tensors, {s.engine}, copy_back_if_needed(s),
+                    [&](rrRequest_t* r) { return rrReduceAsync(buf, buf, count, dtype, op, root, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions&) {
+  static constexpr const char* kOp = "allgather";
+  check_single(kOp, inputs);
+  check_count(kOp, "the output list of lists", outputs.size(), 1);
+  check_count(kOp, "the output list", outputs[0].size(), size_);
+  check_like(kOp, inputs[0], outputs[0], /*same_shape=*/true);
+  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  Staged in = stage(inputs[0], true);
+  at::Tensor flat = flat_like(outputs[0]);
+  std::vector<at::Tensor> out = outputs[0];
+  const void* send = in.engine.data_ptr();
+  void* recv = flat.data_ptr();
+  const size_t count = in.engine.numel();
+  return collective(c10d::OpType::ALLGATHER, kOp, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
+                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                                       const c10d::AllgatherOptions&) {
+  static constexpr const char* kOp = "_allgather_base";
+  check_same_dtype(kOp, output, input);
+  if (output.numel() != input.numel() * size_) {
+    throw Error(rrInvalidArgument, str(kOp, "output has " + std::to_string(output.numel()) +
+                                                " elements, expected group size x input = " +
+                                                std::to_string(input.numel() * size_)));
+  }
+  const rrDataType_t dtype = engine_dtype(kOp, input);
+  Staged in = stage(input, true);
+  Staged out = stage(output, false);
+  const void* send = in.engine.data_ptr();
+  void* recv = out.engine.data_ptr();
+  const size_t count = in.engine.numel();
+  return collective(c10d::OpType::_ALLGATHER_BASE, kOp, {output}, {in.engine, out.engine},
+                    copy_back_if_needed(out),
+                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
+  static constexpr const char* kOp = "allgather_coalesced";
+  if (inputs.empty()) throw Error(rrInvalidArgument, str(kOp, "the input list is empty"));
+  check_like(kOp, inputs[0], inputs, /*same_shape=*/false);
+  check_count(kOp, "the output list of lists", outputs.size(), size_);
+  for (const auto& per_rank : outputs) {
+    check_count(kOp, "an output list", per_rank.size(), inputs.size());
+    check_like(kOp, inputs[0], per_rank, /*same_shape=*/false);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (per_rank[i].numel() != inputs[i].numel()) {
+        throw Error(rrInvalidArgument, str(kOp, "output tensor " + std::to_string(i) + " has " +
+                                                    std::to_string(per_rank[i].numel()) + " elements, input " +
+                                                    std::to_string(i) + " has " + std::to_string(inputs[i].numel())));
+      }
+    }
+  }
+  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  at::Tensor flat_in = flatten(inputs);
+  const int64_t n = flat_in.numel();
+  at::Tensor flat_out = at::empty({n * size_}, flat_in.options());
+  std::vector<std::vector<at::Tensor>> out = outputs;
+  std::vector<at::Tensor> all;
+  for (const auto& per_rank : outputs) all.insert(all.end(), per_rank.begin(), per_rank.end());
+  const void* send = flat_in.data_ptr();
+  void* recv = flat_out.data_ptr();
+  return collective(c10d::OpType::ALLGATHER_COALESCED, kOp, all, {flat_in, flat_out},
+                    [flat_out, out, n] {
+                      for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
+                    },
+                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, n, dtype, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                              std::vector<at::Tensor>& inputs,
+                                                              const c10d::GatherOptions& opts) {
+  static constexpr const char* kOp = "gather";
+  check_single(kOp, inputs);
+  check_rank(kOp, "root", opts.rootRank, size_);
+  const int root = static_cast<int>(opts.rootRank);
+  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  Staged in = stage(inputs[0], true);
+  at::Tensor flat;
+  std::vector<at::Tensor> out;
+  std::function<void()> on_success;
+  if (rank_ == root) {
+    check_count(kOp, "the root's output list of lists", outputs.size(), 1);
+    check_count(kOp, "the root's output list", outputs[0].size(), size_);
+    check_like(kOp, inputs[0], outputs[0], /*same_shape=*/true);
+    out = outputs[0];
+    flat = flat_like(out);
+    on_success = [flat, out] { copy_out(flat, out); };
+  } else if (!outputs.empty() && !outputs[0].empty()) {
+    throw Error(rrInvalidArgument, str(kOp, "output tensors are given on rank " + std::to_string(rank_) +
+                                                ", which is not the root (" + std::to_string(root) + ")"));
+  }
+  const void* send = in.engine.data_ptr();
+  void* recv = flat.defined() ? flat.data_ptr() : nullptr;
+  const size_t count = in.engine.numel();
+  std::vector<at::Tensor> keep{in.engine};
+  if (flat.defined()) keep.push_back(flat);
+  return collective(c10d::OpType::GATHER, kOp, out, keep, on_success,
+                    [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::Tensor>& outputs,
+                                                               std::vector<std::vector<at::Tensor>>& inputs,
+                                                               const c10d::ScatterOptions& opts) {
+  static constexpr const char* kOp = "scatter";
+  check_single(kOp, outputs);
+  check_rank(kOp, "root", opts.rootRank, size_);
+  const int root = static_cast<int>(opts.rootRank);
+  const rrDataType_t dtype = engine_dtype(kOp, outputs[0]);
+  at::Tensor flat;
+  if (rank_ == root) {
+    check_count(kOp, "the root's input list of lists", inputs.size(), 1);
+    check_count(kOp, "the root's input list", inputs[0].size(), size_);
+    check_like(kOp, outputs[0], inputs[0], /*same_shape=*/true);
+    flat = flatten(inputs[0]);
+  } else if (!inputs.empty() && !inputs[0].empty()) {
+    throw Error(rrInvalidArgument, str(kOp, "input tensors are given on rank " + std::to_string(rank_) +
+                                                ", which is not the root (" + std::to_string(root) + ")"));
+  }
+  Staged out = stage(outputs[0], false);
+  const void* send = flat.defined() ? flat.data_ptr() : nullptr;
+  void* recv = out.engine.data_ptr();
+  const size_t count = out.engine.numel();
+  std::vector<at::Tensor> keep{out.engine};
+  if (flat.defined()) keep.push_back(flat);
+  return collective(c10d::OpType::SCATTER, kOp, outputs, keep, copy_back_if_needed(out),
+                    [&](rrRequest_t* r) { return rrScatterAsync(send, recv, count, dtype, root, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                                      std::vector<std::vector<at::Tensor>>& inputs,
+                                                                      const c10d::ReduceScatterOptions& opts) {
+  static constexpr const char* kOp = "reduce_scatter";
+  check_single(kOp, outputs);
+  check_count(kOp, "the input list of lists", inputs.size(), 1);
+  check_count(kOp, "the input list", inputs[0].size(), size_);
+  check_like(kOp, outputs[0], inputs[0], /*same_shape=*/true);
+  const rrDataType_t dtype = engine_dtype(kOp, outputs[0]);
+  const rrRedOp_t op = engine_op(kOp, opts.reduceOp, outputs[0].scalar_type());
+  at::Tensor flat = flatten(inputs[0]);
+  Staged out = stage(outputs[0], false);
+  const void* send = flat.data_ptr();
+  void* recv = out.engine.data_ptr();
+  const size_t count = out.engine.numel();
+  return collective(c10d::OpType::REDUCE_SCATTER, kOp, outputs, {flat, out.engine}, copy_back_if_needed(out),
+                    [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                                            const c10d::ReduceScatterOptions& opts) {
+  static constexpr const char* kOp = "_reduce_scatter_base";
+  check_same_dtype(kOp, output, input);
+  if (input.numel() != output.numel() * size_) {
+    throw Error(rrInvalidArgument, str(kOp, "input has " + std::to_string(input.numel()) +
+                                                " elements, expected group size x output = " +
+                                                std::to_string(output.numel() * size_)));
+  }
+  const rrDataType_t dtype = engine_dtype(kOp, output);
+  const rrRedOp_t op = engine_op(kOp, opts.reduceOp, output.scalar_type());
+  Staged in = stage(input, true);
+  Staged out = stage(output, false);
+  const void* send = in.engine.data_ptr();
+  void* recv = out.engine.data_ptr();
+  const size_t count = out.engine.numel();
+  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, kOp, {output}, {in.engine, out.engine},
+                    copy_back_if_needed(out),
+                    [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                                     std::vector<int64_t>& output_split_sizes,
+                                                                     std::vector<int64_t>& input_split_sizes,
+                                                                     const c10d::AllToAllOptions&) {
+  static constexpr const char* kOp = "alltoall_base";
+  check_same_dtype(kOp, output, input);
+  const rrDataType_t dtype = engine_dtype(kOp, input);
+  const Blocks send_blocks = blocks_of(kOp, "input", input, input_split_sizes, size_);
+  const Blocks recv_blocks = blocks_of(kOp, "output", output, output_split_sizes, size_);
+  Staged in = stage(input, true);
+  Staged out = stage(output, false);
+  const void* send = in.engine.data_ptr();
+  void* recv = out.engine.data_ptr();
+  return collective(c10d::OpType::ALLTOALL_BASE, kOp, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
+                    [&](rrRequest_t* r) {
+                      return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
+                                              recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
+                    });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::Tensor>& outputs,
+                                                                std::vector<at::Tensor>& inputs,
+                                                                const c10d::AllToAllOptions&) {
+  static constexpr const char* kOp = "alltoall";
+  check_count(kOp, "the input list", inputs.size(), size_);
+  check_count(kOp, "the output list", outputs.size(), size_);
+  check_like(kOp, inputs[0], inputs, /*same_shape=*/false);
+  check_like(kOp, inputs[0], outputs, /*same_shape=*/false);
+  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  const Blocks send_blocks = blocks_of_list(inputs);
+  const Blocks recv_blocks = blocks_of_list(outputs);
+  at::Tensor flat_in = flatten(inputs);
+  at::Tensor flat_out = flat_like(outputs);
+  std::vector<at::Tensor> out = outputs;
+  const void* send = flat_in.data_ptr();
+  void* recv = flat_out.data_ptr();
+  return collective(c10d::OpType::ALLTOALL, kOp, outputs, {flat_in, flat_out},
+                    [flat_out, out] { copy_out(flat_out, out); },
+                    [&](rrRequest_t* r) {
+                      return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
+                                              recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
+                    });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions&) {
+  return collective(c10d::OpType::BARRIER, "barrier", {}, {}, nullptr,
+                    [&](rrRequest_t* r) { return rrBarrierAsync(comm_, r); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpType type, const char* op_name,
+                                                                      at::Tensor& tensor, int peer, int tag) {
+  const bool is_send = type == c10d::OpType::SEND;
+  if (peer != RR_ANY_SOURCE) check_rank(op_name, is_send ? "dst" : "src", peer, size_);
+  if (tag < 0) throw Error(rrInvalidArgument, str(op_name, "tag=" + std::to_string(tag) + " is negative"));
+  const rrDataType_t dtype = engine_dtype(op_name, tensor);
+  auto state = std::make_shared<PointToPoint>();
+  Staged s = stage(tensor, /*copy_in=*/is_send);
+  state->keep_alive = {s.engine};
+  if (s.needs_copy_back()) state->staged = {s};
+  void* buf = s.engine.data_ptr();
+  const size_t count = s.engine.numel();
+  {
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    check_open(op_name);
+    std::lock_guard<std::mutex> state_lock(state->mutex);
+    check_result(is_send ? rrIsendTag(buf, count, dtype, peer, tag, comm_, &state->request)
+                         : rrIrecvTag(buf, count, dtype, peer, tag, comm_, &state->request),
+                 op_name);
+  }
+  {
+    std::lock_guard<std::mutex> lock(p2p_mutex_);
+    p2p_in_flight_.erase(std::remove_if(p2p_in_flight_.begin(), p2p_in_flight_.end(),
+                                        [](const auto& p) { return p->ended.load(std::memory_order_acquire); }),
+                         p2p_in_flight_.end());
+    p2p_in_flight_.push_back(state);
+  }
+  return c10::make_intrusive<PointToPointWork>(rank_, type, op_name, std::move(state), std::vector<at::Tensor>{tensor});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+  check_single("send", tensors);
+  return point_to_point(c10d::OpType::SEND, "send", tensors[0], dst_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+  check_single("recv", tensors);
+  return point_to_point(c10d::OpType::RECV, "recv", tensors[0], src_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  check_single("recvAnysource", tensors);
+  return point_to_point(c10d::OpType::RECVANYSOURCE, "recvAnysource", tensors[0], RR_ANY_SOURCE, tag);
+}
+
+}  // namespace ringreduce_torch

@@ -1,0 +1,99 @@
+#pragma once
+// ProcessGroupRingreduce: torch.distributed's backend "ringreduce", a
+// c10d::ProcessGroup over one ringreduce communicator. It is a client of the
+// public C API only, as any framework that embeds ringreduce is.
+//
+// Every operation checks its arguments first (throwing with the operation's
+// name), stages what the engine cannot use directly (non-contiguous tensors,
+// lists of tensors laid end to end), issues the engine's ...Async call and
+// returns a Work at once: the communicator's worker runs the calls in issue
+// order, a Completer thread completes them. Sends and receives are posted at
+// once and finish in any order.
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ringreduce/ringreduce.h>
+
+#include "work.hpp"
+
+namespace ringreduce_torch {
+
+class ProcessGroupRingreduce : public c10d::ProcessGroup {
+ public:
+  // Joins the communicator of `unique_id` (made by group rank 0 with
+  // rrGetUniqueId); `timeout` is every operation's deadline in the engine.
+  ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id, std::chrono::milliseconds timeout);
+  // Runs every issued collective to its end, waits for sends and receives
+  // still in flight, then destroys the communicator (unless aborted).
+  ~ProcessGroupRingreduce() override;
+
+  const std::string getBackendName() const override { return "ringreduce"; }
+
+  // Ends the communicator now (rrCommAbort): operations in flight here fail
+  // at once, and the peers' fail naming this rank.
+  void abort();
+  rrComm_t comm() const { return comm_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+
+ private:
+  // One engine call: `issue` makes it (an ...Async call that writes the
+  // request), under the issue lock so that the Completer's line is the
+  // engine's order. A failed issue throws here, with the engine's text.
+  template <typename Issue>
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* op_name, std::vector<at::Tensor> outputs,
+                                            std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
+                                            Issue&& issue);
+  c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, const char* op_name, at::Tensor& tensor,
+                                                int peer, int tag);
+  void check_open(const char* op_name) const;
+
+  rrComm_t comm_ = nullptr;
+  bool aborted_ = false;
+  std::mutex issue_mutex_;
+  std::unique_ptr<Completer> completer_;
+  std::mutex p2p_mutex_;
+  std::vector<std::shared_ptr<PointToPoint>> p2p_in_flight_;
+};
+
+}  // namespace ringreduce_torch

@@ -1,0 +1,155 @@
+#include "tensors.hpp"
+
+#include <c10/util/irange.h>
+
+#include "errors.hpp"
+
+namespace ringreduce_torch {
+
+rrDataType_t engine_dtype(const char* op_name, const at::Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+    case at::kFloat: return rrFloat32;
+    case at::kDouble: return rrFloat64;
+    case at::kHalf: return rrFloat16;
+    case at::kBFloat16: return rrBfloat16;
+    case at::kChar: return rrInt8;
+    case at::kByte: return rrUint8;
+    case at::kBool: return rrUint8;
+    case at::kInt: return rrInt32;
+    case at::kLong: return rrInt64;
+    default:
+      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": dtype " +
+                                         c10::toString(tensor.scalar_type()) +
+                                         " is not supported (float16, bfloat16, float32, float64, "
+                                         "int8, uint8, int32, int64 and bool are)");
+  }
+}
+
+rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarType dtype) {
+  const bool is_bool = dtype == at::kBool;
+  const bool is_integral = at::isIntegralType(dtype, /*includeBool=*/true);
+  auto refuse = [&](const char* what) {
+    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": reduce op " + what +
+                                       " is not supported for dtype " + c10::toString(dtype));
+  };
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return is_bool ? rrMax : rrSum;
+    case c10d::ReduceOp::PRODUCT: return is_bool ? rrMin : rrProd;
+    case c10d::ReduceOp::MAX: return rrMax;
+    case c10d::ReduceOp::MIN: return rrMin;
+    case c10d::ReduceOp::AVG:
+      if (is_bool) refuse("AVG");
+      return rrAvg;
+    case c10d::ReduceOp::BAND:
+      if (!is_integral) refuse("BAND");
+      return rrBand;
+    case c10d::ReduceOp::BOR:
+      if (!is_integral) refuse("BOR");
+      return rrBor;
+    case c10d::ReduceOp::BXOR:
+      if (!is_integral) refuse("BXOR");
+      return rrBxor;
+    case c10d::ReduceOp::PREMUL_SUM:
+      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name +
+                                         ": reduce op PREMUL_SUM is not supported (NCCL's only)");
+    default:
+      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": unknown reduce op " +
+                                         std::to_string(static_cast<int>(op.op_)));
+  }
+}
+
+void check_cpu_dense(const char* op_name, const at::Tensor& tensor) {
+  if (!tensor.defined()) {
+    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": a tensor is undefined");
+  }
+  if (!tensor.device().is_cpu()) {
+    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": tensors on device " +
+                                       tensor.device().str() +
+                                       " are not supported yet (CPU tensors are; the GPU path is "
+                                       "not proven on a GPU)");
+  }
+  if (tensor.layout() != at::kStrided) {
+    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name +
+                                       ": only dense (strided) tensors are supported, not " +
+                                       c10::str(tensor.layout()));
+  }
+}
+
+void check_single(const char* op_name, const std::vector<at::Tensor>& tensors) {
+  if (tensors.size() != 1) {
+    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name +
+                                       ": expects one tensor per process, got " +
+                                       std::to_string(tensors.size()));
+  }
+  check_cpu_dense(op_name, tensors[0]);
+}
+
+void check_like(const char* op_name, const at::Tensor& like, const std::vector<at::Tensor>& tensors,
+                bool same_shape) {
+  for (const auto i : c10::irange(tensors.size())) {
+    const at::Tensor& t = tensors[i];
+    check_cpu_dense(op_name, t);
+    if (t.scalar_type() != like.scalar_type()) {
+      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": tensor " +
+                                         std::to_string(i) + " has dtype " +
+                                         c10::toString(t.scalar_type()) + ", expected " +
+                                         c10::toString(like.scalar_type()));
+    }
+    if (same_shape && !t.sizes().equals(like.sizes())) {
+      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": tensor " +
+                                         std::to_string(i) + " has shape " + c10::str(t.sizes()) +
+                                         ", expected " + c10::str(like.sizes()));
+    }
+  }
+}
+
+void check_rank(const char* op_name, const char* what, int64_t rank, int size) {
+  if (rank < 0 || rank >= size) {
+    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": " + what + "=" +
+                                       std::to_string(rank) + " is out of range for a group of " +
+                                       std::to_string(size) + " ranks");
+  }
+}
+
+Staged stage(const at::Tensor& user, bool copy_in) {
+  if (user.is_contiguous()) return Staged{user, user};
+  at::Tensor engine = copy_in ? user.contiguous() : at::empty(user.sizes(), user.options());
+  return Staged{user, engine};
+}
+
+void copy_back(const std::vector<Staged>& staged) {
+  for (const Staged& s : staged) {
+    if (s.needs_copy_back()) s.user.copy_(s.engine);
+  }
+}
+
+int64_t total_numel(const std::vector<at::Tensor>& tensors) {
+  int64_t n = 0;
+  for (const at::Tensor& t : tensors) n += t.numel();
+  return n;
+}
+
+at::Tensor flat_like(const std::vector<at::Tensor>& tensors) {
+  return at::empty({total_numel(tensors)}, tensors.at(0).options().memory_format(at::MemoryFormat::Contiguous));
+}
+
+at::Tensor flatten(const std::vector<at::Tensor>& tensors) {
+  at::Tensor flat = flat_like(tensors);
+  int64_t offset = 0;
+  for (const at::Tensor& t : tensors) {
+    // view_as a flat slice, then copy_ walks t's strides: no contiguous() temporary.
+    flat.narrow(0, offset, t.numel()).view(t.sizes()).copy_(t);
+    offset += t.numel();
+  }
+  return flat;
+}
+
+void copy_out(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
+  int64_t offset = 0;
+  for (const at::Tensor& t : tensors) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
+}
+
+}  // namespace ringreduce_torch

@@ -1,0 +1,113 @@
+#pragma once
+// The c10d::Work objects the backend hands back, and the thread that
+// completes the collective ones.
+//
+// Collectives are issued at the call with the engine's ...Async forms (so the
+// caller returns at once and DDP's backward pass overlaps them), and finish
+// in the order issued. One Completer thread per process group waits for each
+// in that order, copies staged results into the caller's tensors, and then
+// completes the Work and its future: DDP's gradient hook chains on
+// getFuture() and never calls wait(), so completion cannot wait for a waiter.
+//
+// Point-to-point requests finish in any order (a receive may wait for a peer
+// that first needs this rank's later collective), so they never sit in the
+// Completer's line: their Work tests and waits its own request.
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <ringreduce/ringreduce.h>
+
+#include "tensors.hpp"
+
+namespace ringreduce_torch {
+
+class CollectiveWork : public c10d::Work {
+ public:
+  // `outputs`: result() and the future's value. `keep_alive`: every tensor the
+  // engine reads or writes until the call finished. `on_success` runs on the
+  // Completer's thread once the engine call succeeded (copies out of staging).
+  CollectiveWork(int rank, c10d::OpType type, const char* op_name, std::vector<at::Tensor> outputs,
+                 std::vector<at::Tensor> keep_alive, std::function<void()> on_success);
+
+  bool wait(std::chrono::milliseconds timeout) override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  const char* op_name() const { return op_name_; }
+  // The Completer's side: the engine request, then the outcome.
+  void set_request(rrRequest_t request) { request_ = request; }
+  void run_to_end();
+
+ private:
+  const char* op_name_;
+  std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> keep_alive_;
+  std::function<void()> on_success_;
+  rrRequest_t request_ = nullptr;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// Waits for each collective in the order added, on a thread of its own.
+class Completer {
+ public:
+  Completer();
+  // Runs every collective already added to its end, then stops.
+  ~Completer();
+  void add(c10::intrusive_ptr<CollectiveWork> work);
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable added_;
+  std::deque<c10::intrusive_ptr<CollectiveWork>> line_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// A send or receive in flight: its request and the tensors it uses. Shared by
+// the Work and the process group, which waits out any the caller dropped
+// before it destroys the communicator (the engine may still write them).
+struct PointToPoint {
+  std::mutex mutex;  // held while testing or waiting the request
+  rrRequest_t request = nullptr;  // null once finished
+  std::vector<at::Tensor> keep_alive;
+  std::vector<Staged> staged;  // a receive into a non-contiguous tensor
+  int source = -1;
+  // Set once the request ended; read without the mutex, which a blocking
+  // wait holds.
+  std::atomic<bool> ended{false};
+};
+
+class PointToPointWork : public c10d::Work {
+ public:
+  PointToPointWork(int rank, c10d::OpType type, const char* op_name, std::shared_ptr<PointToPoint> state,
+                   std::vector<at::Tensor> outputs);
+
+  bool isCompleted() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  int sourceRank() const override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+ private:
+  // Tests (block = false) or waits for the request; finishes the Work once it
+  // ended. True once finished.
+  bool advance(bool block);
+
+  const char* op_name_;
+  std::shared_ptr<PointToPoint> state_;
+  std::vector<at::Tensor> outputs_;
+};
+
+}  // namespace ringreduce_torch
