@@ -41,12 +41,13 @@ from ringreduce.errors import (
 )
 from ringreduce.ops import Op
 from ringreduce import _core
-from ringreduce._core import HAS_ALLTOALLV, HAS_BITWISE_OPS, HAS_TAGS, IN_PLACE, Comm, Request
+from ringreduce._core import HAS_ALLTOALLV, HAS_BITWISE_OPS, HAS_TAGS, IN_PLACE, Comm, Request, Status
 from ringreduce.unique_id import UniqueId, get_unique_id
 
 __all__ = [
     "Comm",
     "Request",
+    "Status",
     "IN_PLACE",
     "Op",
     "UniqueId",
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 if hasattr(_core, "ANY_SOURCE"):
-    #: irecv / recv from whichever rank sends (Request.source says which).
+    #: The peer of a recv / irecv from whichever rank sends first (its Status says which).
     ANY_SOURCE: int = _core.ANY_SOURCE
     __all__.append("ANY_SOURCE")
 

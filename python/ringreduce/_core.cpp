@@ -926,13 +926,20 @@ GroupState& group_state() {
   return *g;
 }
 
+// Tags other than 0 need the engine's tagged calls; their range is the engine's to check.
 void check_tag(const char* call, int tag) {
   if (tag != 0 && !kHasTags) {
     invalid_usage(std::string(call) + ": tag=" + std::to_string(tag) +
                   " needs an engine with tagged point-to-point (rrIsendTag); this libringreduce has only tag 0");
   }
-  if (tag < 0) invalid_argument(std::string(call) + ": tag=" + std::to_string(tag) + " must be >= 0");
 }
+
+// ringreduce.Status(source, tag, count): a named tuple, made at import.
+py::object& status_type() {
+  static py::object* type = new py::object();  // leaked: lives as long as the module
+  return *type;
+}
+py::object make_status(int source, int tag, size_t count) { return status_type()(source, tag, count); }
 
 Prepared prep_p2p(bool is_send, py::handle buf, int peer, int tag, const char* call) {
   check_tag(call, tag);
@@ -957,8 +964,9 @@ Prepared prep_p2p(bool is_send, py::handle buf, int peer, int tag, const char* c
 }
 
 // A blocking send or receive: rrSend / rrRecv (which a group defers), or,
-// for a tagged one outside a group, the request form waited at once.
-std::optional<py::tuple> p2p_blocking(const CommPtr& st, bool is_send, py::handle buf, int peer, int tag) {
+// for a tagged or any-source one outside a group, the request form waited at
+// once. Returns the Status of the message.
+py::object p2p_blocking(const CommPtr& st, bool is_send, py::handle buf, int peer, int tag) {
   const char* call = is_send ? "send" : "recv";
   check_tag(call, tag);
   GroupState& group = group_state();
@@ -972,7 +980,7 @@ std::optional<py::tuple> p2p_blocking(const CommPtr& st, bool is_send, py::handl
     Request request = run_async(st, call, p);
     request.wait(std::nullopt);
     const Pending& done = request.pending();
-    return py::make_tuple(done.source, done.tag, done.count);
+    return make_status(done.source, done.tag, done.count);
   }
   Buffer b = Buffer::acquire(buf, call, "buf", !is_send);
   void* ptr = b.data();
@@ -983,7 +991,7 @@ std::optional<py::tuple> p2p_blocking(const CommPtr& st, bool is_send, py::handl
   });
   // Inside a group the transfer happens at rrGroupEnd: keep the buffer till then.
   if (group.depth > 0) group.buffers.push_back(std::move(b));
-  return std::nullopt;
+  return make_status(is_send ? st->rank : peer, 0, count);
 }
 
 // ---- init -----------------------------------------------------------------
@@ -1106,6 +1114,11 @@ PYBIND11_MODULE(_core, m) {
 #ifdef RR_ANY_SOURCE
   m.attr("ANY_SOURCE") = static_cast<int>(RR_ANY_SOURCE);
 #endif
+  status_type() = py::module_::import("collections").attr("namedtuple")("Status", py::make_tuple("source", "tag", "count"),
+                                                                         py::arg("module") = "ringreduce");
+  status_type().attr("__doc__") =
+      "A point-to-point message: source (the sender's rank; for a send, this rank), tag, count (elements).";
+  m.attr("Status") = status_type();
   m.attr("HAS_BITWISE_OPS") = kHasBitwiseOps;
   m.attr("HAS_TAGS") = kHasTags;
 #ifdef RR_ANY_SOURCE
@@ -1164,20 +1177,16 @@ PYBIND11_MODULE(_core, m) {
            "timeout: seconds, or None to wait as long as the communicator's own timeout allows. When it "
            "expires, raises ringreduce.TimeoutError and the request stays valid: wait or test again.")
       .def_property_readonly("done", &Request::done, "Whether the call finished (test() or wait() saw it end).")
-#ifdef RR_ANY_SOURCE
+      .def_property_readonly("status", [](const Request& r) -> py::object {
+        if (!r.done() || !r.pending().has_status) return py::none();
+        return make_status(r.pending().source, r.pending().tag, r.pending().count);
+      }, "A finished point-to-point request's Status(source, tag, count): for a receive, the rank that "
+         "sent (the one ANY_SOURCE matched), the message's tag and its element count. None before it "
+         "finished, and for collectives.")
       .def_property_readonly("source", [](const Request& r) -> std::optional<int> {
         if (!r.done() || !r.pending().has_status) return std::nullopt;
         return r.pending().source;
-      }, "A finished receive's sender (the rank ANY_SOURCE matched); None otherwise.")
-      .def_property_readonly("tag", [](const Request& r) -> std::optional<int> {
-        if (!r.done() || !r.pending().has_status) return std::nullopt;
-        return r.pending().tag;
-      }, "A finished point-to-point request's tag; None otherwise.")
-      .def_property_readonly("count", [](const Request& r) -> std::optional<size_t> {
-        if (!r.done() || !r.pending().has_status) return std::nullopt;
-        return r.pending().count;
-      }, "A finished point-to-point request's element count; None otherwise.")
-#endif
+      }, "status.source: a finished receive's sender (the rank ANY_SOURCE matched); None otherwise.")
       .def("__repr__", &Request::repr);
 
   py::class_<CommState, CommPtr> comm(m, "Comm",
@@ -1284,80 +1293,80 @@ PYBIND11_MODULE(_core, m) {
       }, "Destroys the communicator, or aborts it when the block raised.");
 
   // Collectives: blocking and non-blocking forms share the conversion.
-  comm.def("allreduce", [](CommState& s, py::handle send, py::handle recv, py::handle op) {
+  comm.def("allreduce", [](CommState& s, py::object send, py::object recv, py::object op) {
         Prepared p = prep_allreduce(s, send, recv, op, "allreduce");
         run_blocking(s, "allreduce", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", kAllreduceDoc)
-      .def("iallreduce", [](const CommPtr& s, py::handle send, py::handle recv, py::handle op) {
+      .def("iallreduce", [](const CommPtr& s, py::object send, py::object recv, py::object op) {
         Prepared p = prep_allreduce(*s, send, recv, op, "iallreduce");
         return run_async(s, "iallreduce", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", nonblocking_doc(kAllreduceDoc).c_str())
-      .def("reduce_scatter", [](CommState& s, py::handle send, py::handle recv, py::handle op) {
+      .def("reduce_scatter", [](CommState& s, py::object send, py::object recv, py::object op) {
         Prepared p = prep_reduce_scatter(s, send, recv, op, "reduce_scatter");
         run_blocking(s, "reduce_scatter", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", kReduceScatterDoc)
-      .def("ireduce_scatter", [](const CommPtr& s, py::handle send, py::handle recv, py::handle op) {
+      .def("ireduce_scatter", [](const CommPtr& s, py::object send, py::object recv, py::object op) {
         Prepared p = prep_reduce_scatter(*s, send, recv, op, "ireduce_scatter");
         return run_async(s, "ireduce_scatter", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", nonblocking_doc(kReduceScatterDoc).c_str())
-      .def("allgather", [](CommState& s, py::handle send, py::handle recv) {
+      .def("allgather", [](CommState& s, py::object send, py::object recv) {
         Prepared p = prep_allgather(s, send, recv, "allgather");
         run_blocking(s, "allgather", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), kAllgatherDoc)
-      .def("iallgather", [](const CommPtr& s, py::handle send, py::handle recv) {
+      .def("iallgather", [](const CommPtr& s, py::object send, py::object recv) {
         Prepared p = prep_allgather(*s, send, recv, "iallgather");
         return run_async(s, "iallgather", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), nonblocking_doc(kAllgatherDoc).c_str())
-      .def("broadcast", [](CommState& s, py::handle send, py::handle recv, int root) {
+      .def("broadcast", [](CommState& s, py::object send, py::object recv, int root) {
         Prepared p = prep_broadcast(s, send, recv, root, "broadcast");
         run_blocking(s, "broadcast", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, kBroadcastDoc)
-      .def("ibroadcast", [](const CommPtr& s, py::handle send, py::handle recv, int root) {
+      .def("ibroadcast", [](const CommPtr& s, py::object send, py::object recv, int root) {
         Prepared p = prep_broadcast(*s, send, recv, root, "ibroadcast");
         return run_async(s, "ibroadcast", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, nonblocking_doc(kBroadcastDoc).c_str())
-      .def("reduce", [](CommState& s, py::handle send, py::handle recv, py::handle op, int root) {
+      .def("reduce", [](CommState& s, py::object send, py::object recv, py::object op, int root) {
         Prepared p = prep_reduce(s, send, recv, op, root, "reduce");
         run_blocking(s, "reduce", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::arg("root") = 0, kReduceDoc)
-      .def("ireduce", [](const CommPtr& s, py::handle send, py::handle recv, py::handle op, int root) {
+      .def("ireduce", [](const CommPtr& s, py::object send, py::object recv, py::object op, int root) {
         Prepared p = prep_reduce(*s, send, recv, op, root, "ireduce");
         return run_async(s, "ireduce", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::arg("root") = 0,
          nonblocking_doc(kReduceDoc).c_str())
-      .def("gather", [](CommState& s, py::handle send, py::handle recv, int root) {
+      .def("gather", [](CommState& s, py::object send, py::object recv, int root) {
         Prepared p = prep_gather(s, send, recv, root, "gather");
         run_blocking(s, "gather", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, kGatherDoc)
-      .def("igather", [](const CommPtr& s, py::handle send, py::handle recv, int root) {
+      .def("igather", [](const CommPtr& s, py::object send, py::object recv, int root) {
         Prepared p = prep_gather(*s, send, recv, root, "igather");
         return run_async(s, "igather", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, nonblocking_doc(kGatherDoc).c_str())
-      .def("scatter", [](CommState& s, py::handle send, py::handle recv, int root) {
+      .def("scatter", [](CommState& s, py::object send, py::object recv, int root) {
         Prepared p = prep_scatter(s, send, recv, root, "scatter");
         run_blocking(s, "scatter", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, kScatterDoc)
-      .def("iscatter", [](const CommPtr& s, py::handle send, py::handle recv, int root) {
+      .def("iscatter", [](const CommPtr& s, py::object send, py::object recv, int root) {
         Prepared p = prep_scatter(*s, send, recv, root, "iscatter");
         return run_async(s, "iscatter", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, nonblocking_doc(kScatterDoc).c_str())
-      .def("alltoall", [](CommState& s, py::handle send, py::handle recv) {
+      .def("alltoall", [](CommState& s, py::object send, py::object recv) {
         Prepared p = prep_alltoall(s, send, recv, "alltoall");
         run_blocking(s, "alltoall", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), kAlltoallDoc)
-      .def("ialltoall", [](const CommPtr& s, py::handle send, py::handle recv) {
+      .def("ialltoall", [](const CommPtr& s, py::object send, py::object recv) {
         Prepared p = prep_alltoall(*s, send, recv, "ialltoall");
         return run_async(s, "ialltoall", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), nonblocking_doc(kAlltoallDoc).c_str())
 #ifdef RR_ANY_SOURCE
-      .def("alltoallv", [](CommState& s, py::handle send, py::handle recv, py::handle sc, py::handle rc,
-                           py::handle sd, py::handle rd) {
+      .def("alltoallv", [](CommState& s, py::object send, py::object recv, py::object sc, py::object rc,
+                           py::object sd, py::object rd) {
         Prepared p = prep_alltoallv(s, send, recv, sc, rc, sd, rd, "alltoallv");
         run_blocking(s, "alltoallv", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("sendcounts"), py::arg("recvcounts"),
          py::arg("sdispls") = py::none(), py::arg("rdispls") = py::none(), kAlltoallvDoc)
-      .def("ialltoallv", [](const CommPtr& s, py::handle send, py::handle recv, py::handle sc, py::handle rc,
-                            py::handle sd, py::handle rd) {
+      .def("ialltoallv", [](const CommPtr& s, py::object send, py::object recv, py::object sc, py::object rc,
+                            py::object sd, py::object rd) {
         Prepared p = prep_alltoallv(*s, send, recv, sc, rc, sd, rd, "ialltoallv");
         return run_async(s, "ialltoallv", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("sendcounts"), py::arg("recvcounts"),
@@ -1373,27 +1382,30 @@ PYBIND11_MODULE(_core, m) {
       }, nonblocking_doc(kBarrierDoc).c_str());
 
   // Point-to-point.
-  comm.def("send", [](const CommPtr& s, py::handle buf, int peer, int tag) {
+  comm.def("send", [](const CommPtr& s, py::object buf, int peer, int tag) {
         (void)p2p_blocking(s, true, buf, peer, tag);
       }, py::arg("buf"), py::arg("peer"), py::arg("tag") = 0,
-      "Sends buf to rank `peer` (rrSend); returns once it was sent. Between ringreduce.group()'s start "
-      "and end, sends and receives are posted together at the end (a ring shift cannot deadlock). "
-      "Messages between two ranks arrive in the order sent; the receive's size must equal the send's.")
-      .def("recv", [](const CommPtr& s, py::handle buf, int peer, int tag) {
+      "Sends buf to rank `peer` with `tag` (0 .. 2**31-1; rrSend, or rrIsendTag waited); returns once "
+      "it was sent. Between ringreduce.group()'s start and end, tag-0 sends and receives are posted "
+      "together at the end (a ring shift cannot deadlock). The receive's size must equal the send's.")
+      .def("recv", [](const CommPtr& s, py::object buf, int peer, int tag) {
         return p2p_blocking(s, false, buf, peer, tag);
       }, py::arg("buf"), py::arg("peer"), py::arg("tag") = 0,
-      "Receives into buf from rank `peer` (rrRecv); returns once it arrived. With a tag or ANY_SOURCE "
-      "(engines that have them) returns (source, tag, count); otherwise None. Grouped as send().")
-      .def("isend", [](const CommPtr& s, py::handle buf, int peer, int tag) {
+      "Receives into buf from rank `peer` (rrRecv), or from whichever rank sends first with "
+      "peer=ANY_SOURCE; returns once it arrived, with its Status(source, tag, count). Messages of one "
+      "tag between two ranks match in the order sent; different tags match independently. Grouped as "
+      "send() (tag 0 from a real peer only).")
+      .def("isend", [](const CommPtr& s, py::object buf, int peer, int tag) {
         Prepared p = prep_p2p(true, buf, peer, tag, "isend");
         return run_async(s, "isend", p);
       }, py::arg("buf"), py::arg("peer"), py::arg("tag") = 0,
-      "Starts sending buf to rank `peer` (rrIsend); returns a Request that keeps buf alive until it "
-      "finished. Requests may be waited in any order.")
-      .def("irecv", [](const CommPtr& s, py::handle buf, int peer, int tag) {
+      "Starts sending buf to rank `peer` with `tag` (rrIsendTag); returns a Request that keeps buf "
+      "alive until it finished. Requests may be waited in any order.")
+      .def("irecv", [](const CommPtr& s, py::object buf, int peer, int tag) {
         Prepared p = prep_p2p(false, buf, peer, tag, "irecv");
         return run_async(s, "irecv", p);
       }, py::arg("buf"), py::arg("peer"), py::arg("tag") = 0,
-      "Starts receiving into buf from rank `peer` (rrIrecv; ANY_SOURCE where the engine has it: "
-      "Request.source says who sent); returns a Request that keeps buf alive until it finished.");
+      "Starts receiving into buf from rank `peer`, or from any rank with ANY_SOURCE, a message of "
+      "`tag` (rrIrecvTag); returns a Request that keeps buf alive until it finished. Request.status "
+      "then says who sent it (source), its tag and count.");
 }

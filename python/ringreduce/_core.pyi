@@ -10,7 +10,7 @@ buffers' sizes. In place: IN_PLACE as sendbuf (scatter: as recvbuf, root).
 from __future__ import annotations
 
 import sys
-from typing import Optional, Sequence, Tuple, Union
+from typing import NamedTuple, Optional, Sequence, Union
 
 if sys.version_info >= (3, 12):
     from collections.abc import Buffer as _Buffer
@@ -33,6 +33,13 @@ HAS_BITWISE_OPS: bool
 HAS_TAGS: bool
 HAS_ALLTOALLV: bool
 UNIQUE_ID_BYTES: int
+
+class Status(NamedTuple):
+    """A point-to-point message: the sender's rank (for a send, this rank), its tag, its element count."""
+
+    source: int
+    tag: int
+    count: int
 
 def get_version() -> int:
     """rrGetVersion: major * 10000 + minor * 100 + patch."""
@@ -59,14 +66,11 @@ class Request:
     def done(self) -> bool:
         """Whether the call finished."""
     @property
+    def status(self) -> Optional[Status]:
+        """A finished point-to-point request's Status (engines with tags); None before, and for collectives."""
+    @property
     def source(self) -> Optional[int]:
-        """A finished receive's sender (engines with tags); None otherwise."""
-    @property
-    def tag(self) -> Optional[int]:
-        """A finished point-to-point request's tag (engines with tags); None otherwise."""
-    @property
-    def count(self) -> Optional[int]:
-        """A finished point-to-point request's element count (engines with tags); None otherwise."""
+        """status.source: a finished receive's sender (the rank ANY_SOURCE matched); None otherwise."""
 
 class Comm:
     """A communicator (rrComm_t). Destroyed on leaving a ``with`` block (aborted if it raised)."""
@@ -205,10 +209,10 @@ class Comm:
 
     # Point-to-point.
     def send(self, buf: BufferLike, peer: int, tag: int = 0) -> None:
-        """Sends buf to ``peer``; inside ringreduce.group() it is posted at the group's end."""
-    def recv(self, buf: BufferLike, peer: int, tag: int = 0) -> Optional[Tuple[int, int, int]]:
-        """Receives into buf from ``peer``; (source, tag, count) for a tagged / any-source receive."""
+        """Sends buf to ``peer`` with ``tag``; inside ringreduce.group() (tag 0) it is posted at the group's end."""
+    def recv(self, buf: BufferLike, peer: int, tag: int = 0) -> Status:
+        """Receives into buf from ``peer`` (or ANY_SOURCE) a message of ``tag``; returns its Status."""
     def isend(self, buf: BufferLike, peer: int, tag: int = 0) -> Request:
-        """Starts sending buf to ``peer``."""
+        """Starts sending buf to ``peer`` with ``tag``."""
     def irecv(self, buf: BufferLike, peer: int, tag: int = 0) -> Request:
-        """Starts receiving into buf from ``peer`` (or ANY_SOURCE)."""
+        """Starts receiving into buf from ``peer`` (or ANY_SOURCE) a message of ``tag``; see Request.status."""

@@ -125,7 +125,13 @@ def garbage(n: int, dtype) -> np.ndarray:
 # ---- the sweep: every collective, dtype, op and count ---------------------
 
 def _reductions(rank: int, size: int) -> int:
-    comm = ringreduce.Comm.from_env(timeout=TIMEOUT_S, chunk_bytes=CHUNK_BYTES)
+    # Leaving the block by an exception aborts: the peers fail at once
+    # instead of waiting out the timeout.
+    with ringreduce.Comm.from_env(timeout=TIMEOUT_S, chunk_bytes=CHUNK_BYTES) as comm:
+        return _reductions_on(comm, rank, size)
+
+
+def _reductions_on(comm: ringreduce.Comm, rank: int, size: int) -> int:
     assert (comm.rank, comm.size) == (rank, size)
     cases = itertools.count(1000)
     checks = 0
@@ -187,7 +193,11 @@ def _reductions(rank: int, size: int) -> int:
 
 
 def _data_movement(rank: int, size: int) -> int:
-    comm = ringreduce.Comm.from_env(timeout=TIMEOUT_S, chunk_bytes=CHUNK_BYTES)
+    with ringreduce.Comm.from_env(timeout=TIMEOUT_S, chunk_bytes=CHUNK_BYTES) as comm:
+        return _data_movement_on(comm, rank, size)
+
+
+def _data_movement_on(comm: ringreduce.Comm, rank: int, size: int) -> int:
     cases = itertools.count(500000)
     checks = 0
     for dtype in DTYPES:
@@ -250,6 +260,24 @@ def _data_movement(rank: int, size: int) -> int:
             want = np.concatenate([ins[p][rank * n:(rank + 1) * n] for p in range(size)])
             check(out, want, "alltoall " + what)
             checks += 9
+
+            if ringreduce.HAS_ALLTOALLV:
+                # Uneven blocks (some empty), packed on the send side, spread
+                # out backwards on the receive side.
+                def blocks_from(r: int) -> list:
+                    return [(n * (r + 1) + p) % (n + 2) for p in range(size)]
+                send_counts = blocks_from(rank)
+                recv_counts = [blocks_from(p)[rank] for p in range(size)]
+                ins = [make_input(c + 13, r, dtype, None, sum(blocks_from(r)), size) for r in range(size)]
+                starts = np.cumsum([0] + recv_counts)
+                rdispls = [int(starts[-1] - starts[p + 1]) + 2 * (size - 1 - p) for p in range(size)]
+                out = garbage(int(starts[-1]) + 2 * size, dtype)
+                comm.alltoallv(ins[rank], out, send_counts, recv_counts, rdispls=rdispls)
+                for p in range(size):
+                    first = int(np.sum(blocks_from(p)[:rank]))
+                    check(out[rdispls[p]:rdispls[p] + recv_counts[p]], ins[p][first:first + recv_counts[p]],
+                          f"alltoallv block from {p} " + what)
+                checks += 1
     # Multi-dimensional arrays: the count is their size.
     x = np.arange(size * 6, dtype=np.int32).reshape(size, 2, 3) * (rank + 1)
     y = np.empty_like(x)
@@ -287,7 +315,11 @@ def test_every_data_movement_collective_delivers_each_block(size):
 # ---- non-blocking calls and point-to-point ---------------------------------
 
 def _nonblocking(rank: int, size: int) -> None:
-    comm = ringreduce.Comm.from_env(timeout=TIMEOUT_S, chunk_bytes=CHUNK_BYTES)
+    with ringreduce.Comm.from_env(timeout=TIMEOUT_S, chunk_bytes=CHUNK_BYTES) as comm:
+        return _nonblocking_on(comm, rank, size)
+
+
+def _nonblocking_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     n = 1031
     xs = [make_input(10 + r, r, np.float32, "sum", n, size) for r in range(size)]
     ints = [make_input(20 + r, r, np.int64, None, n * size, size) for r in range(size)]
@@ -454,6 +486,93 @@ def test_nonblocking_calls_finish_in_any_wait_order(size):
     run_ranks(_nonblocking, size, timeout=120)
 
 
+def _tags_and_alltoallv(rank: int, size: int) -> None:
+    with ringreduce.Comm.from_env(timeout=TIMEOUT_S) as comm:
+        _tags_and_alltoallv_on(comm, rank, size)
+
+
+def _tags_and_alltoallv_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
+    # Untagged receives report their peer, tag 0 and the count.
+    right, left = (rank + 1) % size, (rank - 1) % size
+    got = np.empty(4, np.int32)
+    with ringreduce.group():
+        comm.send(np.full(4, rank, np.int32), right)
+        status = comm.recv(got, left)
+    assert status == ringreduce.Status(left, 0, 4) and status.source == left
+    np.testing.assert_array_equal(got, np.full(4, left, np.int32))
+    # Different tags match independently: rank 0 sends tag 1 then tag 2,
+    # rank 1 waits for tag 2 first.
+    if rank == 0:
+        first = comm.isend(np.arange(3, dtype=np.float64), 1, tag=1)
+        second = comm.isend(np.arange(5, dtype=np.float64) + 100, 1, tag=2)
+        second.wait()
+        first.wait()
+        assert first.status == ringreduce.Status(0, 1, 3)
+    elif rank == 1:
+        one, two = np.empty(3), np.empty(5)
+        r1 = comm.irecv(one, 0, tag=1)
+        r2 = comm.irecv(two, 0, tag=2)
+        assert r2.status is None  # not finished yet, or not waited
+        r2.wait()
+        assert r2.status == ringreduce.Status(0, 2, 5) and r2.source == 0
+        np.testing.assert_array_equal(two, np.arange(5) + 100)
+        r1.wait()
+        np.testing.assert_array_equal(one, np.arange(3))
+    # ANY_SOURCE: rank 0 takes one message of tag 7 from each other rank, in
+    # whatever order they come; the status says who sent which.
+    if rank == 0:
+        seen = {}
+        for _ in range(size - 1):
+            buf = np.empty(2, np.int64)
+            st = comm.recv(buf, ringreduce.ANY_SOURCE, tag=7)
+            assert st.tag == 7 and st.count == 2
+            seen[st.source] = buf.tolist()
+        assert seen == {r: [r, r * r] for r in range(1, size)}
+        last = comm.irecv(np.empty(1, np.int64), ringreduce.ANY_SOURCE, tag=8)
+        last.wait(TIMEOUT_S)
+        assert last.status.source == size - 1
+    else:
+        comm.send(np.array([rank, rank * rank], np.int64), 0, tag=7)
+        if rank == size - 1:
+            comm.send(np.array([5], np.int64), 0, tag=8)
+    IA = ringreduce.InvalidArgumentError
+    _raises(IA, comm.isend, got, right, -3, match="tag=-3 is negative")
+    _raises(ringreduce.InvalidUsageError, lambda: _send_in_group(comm, right), match="cannot be grouped")
+    # alltoallv, non-blocking too, with its own argument checks.
+    counts = [rank + p for p in range(size)]
+    recv_counts = [p + rank for p in range(size)]
+    x = np.concatenate([np.full(c, rank * 10 + p, np.int32) for p, c in enumerate(counts)])
+    y = garbage(sum(recv_counts), np.int32)
+    comm.ialltoallv(x, y, counts, recv_counts).wait()
+    np.testing.assert_array_equal(y, np.concatenate([np.full(c, p * 10 + rank, np.int32)
+                                                      for p, c in enumerate(recv_counts)]))
+    _raises(IA, comm.alltoallv, x, y, counts[:-1] if size > 1 else [], recv_counts, match="one per rank")
+    _raises(IA, comm.alltoallv, x, y, counts, recv_counts, [len(x)] * size, match="does not fit in sendbuf")
+    _raises(IA, comm.alltoallv, x, y, counts, ["a"] * size, match="sequence of ints")
+    _raises(IA, comm.alltoallv, IN_PLACE, y, counts, recv_counts, match="IN_PLACE")
+    comm.barrier()
+    if size > 1:
+        # A count that disagrees with the peer's: both fail, naming each other.
+        bad = list(recv_counts)
+        if rank == 0:
+            bad[1] += 1
+        _raises(ringreduce.InvalidUsageError, comm.alltoallv, x, np.empty(sum(bad), np.int32), counts, bad,
+                match="rank 1 sends 1 elements to rank 0 (its sendcounts[0]), but rank 0 expects 2")
+
+
+def _send_in_group(comm: ringreduce.Comm, peer: int) -> None:
+    with ringreduce.group():
+        comm.send(np.zeros(1), peer, tag=4)
+
+
+@pytest.mark.skipif(not ringreduce.HAS_TAGS, reason="this libringreduce has no tagged point-to-point")
+@pytest.mark.parametrize("size", [2, 3])
+def test_tags_any_source_status_and_alltoallv(size):
+    """Tags match independently, ANY_SOURCE reports the sender, recv returns a Status; alltoallv with
+    uneven blocks, its non-blocking form and its refusals."""
+    run_ranks(_tags_and_alltoallv, size, timeout=120)
+
+
 # ---- errors -----------------------------------------------------------------
 
 def _raises(cls, fn, *args, match=None, **kwargs):
@@ -468,7 +587,11 @@ def _raises(cls, fn, *args, match=None, **kwargs):
 
 
 def _argument_errors(rank: int, size: int) -> None:
-    comm = ringreduce.Comm.from_env(timeout=TIMEOUT_S)
+    with ringreduce.Comm.from_env(timeout=TIMEOUT_S) as comm:
+        return _argument_errors_on(comm, rank, size)
+
+
+def _argument_errors_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     x = np.arange(12, dtype=np.float32)
     y = np.empty_like(x)
     IA = ringreduce.InvalidArgumentError
@@ -514,6 +637,8 @@ def _argument_errors(rank: int, size: int) -> None:
     _raises(IA, comm.bytes_sent, size, match=f"peer={size} out of range")
     if not ringreduce.HAS_TAGS:
         _raises(ringreduce.InvalidUsageError, comm.send, x, 0, tag=3, match="tag=3 needs an engine")
+    else:
+        _raises(IA, comm.send, x, ringreduce.ANY_SOURCE, match="is for receives only")
     # Argument errors leave the communicator healthy.
     assert comm.async_error() is None
     comm.allreduce(IN_PLACE, y)
@@ -605,7 +730,11 @@ def test_abort_interrupts_a_waiting_thread_and_tells_the_peers():
 # ---- communicators -------------------------------------------------------------
 
 def _split(rank: int, size: int) -> None:
-    comm = ringreduce.Comm.from_env(timeout=TIMEOUT_S)
+    with ringreduce.Comm.from_env(timeout=TIMEOUT_S) as comm:
+        return _split_on(comm, rank, size)
+
+
+def _split_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     # Parity, ranked backwards.
     sub = comm.split(rank % 2, key=-rank)
     members = [r for r in range(size) if r % 2 == rank % 2]
