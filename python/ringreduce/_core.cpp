@@ -49,6 +49,39 @@ constexpr bool kHasTags = true;
 constexpr bool kHasTags = false;
 #endif
 
+// rrAllToAllv has no macro of its own: fallbacks declared beside the
+// header's functions tell whether it has them. They take every argument
+// through a user-defined conversion, so the real declaration, where there is
+// one, is always the better match.
+namespace fallback {
+struct Absent {
+  operator rrResult_t() const { return rrInvalidUsage; }
+};
+struct Anything {
+  template <typename T>
+  Anything(T&&) {}  // NOLINT: converts from anything, on purpose
+};
+inline Absent rrAllToAllv(Anything, Anything, Anything, Anything, Anything, Anything, Anything, Anything,
+                          Anything) {
+  return {};
+}
+inline Absent rrAllToAllvAsync(Anything, Anything, Anything, Anything, Anything, Anything, Anything, Anything,
+                               Anything) {
+  return {};
+}
+}  // namespace fallback
+
+constexpr bool has_alltoallv() {
+  using namespace fallback;
+  return !std::is_same_v<decltype(rrAllToAllv(std::declval<const void*>(), std::declval<const size_t*>(),
+                                              std::declval<const size_t*>(), std::declval<void*>(),
+                                              std::declval<const size_t*>(), std::declval<const size_t*>(),
+                                              std::declval<rrDataType_t>(), std::declval<rrComm_t>(),
+                                              std::declval<void*>())),
+                         fallback::Absent>;
+}
+constexpr bool kHasAllToAllv = has_alltoallv();
+
 bool interpreter_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
   return Py_IsFinalizing();
@@ -834,7 +867,6 @@ Prepared prep_alltoall(const CommState& st, py::handle sendbuf, py::handle recvb
   return p;
 }
 
-#ifdef RR_ANY_SOURCE
 // Per-rank counts and displacements (in elements; displacements default to
 // the counts' running sum), each block inside its buffer.
 std::vector<size_t> per_rank(const CommState& st, const char* call, const char* arg, py::handle seq) {
@@ -903,13 +935,13 @@ Prepared prep_alltoallv(const CommState& st, py::handle sendbuf, py::handle recv
   const rrDataType_t dt = send.element().dtype;
   p.buffers.push_back(std::move(send));
   p.buffers.push_back(std::move(recv));
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
+  p.run = [=](rrComm_t c, rrRequest_t* r) -> rrResult_t {
+    using namespace fallback;  // never called where the header lacks them: not bound then
     return r ? rrAllToAllvAsync(send_ptr, a, a + n, recv_ptr, a + 2 * n, a + 3 * n, dt, c, r)
-             : rrAllToAllv(send_ptr, a, a + n, recv_ptr, a + 2 * n, a + 3 * n, dt, c, nullptr);
+             : rrAllToAllv(send_ptr, a, a + n, recv_ptr, a + 2 * n, a + 3 * n, dt, c, static_cast<void*>(nullptr));
   };
   return p;
 }
-#endif
 
 // ---- point-to-point -------------------------------------------------------
 
@@ -1121,11 +1153,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("Status") = status_type();
   m.attr("HAS_BITWISE_OPS") = kHasBitwiseOps;
   m.attr("HAS_TAGS") = kHasTags;
-#ifdef RR_ANY_SOURCE
-  m.attr("HAS_ALLTOALLV") = true;
-#else
-  m.attr("HAS_ALLTOALLV") = false;
-#endif
+  m.attr("HAS_ALLTOALLV") = kHasAllToAllv;
   m.attr("UNIQUE_ID_BYTES") = static_cast<int>(RR_UNIQUE_ID_BYTES);
 
   m.def("get_version", [] {
@@ -1358,8 +1386,17 @@ PYBIND11_MODULE(_core, m) {
         Prepared p = prep_alltoall(*s, send, recv, "ialltoall");
         return run_async(s, "ialltoall", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), nonblocking_doc(kAlltoallDoc).c_str())
-#ifdef RR_ANY_SOURCE
-      .def("alltoallv", [](CommState& s, py::object send, py::object recv, py::object sc, py::object rc,
+      .def("barrier", [](CommState& s) {
+        s.call("barrier", [](rrComm_t c) { return rrBarrier(c, nullptr); });
+      }, kBarrierDoc)
+      .def("ibarrier", [](const CommPtr& s) {
+        Prepared p;
+        p.run = [](rrComm_t c, rrRequest_t* r) { return rrBarrierAsync(c, r); };
+        return run_async(s, "ibarrier", p);
+      }, nonblocking_doc(kBarrierDoc).c_str());
+
+  if (kHasAllToAllv) {
+    comm.def("alltoallv", [](CommState& s, py::object send, py::object recv, py::object sc, py::object rc,
                            py::object sd, py::object rd) {
         Prepared p = prep_alltoallv(s, send, recv, sc, rc, sd, rd, "alltoallv");
         run_blocking(s, "alltoallv", p);
@@ -1370,16 +1407,8 @@ PYBIND11_MODULE(_core, m) {
         Prepared p = prep_alltoallv(*s, send, recv, sc, rc, sd, rd, "ialltoallv");
         return run_async(s, "ialltoallv", p);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("sendcounts"), py::arg("recvcounts"),
-         py::arg("sdispls") = py::none(), py::arg("rdispls") = py::none(), nonblocking_doc(kAlltoallvDoc).c_str())
-#endif
-      .def("barrier", [](CommState& s) {
-        s.call("barrier", [](rrComm_t c) { return rrBarrier(c, nullptr); });
-      }, kBarrierDoc)
-      .def("ibarrier", [](const CommPtr& s) {
-        Prepared p;
-        p.run = [](rrComm_t c, rrRequest_t* r) { return rrBarrierAsync(c, r); };
-        return run_async(s, "ibarrier", p);
-      }, nonblocking_doc(kBarrierDoc).c_str());
+         py::arg("sdispls") = py::none(), py::arg("rdispls") = py::none(), nonblocking_doc(kAlltoallvDoc).c_str());
+  }
 
   // Point-to-point.
   comm.def("send", [](const CommPtr& s, py::object buf, int peer, int tag) {

@@ -521,16 +521,17 @@ def _tags_and_alltoallv_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     # ANY_SOURCE: rank 0 takes one message of tag 7 from each other rank, in
     # whatever order they come; the status says who sent which.
     if rank == 0:
-        seen = {}
+        got = []
         for _ in range(size - 1):
             buf = np.empty(2, np.int64)
             st = comm.recv(buf, ringreduce.ANY_SOURCE, tag=7)
-            assert st.tag == 7 and st.count == 2
-            seen[st.source] = buf.tolist()
-        assert seen == {r: [r, r * r] for r in range(1, size)}
+            assert st.tag == 7 and st.count == 2, st
+            got.append((st, buf.tolist()))
+        assert sorted(data for _, data in got) == [[r, r * r] for r in range(1, size)], got
+        assert all(st.source == data[0] for st, data in got), f"status.source is not the sender: {got}"
         last = comm.irecv(np.empty(1, np.int64), ringreduce.ANY_SOURCE, tag=8)
         last.wait(TIMEOUT_S)
-        assert last.status.source == size - 1
+        assert last.status.source == size - 1, last.status
     else:
         comm.send(np.array([rank, rank * rank], np.int64), 0, tag=7)
         if rank == size - 1:
