@@ -1282,8 +1282,9 @@ PYBIND11_MODULE(_core, m) {
       "ranked by key (ties by rank); a negative color gets None. The new communicator has this one's "
       "settings and its own transport.")
       .def("destroy", [](CommState& s) { s.destroy(true); },
-           "rrCommDestroy. First waits for this communicator's requests still in flight (their errors stay "
-           "on their Request). Calls afterwards raise InvalidUsageError; a second destroy() does nothing.")
+           "rrCommDestroy. First waits for this communicator's requests still in flight, each at most the "
+           "communicator's timeout (their errors stay on their Request; abort() waits for none). Calls "
+           "afterwards raise InvalidUsageError; a second destroy() does nothing.")
       .def("abort", &CommState::abort,
            "rrCommAbort: ends the communicator now, whatever its peers do. Calls running on it in other "
            "threads raise InvalidUsageError ('aborted') within about 10 ms, its requests finish with that "
@@ -1318,7 +1319,8 @@ PYBIND11_MODULE(_core, m) {
         if (type.is_none()) s.destroy(true);
         else s.abort();  // the peers hear at once instead of waiting out the timeout
         return false;
-      }, "Destroys the communicator, or aborts it when the block raised.");
+      }, py::arg("exc_type"), py::arg("exc"), py::arg("tb"),
+      "Destroys the communicator, or aborts it when the block raised.");
 
   // Collectives: blocking and non-blocking forms share the conversion.
   comm.def("allreduce", [](CommState& s, py::object send, py::object recv, py::object op) {

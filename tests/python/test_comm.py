@@ -728,6 +728,31 @@ def test_abort_interrupts_a_waiting_thread_and_tells_the_peers():
     run_ranks(_abort, 2, timeout=60)
 
 
+def _destroy_with_requests(rank: int, size: int) -> None:
+    comm = ringreduce.Comm.from_env(timeout=1.0)
+    comm.barrier()
+    if rank == 0:
+        # Nobody sends: destroy() waits the request out (1 s), then destroys;
+        # the request keeps its error for its own wait().
+        req = comm.irecv(np.zeros(3, np.int32), 1)
+        t0 = time.monotonic()
+        comm.destroy()
+        assert time.monotonic() - t0 < 10
+        assert req.done and comm.closed
+        with pytest.raises((ringreduce.TimeoutError, ringreduce.RemoteError)) as info:
+            req.wait()
+        assert "rank 1" in str(info.value), str(info.value)
+        with pytest.raises(type(info.value)):
+            req.test()  # the same error, again
+    else:
+        time.sleep(3)
+        comm.destroy()
+
+
+def test_destroy_finishes_requests_in_flight_first():
+    run_ranks(_destroy_with_requests, 2, timeout=60)
+
+
 # ---- communicators -------------------------------------------------------------
 
 def _split(rank: int, size: int) -> None:
