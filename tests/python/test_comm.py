@@ -445,7 +445,8 @@ def _nonblocking_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
             during_barrier = ticks[0] - before
             stop.set()
             ticker.join()
-            assert min(during_recv, during_wait, during_barrier) > 20, (during_recv, during_wait, during_barrier)
+            # A held GIL would let the ticker run once or twice at most.
+            assert min(during_recv, during_wait, during_barrier) > 5, (during_recv, during_wait, during_barrier)
         elif rank == 1:
             for _ in range(2):
                 time.sleep(0.5)
