@@ -522,14 +522,14 @@ def _tags_and_alltoallv_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     # ANY_SOURCE: rank 0 takes one message of tag 7 from each other rank, in
     # whatever order they come; the status says who sent which.
     if rank == 0:
-        got = []
+        received = []
         for _ in range(size - 1):
             buf = np.empty(2, np.int64)
             st = comm.recv(buf, ringreduce.ANY_SOURCE, tag=7)
             assert st.tag == 7 and st.count == 2, st
-            got.append((st, buf.tolist()))
-        assert sorted(data for _, data in got) == [[r, r * r] for r in range(1, size)], got
-        assert all(st.source == data[0] for st, data in got), f"status.source is not the sender: {got}"
+            received.append((st, buf.tolist()))
+        assert sorted(data for _, data in received) == [[r, r * r] for r in range(1, size)], received
+        assert all(st.source == data[0] for st, data in received), f"status.source is not the sender: {received}"
         last = comm.irecv(np.empty(1, np.int64), ringreduce.ANY_SOURCE, tag=8)
         last.wait(TIMEOUT_S)
         assert last.status.source == size - 1, last.status
