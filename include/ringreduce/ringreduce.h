@@ -222,7 +222,8 @@ rrResult_t rrBarrier(rrComm_t comm, void* stream);
  * rrGroupEnd, which post every queued send and receive together and return
  * once all completed (so a ring shift where every rank sends and receives
  * cannot deadlock). Messages between one pair arrive in the order sent; the
- * receive's count must equal the send's. */
+ * receive's count must equal the send's (an empty message is a message too:
+ * a receive of 0 elements waits for a send of 0). */
 rrResult_t rrSend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer,
                   rrComm_t comm, void* stream);
 rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer,
@@ -244,6 +245,33 @@ rrResult_t rrIrecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer
                    rrComm_t comm, rrRequest_t* request);
 rrResult_t rrTest(rrRequest_t request, int* done);
 rrResult_t rrWait(rrRequest_t request);
+
+/* Tagged point-to-point, as MPI's and torch.distributed's send/recv with a
+ * tag. tag is 0..2^31-1 (a negative tag is refused naming `tag`); the calls
+ * above are tag 0 and interleave with these: rrIsend to a peer and
+ * rrIsendTag(..., tag 0) to it match its receives in the order sent.
+ * Messages between one pair with the same tag match in the order sent;
+ * different tags match independently (a receive of tag 2 takes the first
+ * message of tag 2, whatever of tag 1 came before it). A receive's count
+ * must equal the message's: longer or shorter is an error naming the peer.
+ * A receive's peer may be RR_ANY_SOURCE (also with rrIrecv): it takes the
+ * first message of its tag from any rank; rrWaitStatus / rrTestStatus then
+ * say which rank sent it. rrSend / rrRecv take a real peer. */
+#define RR_ANY_SOURCE (-2)
+typedef struct {
+  int source;   /* a receive's sender (for RR_ANY_SOURCE, the rank that matched); a send's: this rank */
+  int tag;      /* the message's tag */
+  size_t count; /* elements received (a receive) or sent (a send) */
+} rrStatus_t;
+rrResult_t rrIsendTag(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, int tag,
+                      rrComm_t comm, rrRequest_t* request);
+rrResult_t rrIrecvTag(void* recvbuff, size_t count, rrDataType_t datatype, int peer, int tag,
+                      rrComm_t comm, rrRequest_t* request);
+/* As rrWait / rrTest, and on success (once *done) *status describes the
+ * message; status may be NULL. Collective requests report source = -1,
+ * tag = -1, count = 0. */
+rrResult_t rrWaitStatus(rrRequest_t request, rrStatus_t* status);
+rrResult_t rrTestStatus(rrRequest_t request, int* done, rrStatus_t* status);
 
 /* Non-blocking collectives (torch.distributed's async_op=True): the same
  * arguments as the blocking form, without stream, plus a request finished by

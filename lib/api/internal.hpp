@@ -32,7 +32,10 @@ struct rrComm {
 struct rrRequest {
   rrComm_t comm;
   bool is_send;
-  int peer;
+  int peer;        // as posted: RR_ANY_SOURCE for an any-source receive (then done.peer names the sender)
+  int tag = 0;
+  int rank = -1;   // this rank: a send's status names it as the source
+  size_t elem = 1; // bytes per element, for the status's count
   size_t bytes;
   rr::transport::Completion done;                 // point-to-point requests
   std::shared_ptr<rr::AsyncOperation> operation;  // collective requests

@@ -3,6 +3,7 @@
 // requests rrTest / rrWait finish, collective ones included.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -72,10 +73,30 @@ RR_API rrResult_t rrGroupEnd(void) {
 
 namespace {
 
-rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
-                        rrRequest_t* request) {
-  const char* call = is_send ? "rrIsend" : "rrIrecv";
+static_assert(RR_ANY_SOURCE == rr::transport::kAnySource, "the transport's any-source is the API's");
+
+// A point-to-point call's peer and tag: a rank (RR_ANY_SOURCE too for a
+// receive) and a tag of 0..2^31-1.
+rr::Status check_peer_and_tag(const char* call, rrComm_t comm, bool is_send, int peer, int tag) {
+  if (peer == RR_ANY_SOURCE && is_send) {
+    return rr::InvalidArgument(std::string(call) + ": peer=RR_ANY_SOURCE (" + std::to_string(RR_ANY_SOURCE) +
+                               ") is for receives only");
+  }
+  if (peer != RR_ANY_SOURCE && (peer < 0 || peer >= comm->impl->size())) {
+    return rr::InvalidArgument(std::string(call) + ": peer=" + std::to_string(peer) + " out of range for " +
+                               std::to_string(comm->impl->size()) + " ranks");
+  }
+  if (tag < 0) {
+    return rr::InvalidArgument(std::string(call) + ": tag=" + std::to_string(tag) + " is negative (tags are 0.." +
+                               std::to_string(INT32_MAX) + ")");
+  }
+  return rr::Status::Ok();
+}
+
+rrResult_t post_request(const char* call, bool is_send, void* buf, size_t count, rrDataType_t datatype, int peer,
+                        int tag, rrComm_t comm, rrRequest_t* request) {
   rr::Status s = check_call(call, comm, datatype, nullptr, nullptr);
+  if (s.ok()) s = check_peer_and_tag(call, comm, is_send, peer, tag);
   if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
   if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, nullptr);
   if (s.ok() && !request) s = rr::InvalidArgument(std::string(call) + ": request is NULL");
@@ -86,9 +107,13 @@ rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t data
     req->comm = comm;
     req->is_send = is_send;
     req->peer = peer;
-    req->bytes = count * rr::reduce::dtype_size(datatype);
+    req->tag = tag;
+    req->rank = comm->impl->rank();
+    req->elem = rr::reduce::dtype_size(datatype);
+    req->bytes = count * req->elem;
     rr::Status posted = comm->impl->queue().run(
-        [&] { return comm->impl->post_p2p(is_send, buf, count, datatype, peer, &req->done); }, /*overtake=*/true);
+        [&] { return comm->impl->post_p2p(is_send, buf, count, datatype, peer, tag, &req->done); },
+        /*overtake=*/true);
     if (!posted.ok()) return fail(comm, posted);
     {
       std::lock_guard<std::mutex> lock(requests_mutex());
@@ -99,8 +124,15 @@ rrResult_t post_request(bool is_send, void* buf, size_t count, rrDataType_t data
   });
 }
 
-rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
-  const char* call = block ? "rrWait" : "rrTest";
+// What a finished request says about its message (rrStatus_t).
+rrStatus_t status_of(const rrRequest& request) {
+  if (request.operation) return rrStatus_t{-1, -1, 0};
+  const size_t bytes = request.is_send ? request.bytes : request.done.bytes;
+  const int source = request.is_send ? request.rank : (request.done.peer >= 0 ? request.done.peer : request.peer);
+  return rrStatus_t{source, request.tag, request.elem ? bytes / request.elem : 0};
+}
+
+rrResult_t finish_request(const char* call, rrRequest_t request, bool block, int* done, rrStatus_t* status) {
   // Under the registry's lock, which rrCommAbort holds while it marks the
   // requests of the communicator it frees: either the request is orphaned
   // already, or this thread counts as inside its communicator before abort
@@ -127,6 +159,7 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
   if (orphaned) {
     // Its communicator was aborted and is gone.
     if (done) *done = 1;
+    if (status && outcome.ok()) *status = status_of(*request);
     delete request;
     return fail(nullptr, outcome);
   }
@@ -152,7 +185,8 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
                             std::chrono::milliseconds(comm->impl->settings().timeout_ms);
       for (int polls = 0;; ++polls) {
         s = queue.run([&] {
-          return comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, false, &finished);
+          return comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, request->tag,
+                                      false, &finished);
         }, /*overtake=*/true);
         if (finished || !s.ok() || !block) break;
         if (comm->impl->aborting()) {
@@ -160,8 +194,11 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
           break;
         }
         if (std::chrono::steady_clock::now() > deadline) {
+          const std::string whom =
+              request->peer == RR_ANY_SOURCE ? std::string("any rank") : "rank " + std::to_string(request->peer);
           s = rr::Timeout(std::string(request->is_send ? "send of " : "receive of ") + std::to_string(request->bytes) +
-                          " bytes " + (request->is_send ? "to" : "from") + " rank " + std::to_string(request->peer) +
+                          " bytes " + (request->is_send ? "to " : "from ") + whom +
+                          (request->tag ? " (tag " + std::to_string(request->tag) + ")" : std::string()) +
                           " did not finish within " + std::to_string(comm->impl->settings().timeout_ms) + " ms");
           break;
         }
@@ -170,6 +207,7 @@ rrResult_t finish_request(rrRequest_t request, bool block, int* done) {
       }
     }
     if (done) *done = finished ? 1 : 0;
+    if (status && finished && s.ok()) *status = status_of(*request);
     // A failed or finished request is released; a pending one stays for the next test or wait.
     if (finished || !s.ok()) {
       const bool in_flight = !request->operation && !request->done.done;
@@ -194,6 +232,11 @@ rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t da
                           void* stream) {
   const char* call = is_send ? "rrSend" : "rrRecv";
   rr::Status s = check_call(call, comm, datatype, nullptr, stream);
+  if (s.ok() && peer == RR_ANY_SOURCE) {
+    s = rr::InvalidArgument(std::string(call) + ": peer=RR_ANY_SOURCE: " +
+                            (is_send ? "a send needs a peer" : "any-source receives are rrIrecv / rrIrecvTag, whose "
+                                                               "rrWaitStatus says who sent"));
+  }
   if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
   if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, stream);
   if (!s.ok()) return fail(comm, s);
@@ -202,9 +245,9 @@ rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t da
     // Post, then poll in short turns, so queued collectives keep running
     // while this rank waits (its peer may need them before it answers).
     rrRequest_t request = nullptr;
-    rrResult_t posted = post_request(is_send, buf, count, datatype, peer, comm, &request);
+    rrResult_t posted = post_request(call, is_send, buf, count, datatype, peer, 0, comm, &request);
     if (posted != rrSuccess) return posted;
-    return finish_request(request, true, nullptr);
+    return finish_request(call, request, true, nullptr, nullptr);
   }
   InComm inside(comm);
   return guarded(comm, [&] {
@@ -231,17 +274,36 @@ RR_API rrResult_t rrRecv(void* recvbuff, size_t count, rrDataType_t datatype, in
 
 RR_API rrResult_t rrIsend(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
                           rrRequest_t* request) {
-  return post_request(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, request);
+  return post_request("rrIsend", true, const_cast<void*>(sendbuff), count, datatype, peer, 0, comm, request);
 }
 
 RR_API rrResult_t rrIrecv(void* recvbuff, size_t count, rrDataType_t datatype, int peer, rrComm_t comm,
                           rrRequest_t* request) {
-  return post_request(false, recvbuff, count, datatype, peer, comm, request);
+  return post_request("rrIrecv", false, recvbuff, count, datatype, peer, 0, comm, request);
+}
+
+RR_API rrResult_t rrIsendTag(const void* sendbuff, size_t count, rrDataType_t datatype, int peer, int tag,
+                             rrComm_t comm, rrRequest_t* request) {
+  return post_request("rrIsendTag", true, const_cast<void*>(sendbuff), count, datatype, peer, tag, comm, request);
+}
+
+RR_API rrResult_t rrIrecvTag(void* recvbuff, size_t count, rrDataType_t datatype, int peer, int tag, rrComm_t comm,
+                             rrRequest_t* request) {
+  return post_request("rrIrecvTag", false, recvbuff, count, datatype, peer, tag, comm, request);
 }
 
 RR_API rrResult_t rrTest(rrRequest_t request, int* done) {
   if (!done) return fail(nullptr, rr::Code::kInvalidArgument, "rrTest: done is NULL");
-  return finish_request(request, false, done);
+  return finish_request("rrTest", request, false, done, nullptr);
 }
 
-RR_API rrResult_t rrWait(rrRequest_t request) { return finish_request(request, true, nullptr); }
+RR_API rrResult_t rrWait(rrRequest_t request) { return finish_request("rrWait", request, true, nullptr, nullptr); }
+
+RR_API rrResult_t rrTestStatus(rrRequest_t request, int* done, rrStatus_t* status) {
+  if (!done) return fail(nullptr, rr::Code::kInvalidArgument, "rrTestStatus: done is NULL");
+  return finish_request("rrTestStatus", request, false, done, status);
+}
+
+RR_API rrResult_t rrWaitStatus(rrRequest_t request, rrStatus_t* status) {
+  return finish_request("rrWaitStatus", request, true, nullptr, status);
+}

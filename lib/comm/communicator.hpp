@@ -91,11 +91,15 @@ class Communicator : public exec::Interrupt {
     return point_to_point(false, buf, count, dtype, peer, grouped);
   }
   Status flush_group();
-  // Non-blocking point-to-point: post now, finish in wait_p2p (or once
-  // test_p2p sees it done). `done` must stay put until then.
-  Status post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, transport::Completion* done);
+  // Non-blocking point-to-point with a tag (0..2^31-1; exec/tags.hpp): post
+  // now, finish in wait_p2p. `done` must stay put until then. A receive's
+  // peer may be transport::kAnySource: done->peer is then the sender once
+  // it matched.
+  Status post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, int tag,
+                  transport::Completion* done);
   // Drives progress until `done` (block) or once (!block); *finished says which.
-  Status wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, bool block, bool* finished);
+  Status wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, int tag, bool block,
+                  bool* finished);
   bool has_grouped() const { return group_->size() != 0; }
 
   // rrCommAbort, from any thread: the running operation and every later one

@@ -17,10 +17,11 @@ Status Communicator::point_to_point(bool is_send, void* buf, size_t count, rrDat
   RR_RETURN_IF_ERROR(check_peer(is_send ? "rrSend" : "rrRecv", "peer", peer));
   const size_t bytes = count * reduce::dtype_size(dtype);
   exec::Batch& batch = grouped ? *group_ : *batch_;
+  // Empty messages are messages, as post_p2p's (tag 0 both).
   if (is_send) {
-    batch.add_send(peer, exec::kP2pTag, buf, bytes);
+    batch.add_send(peer, exec::kP2pTag, buf, bytes, /*post_empty=*/true);
   } else {
-    batch.add_recv(peer, exec::kP2pTag, buf, bytes);
+    batch.add_recv(peer, exec::kP2pTag, buf, bytes, /*post_empty=*/true);
   }
   if (grouped) return Status::Ok();  // posted by flush_group()
   if (peer == rank_) {
@@ -42,38 +43,59 @@ Status Communicator::flush_group() {
   return run_batch(*group_, "group of " + std::to_string(group_->size()) + " sends and receives");
 }
 
-Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer,
+Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, int tag,
                               transport::Completion* done) {
   RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer(is_send ? "rrIsend" : "rrIrecv", "peer", peer));
+  const char* call = is_send ? "rrIsend" : "rrIrecv";
+  if (is_send || peer != transport::kAnySource) RR_RETURN_IF_ERROR(check_peer(call, "peer", peer));
+  if (tag < 0) {
+    return InvalidArgument(std::string(call) + ": tag=" + std::to_string(tag) + " is negative (tags are 0.." +
+                           std::to_string(exec::kMaxP2pTag) + ")");
+  }
   const size_t bytes = count * reduce::dtype_size(dtype);
+  // Empty messages are messages too: an any-source receive of nothing
+  // still learns who sent it, and a count that disagrees is still seen.
+  static uint8_t empty[1];
+  if (bytes == 0) buf = empty;
   done->reset();
   done->peer = peer;
-  if (bytes == 0) {
-    done->done = true;  // both sides skip empty messages
-    return Status::Ok();
-  }
-  return is_send ? transport_->post_send(peer, exec::kP2pTag, buf, bytes, done)
-                 : transport_->post_recv(peer, exec::kP2pTag, buf, bytes, done);
+  return is_send ? transport_->post_send(peer, exec::p2p_tag(tag), buf, bytes, done)
+                 : transport_->post_recv(peer, exec::p2p_tag(tag), buf, bytes, done);
 }
 
-Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, bool block,
-                              bool* finished) {
-  const std::string what = std::string(is_send ? "send of " : "receive of ") + std::to_string(bytes) + " bytes " +
-                           (is_send ? "to" : "from") + " rank " + std::to_string(peer);
+namespace {
+
+// "receive of 8 bytes from rank 2 (tag 5)", "... from any rank", "send of 8 bytes to rank 1".
+std::string describe_p2p(bool is_send, size_t bytes, int peer, int tag) {
+  std::string text = std::string(is_send ? "send of " : "receive of ") + std::to_string(bytes) + " bytes " +
+                     (is_send ? "to " : "from ") +
+                     (peer == transport::kAnySource ? std::string("any rank") : "rank " + std::to_string(peer));
+  return tag == 0 ? text : text + " (tag " + std::to_string(tag) + ")";
+}
+
+}  // namespace
+
+Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, int tag,
+                              bool block, bool* finished) {
   exec::WaitPolicy wait(transport_.get(), deadline(), this);
   *finished = false;
   for (;;) {
     const bool moved = transport_->progress();
     if (done.done) break;
     Status interrupted = wait.interrupted();
-    if (!interrupted.ok()) return Status(interrupted.code(), what + ": " + interrupted.message());
-    Status alive = transport_->peer_status(peer);
-    if (!alive.ok()) return RemoteError(what + ": " + alive.message());
+    if (!interrupted.ok()) {
+      return Status(interrupted.code(), describe_p2p(is_send, bytes, peer, tag) + ": " + interrupted.message());
+    }
+    // Any rank may yet send an any-source receive its message: none is
+    // waited on in particular (a dead one is heard of by notice).
+    if (peer != transport::kAnySource) {
+      Status alive = transport_->peer_status(peer);
+      if (!alive.ok()) return RemoteError(describe_p2p(is_send, bytes, peer, tag) + ": " + alive.message());
+    }
     if (!block) return Status::Ok();
     if (wait.expired()) {
-      return Timeout(what + ": rank " + std::to_string(rank_) + " waited " + std::to_string(settings_.timeout_ms) +
-                     " ms");
+      return Timeout(describe_p2p(is_send, bytes, peer, tag) + ": rank " + std::to_string(rank_) + " waited " +
+                     std::to_string(settings_.timeout_ms) + " ms");
     }
     if (moved) {
       wait.reset();
@@ -82,13 +104,15 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
     }
   }
   *finished = true;
+  // An any-source receive that matched names its sender.
+  const int from = done.peer >= 0 ? done.peer : peer;
   if (done.failed) {
-    return RemoteError(what + " failed: " + transport_->describe_error(done) +
+    return RemoteError(describe_p2p(is_send, bytes, from, tag) + " failed: " + transport_->describe_error(done) +
                        (is_send ? "" : " (a longer message than the receive's count?)"));
   }
   if (!is_send && done.bytes != bytes) {
-    return RemoteError(what + ": rank " + std::to_string(peer) + " sent " + std::to_string(done.bytes) +
-                       " bytes, expected " + std::to_string(bytes));
+    return RemoteError(describe_p2p(is_send, bytes, from, tag) + ": rank " + std::to_string(from) + " sent " +
+                       std::to_string(done.bytes) + " bytes, expected " + std::to_string(bytes));
   }
   return Status::Ok();
 }

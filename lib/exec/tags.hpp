@@ -1,17 +1,21 @@
 #pragma once
 // The 48 tag bits the transport leaves to us (it adds the source rank above):
 //
-//   [p2p : 1][op sequence : 7][step : 16][column : 24]
+//   collectives:     [0 : 1][op sequence : 7][step : 16][column : 24]
+//   point-to-point:  [1 : 1][0 : 15][user tag : 31][0 : 1]
+//   notices:         [1 : 1][0 : 46][1 : 1]                    (kControlTag)
 //
-// Point-to-point messages set the top bit and nothing else, so messages
-// between one pair match in the order they were sent, as torch.distributed
-// and MPI promise. Collectives carry the communicator's operation sequence,
-// so a late message of one call can never match the next.
+// Point-to-point messages set the top bit and carry the caller's tag
+// (0..2^31-1; untagged calls are tag 0), so messages between one pair with
+// one tag match in the order they were sent, as torch.distributed and MPI
+// promise, and different tags match independently. Their lowest bit is 0:
+// no tag reaches the notices' (the control channel's). Collectives carry the
+// communicator's operation sequence, so a late message of one call can never
+// match the next.
 //
-// Two more kinds use tags neither of those can have: notices (the control
-// channel, kControlTag) and each collective's operation header (its own
-// sequence, at step kHeaderStep, which no schedule reaches: a ring of at most
-// 2^15 ranks has fewer than 2^16 - 1 steps, the chain and the trees use step 0).
+// Each collective's operation header uses its own sequence at step
+// kHeaderStep, which no schedule reaches: a ring of at most 2^15 ranks has
+// fewer than 2^16 - 1 steps, the chain and the trees use step 0.
 
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +28,12 @@ constexpr uint64_t kSequenceBits = 7;
 constexpr uint64_t kP2pTag = uint64_t{1} << (kColumnBits + kStepBits + kSequenceBits);
 constexpr uint64_t kControlTag = kP2pTag | 1;
 constexpr int kHeaderStep = (1 << kStepBits) - 1;
+constexpr int kMaxP2pTag = 0x7fffffff;
+
+// A point-to-point message's tag; p2p_tag(0) == kP2pTag. `tag` is 0..kMaxP2pTag.
+constexpr uint64_t p2p_tag(int tag) { return kP2pTag | (static_cast<uint64_t>(static_cast<uint32_t>(tag)) << 1); }
+static_assert(p2p_tag(kMaxP2pTag) < (kP2pTag << 1) && (p2p_tag(kMaxP2pTag) & 1) == 0,
+              "point-to-point tags stay within the 48 bits and never reach kControlTag");
 
 constexpr uint64_t collective_tag(uint64_t sequence, int step, size_t column) {
   return ((sequence & ((uint64_t{1} << kSequenceBits) - 1)) << (kColumnBits + kStepBits)) |

@@ -19,6 +19,15 @@ namespace rr::transport {
 constexpr int kTagBits = 48;
 constexpr uint64_t kTagMask = (uint64_t{1} << kTagBits) - 1;
 
+// post_recv's peer for a receive that matches the first message with its tag
+// from any rank. Why the interface has it: a rank that waits for whichever
+// peer speaks first (MPI_ANY_SOURCE, torch.distributed's recv without a
+// source) cannot post one receive per peer and cancel the others, since a
+// second message could then match a receive meant to be canceled. Only the
+// transport can match on the tag alone (UCX: a tag mask that ignores the
+// source bits). The Completion's `peer` becomes the sender once done.
+constexpr int kAnySource = -2;
+
 // Filled in by the transport, on the thread that calls progress(), when the
 // operation ends. The caller owns it and keeps it alive until `done`.
 struct Completion {
@@ -26,9 +35,9 @@ struct Completion {
   bool failed = false;
   int error = 0;        // transport-specific code, for describe_error()
   size_t bytes = 0;     // bytes received (receives only)
-  int peer = -1;
+  int peer = -1;        // as posted; a kAnySource receive's sender once it matched
   void* handle = nullptr;  // the transport's request, while in flight
-  std::atomic<uint64_t>* received_counter = nullptr;  // the transport's per-peer byte counter
+  void* owner = nullptr;   // the transport that posted it, for its completion callbacks
 
   void reset() { *this = Completion(); }
 };
@@ -44,7 +53,8 @@ class Transport {
   // Starts sending [buf, buf + bytes) to `peer`; `done` is set once `buf` may be reused.
   virtual Status post_send(int peer, uint64_t tag, const void* buf, size_t bytes,
                            Completion* done) = 0;
-  // Starts receiving at most `bytes` from `peer` into `buf`.
+  // Starts receiving at most `bytes` from `peer` (or kAnySource) into `buf`.
+  // Messages from one sender with one tag match receives in the order sent.
   virtual Status post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) = 0;
   // Makes a pending receive finish (failed, error = canceled) at a later progress().
   virtual void cancel(Completion* pending) = 0;

@@ -79,7 +79,7 @@ bool LoopbackTransport::progress() {
   for (auto it = inbox.messages.begin(); it != inbox.messages.end();) {
     auto match = posted_.end();
     for (auto p = posted_.begin(); p != posted_.end(); ++p) {
-      if (p->peer == it->src && p->tag == it->tag) {
+      if ((p->peer == it->src || p->peer == kAnySource) && p->tag == it->tag) {
         match = p;
         break;
       }
@@ -89,6 +89,7 @@ bool LoopbackTransport::progress() {
       continue;
     }
     Completion* done = match->done;
+    done->peer = it->src;  // a kAnySource receive learns its sender
     size_t len = it->payload.size();
     if (len > match->bytes) {
       done->failed = true;

@@ -53,9 +53,11 @@ HostIdentity host_identity() {
 constexpr size_t kAddressHeader = sizeof(HostIdentity) + sizeof(int32_t);
 constexpr auto kLivenessInterval = std::chrono::milliseconds(10);
 
-// The source rank rides in the top 16 bits so a receive matches one sender.
+// The source rank rides in the top 16 bits so a receive matches one sender;
+// an any-source receive's mask leaves them out.
 constexpr int kRankShift = kTagBits;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+constexpr ucp_tag_t kAnySourceMask = kTagMask;
 
 ucp_tag_t wire_tag(int src, uint64_t tag) {
   return (static_cast<ucp_tag_t>(src) << kRankShift) | (tag & kTagMask);
@@ -309,12 +311,20 @@ void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_d
 void UcxTransport::on_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                                 void* user_data) {
   auto* done = static_cast<Completion*>(user_data);
+  auto* self = static_cast<UcxTransport*>(done->owner);
+  // A matched message names its sender in its tag (also when it was too
+  // long for the buffer); a canceled receive has none.
+  const bool matched = status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED;
+  if (done->peer == kAnySource && matched && info) {
+    const ucp_tag_t sender = info->sender_tag >> kRankShift;
+    if (sender < static_cast<ucp_tag_t>(self->size_)) done->peer = static_cast<int>(sender);
+  }
   done->failed = status != UCS_OK;
   done->error = status;
   done->bytes = status == UCS_OK ? info->length : 0;
   done->handle = nullptr;
   done->done = true;
-  *done->received_counter += done->bytes;
+  if (done->peer >= 0) self->counters_[done->peer].received += done->bytes;
   ucp_request_free(request);
 }
 
@@ -348,7 +358,7 @@ Status UcxTransport::post_send(int peer, uint64_t tag, const void* buf, size_t b
 Status UcxTransport::post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) {
   done->reset();
   done->peer = peer;
-  done->received_counter = &counters_[peer].received;
+  done->owner = this;
   // Immediate completion is refused: UCX 1.13 does not report the length of
   // an immediately completed receive reliably, and the callback always does.
   ucp_request_param_t param{};
@@ -357,12 +367,14 @@ Status UcxTransport::post_recv(int peer, uint64_t tag, void* buf, size_t bytes, 
   param.cb.recv = &UcxTransport::on_recv_done;
   param.user_data = done;
   param.memory_type = UCS_MEMORY_TYPE_HOST;
-  ucs_status_ptr_t request =
-      ucp_tag_recv_nbx(worker_, buf, bytes, wire_tag(peer, tag), kFullMask, &param);
+  const bool any = peer == kAnySource;
+  ucs_status_ptr_t request = ucp_tag_recv_nbx(worker_, buf, bytes, any ? (tag & kTagMask) : wire_tag(peer, tag),
+                                              any ? kAnySourceMask : kFullMask, &param);
   if (UCS_PTR_IS_ERR(request)) {
     ucs_status_t status = UCS_PTR_STATUS(request);
-    return SystemError("receive of " + std::to_string(bytes) + " bytes from rank " +
-                       std::to_string(peer) + " failed: " + ucs_status_string(status));
+    return SystemError("receive of " + std::to_string(bytes) + " bytes from " +
+                       (any ? std::string("any rank") : "rank " + std::to_string(peer)) +
+                       " failed: " + ucs_status_string(status));
   }
   // With NO_IMM_CMPL, UCX may already have run the callback (and freed the
   // request) for a message that was waiting unexpected.
