@@ -135,13 +135,18 @@ def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any
             raise RuntimeError(
                 f"worker {env['RANK']} already has a default process group: ringreduce.dask.run needs "
                 "the worker to itself (one run at a time, no group left by other tasks)")
-        if timeout is None:
-            dist.init_process_group(backend)
-        else:
-            dist.init_process_group(backend, timeout=timeout)
+        failed = False
         try:
+            # Inside the try: init_process_group can fail after it made the
+            # default group (its closing barrier, when a rank that already
+            # failed took the store down), and that group must go too.
+            if timeout is None:
+                dist.init_process_group(backend)
+            else:
+                dist.init_process_group(backend, timeout=timeout)
             return fn(*args, **kwargs)
         except BaseException as e:
+            failed = True
             # The peers may be waiting for this rank in a collective: end the
             # group now so that theirs fail instead of waiting out the
             # timeout. The traceback's frames hold fn's locals (a DDP model
@@ -151,7 +156,11 @@ def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any
             traceback.clear_frames(e.__traceback__)
             raise
         finally:
-            _destroy_group()
+            try:
+                _destroy_group()
+            except Exception:
+                if not failed:  # else the first error is the one to report
+                    raise
     finally:
         for name, value in saved.items():
             if value is None:
