@@ -41,7 +41,7 @@ from ringreduce.errors import (
 )
 from ringreduce.ops import Op
 from ringreduce import _core
-from ringreduce._core import HAS_ALLTOALLV, HAS_BITWISE_OPS, HAS_TAGS, IN_PLACE, Comm, Request, Status
+from ringreduce._core import IN_PLACE, Comm, Request, Status
 from ringreduce.unique_id import UniqueId, get_unique_id
 
 __all__ = [
@@ -49,14 +49,12 @@ __all__ = [
     "Request",
     "Status",
     "IN_PLACE",
+    "ANY_SOURCE",
     "Op",
     "UniqueId",
     "get_unique_id",
     "group",
     "get_version",
-    "HAS_ALLTOALLV",
-    "HAS_BITWISE_OPS",
-    "HAS_TAGS",
     "errors",
     "Result",
     "Error",
@@ -69,10 +67,8 @@ __all__ = [
     "TimeoutError",
 ]
 
-if hasattr(_core, "ANY_SOURCE"):
-    #: The peer of a recv / irecv from whichever rank sends first (its Status says which).
-    ANY_SOURCE: int = _core.ANY_SOURCE
-    __all__.append("ANY_SOURCE")
+#: The peer of a recv / irecv from whichever rank sends first (its Status says which).
+ANY_SOURCE: int = _core.ANY_SOURCE
 
 
 def get_version() -> int:

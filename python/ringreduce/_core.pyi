@@ -27,11 +27,8 @@ class _InPlaceType: ...
 
 IN_PLACE: _InPlaceType
 SendBuffer = Union[BufferLike, _InPlaceType]
-# ANY_SOURCE exists once the engine has tagged point-to-point (HAS_TAGS).
+# The peer of a recv / irecv from whichever rank sends first.
 ANY_SOURCE: int
-HAS_BITWISE_OPS: bool
-HAS_TAGS: bool
-HAS_ALLTOALLV: bool
 UNIQUE_ID_BYTES: int
 
 class Status(NamedTuple):
@@ -67,7 +64,7 @@ class Request:
         """Whether the call finished."""
     @property
     def status(self) -> Optional[Status]:
-        """A finished point-to-point request's Status (engines with tags); None before, and for collectives."""
+        """A finished point-to-point request's Status; None before it finished, and for collectives."""
     @property
     def source(self) -> Optional[int]:
         """status.source: a finished receive's sender (the rank ANY_SOURCE matched); None otherwise."""
@@ -188,7 +185,7 @@ class Comm:
         sdispls: Optional[Sequence[int]] = None,
         rdispls: Optional[Sequence[int]] = None,
     ) -> None:
-        """All-to-all with a count per peer, in elements (engines with HAS_ALLTOALLV).
+        """All-to-all with a count per peer, in elements.
 
         Displacements default to the counts' running sum.
         """

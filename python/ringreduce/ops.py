@@ -5,8 +5,7 @@ Every reducing call takes ``op`` as an Op or by name ("sum", "prod", "max",
 
 - avg: floating types divide the sum by the rank count once, at the end;
   integer types divide the integer sum, truncating toward zero (as NCCL).
-- band, bor, bxor: bitwise, integer types only (they exist once the engine
-  has them; ``ringreduce.HAS_BITWISE_OPS`` says whether it does).
+- band, bor, bxor: bitwise, integer types only.
 - max and min propagate NaN.
 - numpy bool arrays reduce logically, as uint8 bytes: sum, max and bor are
   "or"; prod, min and band are "and"; bxor is "xor"; avg is refused.

@@ -41,12 +41,10 @@ def ops_for(dtype) -> list:
     kind = np.dtype(dtype).kind
     ops = ["sum", "prod", "max", "min"]
     if kind == "b":
-        ops += ["band", "bor"]
-        if ringreduce.HAS_BITWISE_OPS:
-            ops += ["bxor"]
+        ops += ["band", "bor", "bxor"]
     else:
         ops += ["avg"]
-        if kind in "iu" and ringreduce.HAS_BITWISE_OPS:
+        if kind in "iu":
             ops += ["band", "bor", "bxor"]
     return ops
 
@@ -261,23 +259,22 @@ def _data_movement_on(comm: ringreduce.Comm, rank: int, size: int) -> int:
             check(out, want, "alltoall " + what)
             checks += 9
 
-            if ringreduce.HAS_ALLTOALLV:
-                # Uneven blocks (some empty), packed on the send side, spread
-                # out backwards on the receive side.
-                def blocks_from(r: int) -> list:
-                    return [(n * (r + 1) + p) % (n + 2) for p in range(size)]
-                send_counts = blocks_from(rank)
-                recv_counts = [blocks_from(p)[rank] for p in range(size)]
-                ins = [make_input(c + 13, r, dtype, None, sum(blocks_from(r)), size) for r in range(size)]
-                starts = np.cumsum([0] + recv_counts)
-                rdispls = [int(starts[-1] - starts[p + 1]) + 2 * (size - 1 - p) for p in range(size)]
-                out = garbage(int(starts[-1]) + 2 * size, dtype)
-                comm.alltoallv(ins[rank], out, send_counts, recv_counts, rdispls=rdispls)
-                for p in range(size):
-                    first = int(np.sum(blocks_from(p)[:rank]))
-                    check(out[rdispls[p]:rdispls[p] + recv_counts[p]], ins[p][first:first + recv_counts[p]],
-                          f"alltoallv block from {p} " + what)
-                checks += 1
+            # Uneven blocks (some empty), packed on the send side, spread
+            # out backwards on the receive side.
+            def blocks_from(r: int) -> list:
+                return [(n * (r + 1) + p) % (n + 2) for p in range(size)]
+            send_counts = blocks_from(rank)
+            recv_counts = [blocks_from(p)[rank] for p in range(size)]
+            ins = [make_input(c + 13, r, dtype, None, sum(blocks_from(r)), size) for r in range(size)]
+            starts = np.cumsum([0] + recv_counts)
+            rdispls = [int(starts[-1] - starts[p + 1]) + 2 * (size - 1 - p) for p in range(size)]
+            out = garbage(int(starts[-1]) + 2 * size, dtype)
+            comm.alltoallv(ins[rank], out, send_counts, recv_counts, rdispls=rdispls)
+            for p in range(size):
+                first = int(np.sum(blocks_from(p)[:rank]))
+                check(out[rdispls[p]:rdispls[p] + recv_counts[p]], ins[p][first:first + recv_counts[p]],
+                      f"alltoallv block from {p} " + what)
+            checks += 1
     # Multi-dimensional arrays: the count is their size.
     x = np.arange(size * 6, dtype=np.int32).reshape(size, 2, 3) * (rank + 1)
     y = np.empty_like(x)
@@ -567,7 +564,6 @@ def _send_in_group(comm: ringreduce.Comm, peer: int) -> None:
         comm.send(np.zeros(1), peer, tag=4)
 
 
-@pytest.mark.skipif(not ringreduce.HAS_TAGS, reason="this libringreduce has no tagged point-to-point")
 @pytest.mark.parametrize("size", [2, 3])
 def test_tags_any_source_status_and_alltoallv(size):
     """Tags match independently, ANY_SOURCE reports the sender, recv returns a Status; alltoallv with
@@ -637,10 +633,7 @@ def _argument_errors_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     _raises(IA, comm.gather, x, y, size + 3, match="out of range")
     _raises(IA, comm.send, x, size, match="out of range")
     _raises(IA, comm.bytes_sent, size, match=f"peer={size} out of range")
-    if not ringreduce.HAS_TAGS:
-        _raises(ringreduce.InvalidUsageError, comm.send, x, 0, tag=3, match="tag=3 needs an engine")
-    else:
-        _raises(IA, comm.send, x, ringreduce.ANY_SOURCE, match="is for receives only")
+    _raises(IA, comm.send, x, ringreduce.ANY_SOURCE, match="is for receives only")
     # Argument errors leave the communicator healthy.
     assert comm.async_error() is None
     comm.allreduce(IN_PLACE, y)
