@@ -86,7 +86,10 @@ def reference(inputs, op, dtype) -> torch.Tensor:
     elif op == R.MIN:
         out = x.amin(0) if x.numel() else x.sum(0)
     elif op == R.AVG:
-        out = x.sum(0) / n if dtype.is_floating_point else torch.div(x.sum(0), n, rounding_mode="trunc")
+        if dtype.is_floating_point:
+            out = x.sum(0) / n
+        else:  # as NCCL: the sum wraps in the element type, then divides, truncating
+            out = torch.div(x.sum(0).to(dtype).to(torch.int64), n, rounding_mode="trunc")
     else:
         fn = {R.BAND: torch.bitwise_and, R.BOR: torch.bitwise_or, R.BXOR: torch.bitwise_xor}[op]
         out = x[0]
@@ -271,6 +274,25 @@ def _non_contiguous(rank: int, size: int) -> None:
         col.copy_(torch.arange(5.0))
     dist.broadcast(col, src=0)
     assert torch.equal(col, torch.arange(5.0)), "broadcast into a strided column"
+    # Strided outputs and inputs of the gathering, scattering and all-to-all forms.
+    mine = torch.arange(6.0).reshape(3, 2).t()[0] + 10 * rank  # 3 elements, stride 2
+    out = torch.zeros(size * 3, 2)[:, 1]
+    dist._all_gather_base(out, mine)
+    assert torch.equal(out, torch.cat([torch.arange(0.0, 6.0, 2) + 10 * r for r in range(size)])), "_all_gather_base"
+    full = (torch.arange(size * 4.0) * (rank + 1)).repeat_interleave(2)[::2]  # stride 2
+    got = torch.zeros(4, 3)[:, 2]
+    dist._reduce_scatter_base(got, full)
+    want = torch.arange(rank * 4.0, rank * 4.0 + 4) * sum(range(1, size + 1))
+    assert torch.equal(got, want), "_reduce_scatter_base into a strided column"
+    send = (torch.arange(size * 2.0) + 100 * rank).repeat_interleave(2)[::2]
+    recv = torch.zeros(size * 2, 2)[:, 0]
+    dist.all_to_all_single(recv, send)
+    want = torch.cat([torch.arange(rank * 2.0, rank * 2.0 + 2) + 100 * s for s in range(size)])
+    assert torch.equal(recv, want), "all_to_all_single strided"
+    got = torch.zeros(3, 2)[:, 1]
+    pieces = [torch.full((3,), float(r)) for r in range(size)]
+    dist.scatter(got, scatter_list=pieces if rank == 0 else None, src=0)
+    assert torch.equal(got, torch.full((3,), float(rank))), "scatter into a strided column"
     if size > 1:
         buf = torch.zeros(4, 4)[:, 2]
         if rank == 0:
@@ -326,17 +348,20 @@ def _groups_and_async(rank: int, size: int) -> None:
             assert heard == set(range(1, size)), f"heard from {heard}"
         else:
             dist.send(torch.tensor([1000 + rank]), dst=0, tag=9)
-        # Work.wait(timeout) expires, then the same work finishes
+        # Work.wait(timeout) expires, then the same work finishes: rank 1
+        # sends only once rank 0 tells it the wait expired.
         if rank == 0:
             t = torch.empty(2)
             w = dist.irecv(t, src=1, tag=5)
             with pytest.raises(RuntimeError, match="expired") as info:
                 w.wait(datetime.timedelta(milliseconds=200))
             assert isinstance(info.value, ringreduce.TimeoutError)
+            assert not w.is_completed()
+            dist.send(torch.ones(1), dst=1, tag=6)
             w.wait()
-            assert torch.all(t == 5.0)
+            assert torch.all(t == 5.0) and w.is_completed()
         elif rank == 1:
-            time.sleep(1.0)
+            dist.recv(torch.empty(1), src=0, tag=6)
             dist.send(torch.full((2,), 5.0), dst=0, tag=5)
     dist.barrier()
     dist.destroy_process_group()
@@ -402,7 +427,7 @@ def _dies_mid_allreduce(rank: int, size: int) -> str:
         dist.all_reduce(t)  # in case the first finished before rank 1 left
     elapsed = time.monotonic() - start
     assert elapsed < 20.0 + 5.0, f"raised after {elapsed:.1f} s"
-    assert isinstance(info.value, ringreduce.Error), type(info.value)
+    assert isinstance(info.value, ringreduce.RemoteError), f"{type(info.value)}: {info.value}"
     return f"{type(info.value).__name__} after {elapsed:.2f} s: {info.value}"
 
 

@@ -59,10 +59,6 @@ PYBIND11_MODULE(_torch, m) {
       .def("abort", &ProcessGroupRingreduce::abort, py::call_guard<py::gil_scoped_release>(),
            "Ends the communicator now: operations in flight fail here at once, and at the peers naming this rank.")
       .def("async_error",
-           [](const ProcessGroupRingreduce& pg) {
-             rrResult_t error = rrSuccess;
-             ringreduce_torch::check_result(rrCommGetAsyncError(pg.comm(), &error), "async_error");
-             return static_cast<int>(error);
-           },
+           [](ProcessGroupRingreduce& pg) { return static_cast<int>(pg.async_error()); },
            "rrCommGetAsyncError: 0 while the communicator is healthy, else the result code that broke it.");
 }

@@ -123,9 +123,10 @@ ProcessGroupRingreduce::~ProcessGroupRingreduce() {
     in_flight.swap(p2p_in_flight_);
   }
   for (auto& p : in_flight) {
+    // A transfer may still read or write its tensor; a Work still held
+    // learns the outcome from the state.
     std::lock_guard<std::mutex> lock(p->mutex);
-    if (p->request) (void)rrWait(p->request);  // a dropped Work's transfer may still write its tensor
-    p->request = nullptr;
+    p->advance_locked(/*block=*/true, "destroy");
   }
   if (!aborted_) (void)rrCommDestroy(comm_);
 }
@@ -135,6 +136,14 @@ void ProcessGroupRingreduce::abort() {
   if (aborted_) return;
   aborted_ = true;
   (void)rrCommAbort(comm_);
+}
+
+rrResult_t ProcessGroupRingreduce::async_error() {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  if (aborted_) return rrInvalidUsage;
+  rrResult_t error = rrSuccess;
+  check_result(rrCommGetAsyncError(comm_, &error), "async_error");
+  return error;
 }
 
 void ProcessGroupRingreduce::check_open(const char* op_name) const {
@@ -460,8 +469,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
   }
   {
     std::lock_guard<std::mutex> lock(p2p_mutex_);
+    // Forget the ended ones; test those whose Work the caller dropped (no one
+    // else will), so that they end too.
     p2p_in_flight_.erase(std::remove_if(p2p_in_flight_.begin(), p2p_in_flight_.end(),
-                                        [](const auto& p) { return p->ended.load(std::memory_order_acquire); }),
+                                        [](const std::shared_ptr<PointToPoint>& p) {
+                                          if (p.use_count() == 1 && !p->ended.load(std::memory_order_acquire)) {
+                                            std::unique_lock<std::mutex> lock(p->mutex, std::try_to_lock);
+                                            if (lock.owns_lock()) p->advance_locked(/*block=*/false, "dropped");
+                                          }
+                                          return p->ended.load(std::memory_order_acquire);
+                                        }),
                          p2p_in_flight_.end());
     p2p_in_flight_.push_back(state);
   }

@@ -38,7 +38,9 @@ class ProcessGroupRingreduce : public c10d::ProcessGroup {
   // Ends the communicator now (rrCommAbort): operations in flight here fail
   // at once, and the peers' fail naming this rank.
   void abort();
-  rrComm_t comm() const { return comm_; }
+  // rrCommGetAsyncError: rrSuccess while healthy, else what broke the
+  // communicator (rrInvalidUsage once aborted).
+  rrResult_t async_error();
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;

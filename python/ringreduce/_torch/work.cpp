@@ -55,76 +55,127 @@ void CollectiveWork::run_to_end() {
   }
   on_success_ = nullptr;
   keep_alive_.clear();
-  finish(error);
+  // The future first, as Gloo does: once wait() returns, get_future() is done too.
   if (error) {
     future_->setError(error);
   } else {
     future_->markCompleted(c10::IValue(outputs_));
   }
+  finish(error);
 }
 
-Completer::Completer() : thread_([this] { loop(); }) {}
+Completer::Completer() : line_(std::make_shared<Line>()), thread_([line = line_] { loop(line); }) {}
 
 Completer::~Completer() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(line_->mutex);
+    line_->stopping = true;
   }
-  added_.notify_one();
-  thread_.join();
+  line_->added.notify_one();
+  if (std::this_thread::get_id() != thread_.get_id()) {
+    thread_.join();
+    return;
+  }
+  // On the Completer's own thread, inside a future's callback: run what is
+  // left here (the process group destroys the communicator next), and let
+  // the thread end by itself once the callback returns.
+  for (;;) {
+    c10::intrusive_ptr<CollectiveWork> work;
+    {
+      std::lock_guard<std::mutex> lock(line_->mutex);
+      if (line_->works.empty()) break;
+      work = std::move(line_->works.front());
+      line_->works.pop_front();
+    }
+    work->run_to_end();
+  }
+  thread_.detach();
 }
 
 void Completer::add(c10::intrusive_ptr<CollectiveWork> work) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    line_.push_back(std::move(work));
+    std::lock_guard<std::mutex> lock(line_->mutex);
+    line_->works.push_back(std::move(work));
   }
-  added_.notify_one();
+  line_->added.notify_one();
 }
 
-void Completer::loop() {
+void Completer::loop(const std::shared_ptr<Line>& line) {
   for (;;) {
     c10::intrusive_ptr<CollectiveWork> work;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      added_.wait(lock, [&] { return stopping_ || !line_.empty(); });
-      if (line_.empty()) return;  // stopping, and every collective ran to its end
-      work = std::move(line_.front());
-      line_.pop_front();
+      std::unique_lock<std::mutex> lock(line->mutex);
+      line->added.wait(lock, [&] { return line->stopping || !line->works.empty(); });
+      if (line->works.empty()) return;  // stopping, and every collective ran to its end
+      work = std::move(line->works.front());
+      line->works.pop_front();
     }
     work->run_to_end();
   }
+}
+
+namespace {
+
+// The tensors of a failed send or receive: the engine leaks a transfer that
+// UCX may still hold rather than free it, so the memory it reads or writes
+// must stay too.
+void keep_forever(std::vector<at::Tensor> tensors) {
+  static auto* kept = new std::vector<at::Tensor>();
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->insert(kept->end(), tensors.begin(), tensors.end());
+}
+
+}  // namespace
+
+bool PointToPoint::advance_locked(bool block, const char* op_name) {
+  if (!request) return true;
+  rrStatus_t status{};
+  int done = 0;
+  const rrResult_t result = block ? rrWaitStatus(request, &status) : rrTestStatus(request, &done, &status);
+  if (result == rrSuccess && !block && !done) return false;
+  // Finished or failed: either way the engine released the request.
+  request = nullptr;
+  if (result != rrSuccess) {
+    error = std::make_exception_ptr(engine_error(result, op_name));
+    keep_forever(std::move(keep_alive));
+  } else {
+    source = status.source;
+    try {
+      copy_back(staged);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  staged.clear();
+  keep_alive.clear();
+  ended.store(true, std::memory_order_release);
+  return true;
 }
 
 PointToPointWork::PointToPointWork(int rank, c10d::OpType type, const char* op_name,
                                    std::shared_ptr<PointToPoint> state, std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type), op_name_(op_name), state_(std::move(state)), outputs_(std::move(outputs)) {}
 
-bool PointToPointWork::advance(bool block) {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  if (!state_->request) return true;
-  rrStatus_t status{};
-  int done = 0;
-  const rrResult_t result = block ? rrWaitStatus(state_->request, &status)
-                                  : rrTestStatus(state_->request, &done, &status);
-  if (result == rrSuccess && !block && !done) return false;
-  // Finished or failed: either way the engine released the request.
-  state_->request = nullptr;
-  std::exception_ptr error;
-  if (result != rrSuccess) {
-    error = std::make_exception_ptr(engine_error(result, op_name_));
-  } else {
-    state_->source = status.source;
-    try {
-      copy_back(state_->staged);
-    } catch (...) {
-      error = std::current_exception();
-    }
+void PointToPointWork::finish_once() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return;
   }
-  state_->staged.clear();
-  state_->keep_alive.clear();
-  state_->ended.store(true, std::memory_order_release);
-  finish(error);
+  finish(state_->error);
+}
+
+bool PointToPointWork::advance(bool block) {
+  if (!state_->ended.load(std::memory_order_acquire)) {
+    std::unique_lock<std::mutex> lock(state_->mutex, std::defer_lock);
+    if (block) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return false;  // a blocking wait on another thread holds it
+    }
+    if (!state_->advance_locked(block, op_name_)) return false;
+  }
+  finish_once();
   return true;
 }
 

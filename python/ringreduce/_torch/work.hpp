@@ -62,17 +62,24 @@ class CollectiveWork : public c10d::Work {
 class Completer {
  public:
   Completer();
-  // Runs every collective already added to its end, then stops.
+  // Runs every collective already added to its end, then stops. Also safe on
+  // the Completer's own thread (a future's callback that drops the last
+  // reference to the process group): it then runs the rest itself.
   ~Completer();
   void add(c10::intrusive_ptr<CollectiveWork> work);
 
  private:
-  void loop();
+  // Shared with the thread, which may outlive this object by the unwinding
+  // of one callback when it is destroyed from there.
+  struct Line {
+    std::mutex mutex;
+    std::condition_variable added;
+    std::deque<c10::intrusive_ptr<CollectiveWork>> works;
+    bool stopping = false;
+  };
+  static void loop(const std::shared_ptr<Line>& line);
 
-  std::mutex mutex_;
-  std::condition_variable added_;
-  std::deque<c10::intrusive_ptr<CollectiveWork>> line_;
-  bool stopping_ = false;
+  std::shared_ptr<Line> line_;
   std::thread thread_;
 };
 
@@ -85,9 +92,18 @@ struct PointToPoint {
   std::vector<at::Tensor> keep_alive;
   std::vector<Staged> staged;  // a receive into a non-contiguous tensor
   int source = -1;
+  // What ended it, for a Work that learns of the end later: the process
+  // group waits out requests whose Work was dropped, and its destructor all
+  // of them.
+  std::exception_ptr error;
   // Set once the request ended; read without the mutex, which a blocking
   // wait holds.
   std::atomic<bool> ended{false};
+
+  // Tests (block = false) or waits for the request, with `mutex` held; once
+  // it ended, records the outcome, copies a staged receive back and lets go
+  // of the tensors. True once ended.
+  bool advance_locked(bool block, const char* op_name);
 };
 
 class PointToPointWork : public c10d::Work {
@@ -104,6 +120,7 @@ class PointToPointWork : public c10d::Work {
   // Tests (block = false) or waits for the request; finishes the Work once it
   // ended. True once finished.
   bool advance(bool block);
+  void finish_once();
 
   const char* op_name_;
   std::shared_ptr<PointToPoint> state_;
