@@ -117,8 +117,6 @@ struct Buffer {
 };
 
 // Classifies the buffers this rank uses (NULL ones are skipped). Device
-
-// Classifies the buffers this rank uses (NULL ones are skipped). Device
 // buffers are refused beside host buffers (mixed calls are not staged) and
 // by the Async forms, which have no stream to order them on.
 rr::Status route(const char* call, void* stream, bool async, std::initializer_list<Buffer> buffers, Route* out);
@@ -146,7 +144,6 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
   });
 }
 
-
 // As dispatch(), or, for a stream-ordered route, queues the call on the
 // stream and returns at once: `staged` for device buffers (nullptr for a call
 // without buffers), `body` for host ones. Nothing is wrapped
@@ -165,7 +162,5 @@ rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char*
     return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan));
   });
 }
-
-// A buffer of `nranks` blocks and one of a single block of `count` elements,
 
 }  // namespace rr::api
