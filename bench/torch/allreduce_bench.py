@@ -40,7 +40,6 @@ import argparse
 import datetime
 import json
 import os
-import socket
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -48,6 +47,8 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import torch
 import torch.distributed as dist
+
+import launch  # bench/torch/launch.py: rank startup shared by the benchmarks
 
 DTYPES = {
     "float": torch.float32, "double": torch.float64, "half": torch.float16, "bfloat16": torch.bfloat16,
@@ -285,26 +286,8 @@ def bench_rank(rank: int, size: int, args: argparse.Namespace, launcher: str) ->
             raise SystemExit(1)
 
 
-def _spawned(rank: int, size: int, args: argparse.Namespace) -> None:
-    bench_rank(rank, size, args, "torch.multiprocessing (spawn)")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
-    args = parse_args()
-    if args.ranks is None and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
-        bench_rank(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args, "env:// (a launcher)")
-        return 0
-    ranks = args.ranks or 2
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(free_port()))
-    torch.multiprocessing.spawn(_spawned, args=(ranks, args), nprocs=ranks, join=True)
-    return 0
+    return launch.run(bench_rank, parse_args())
 
 
 if __name__ == "__main__":

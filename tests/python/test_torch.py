@@ -414,21 +414,22 @@ def _initial_params() -> list:
 
 
 def _dies_mid_allreduce(rank: int, size: int) -> str:
-    init(timeout=20.0)
+    # A group timeout far past run_ranks' deadline: a survivor that only gave
+    # up by waiting it out would still be waiting when the test fails it, so
+    # raising at all means the engine saw the death.
+    init(timeout=600.0)
     t = torch.ones(100_000_000)  # 400 MB: several tenths of a second on the ring here
     dist.barrier()
     if rank == 1:
         dist.all_reduce(t, async_op=True)
         time.sleep(0.15)  # the ring is moving
         os._exit(17)
-    start = time.monotonic()
     with pytest.raises(RuntimeError) as info:
         dist.all_reduce(t)
         dist.all_reduce(t)  # in case the first finished before rank 1 left
-    elapsed = time.monotonic() - start
-    assert elapsed < 20.0 + 5.0, f"raised after {elapsed:.1f} s"
     assert isinstance(info.value, ringreduce.RemoteError), f"{type(info.value)}: {info.value}"
-    return f"{type(info.value).__name__} after {elapsed:.2f} s: {info.value}"
+    assert "rank 1" in str(info.value), str(info.value)
+    return f"{type(info.value).__name__}: {info.value}"
 
 
 # --- the tests ------------------------------------------------------------------------------
@@ -472,4 +473,5 @@ def test_ddp_replicas_identical_and_match_gloo(size):
 def test_rank_dying_mid_allreduce_makes_the_others_raise():
     out = run_ranks(_dies_mid_allreduce, 3, timeout=120, expect_failure=[1])
     for r in (0, 2):
-        assert "after" in out[r], out[r]
+        assert out[r].startswith("RemoteError"), out[r]
+    assert out[1] is None, f"rank 1 reported {out[1]!r} instead of dying"
