@@ -130,7 +130,9 @@ def test_a_dead_peer_raises_instead_of_hanging():
 
 
 def _abort(rank: int, size: int) -> None:
-    comm = ringreduce.Comm.from_env(timeout=30)
+    # A timeout far past run_ranks' deadline: raising at all proves the abort
+    # (not the timeout) ended the waits.
+    comm = ringreduce.Comm.from_env(timeout=600)
     comm.barrier()
     if rank == 0:
         # A receive nobody sends, aborted from another thread: the waiting
@@ -138,19 +140,15 @@ def _abort(rank: int, size: int) -> None:
         buf = np.zeros(3, np.int32)
         req = comm.irecv(buf, 1)
         threading.Timer(0.3, comm.abort).start()
-        t0 = time.monotonic()
         with pytest.raises(ringreduce.InvalidUsageError, match="abort"):
             req.wait()
-        assert time.monotonic() - t0 < 10
         assert comm.closed
         raises(ringreduce.InvalidUsageError, comm.barrier, match="aborted")
         comm.abort()  # again: nothing
         comm.destroy()  # after abort: nothing
     else:
-        t0 = time.monotonic()
         with pytest.raises(ringreduce.Error, match="rank 0"):
             comm.allreduce(IN_PLACE, np.ones(8, np.float32))
-        assert time.monotonic() - t0 < 10
         comm.abort()
     # A with-block that raises aborts; one that does not, destroys.
     with pytest.raises(KeyError):
@@ -174,9 +172,7 @@ def _destroy_with_requests(rank: int, size: int) -> None:
         # Nobody sends: destroy() waits the request out (1 s), then destroys;
         # the request keeps its error for its own wait().
         req = comm.irecv(np.zeros(3, np.int32), 1)
-        t0 = time.monotonic()
         comm.destroy()
-        assert time.monotonic() - t0 < 10
         assert req.done and comm.closed
         with pytest.raises((ringreduce.TimeoutError, ringreduce.RemoteError)) as info:
             req.wait()
@@ -253,18 +249,16 @@ def test_every_init_method(tmp_path):
     run_ranks(_init_methods, 3, free_port(), str(tmp_path / "rendezvous"), uid, timeout=120)
 
 
-def _init_timeout(rank: int, size: int) -> float:
-    # Rank 1 never comes: rank 0's init gives up after the timeout, naming it.
-    t0 = time.monotonic()
+def _init_timeout(rank: int, size: int) -> None:
+    # Rank 1 never comes: rank 0's init gives up after the timeout, naming it
+    # (run_ranks' deadline fails an init that waits on instead).
     if rank == 0:
         e = raises(ringreduce.TimeoutError, ringreduce.Comm.from_env, timeout=1.0)
         assert "rank 1" in str(e), str(e)
-    return time.monotonic() - t0
 
 
 def test_init_gives_up_after_its_timeout():
-    times = run_ranks(_init_timeout, 2, timeout=60)
-    assert times[0] < 10, times
+    run_ranks(_init_timeout, 2, timeout=60)
 
 
 # ---- pure Python: no ranks ---------------------------------------------------

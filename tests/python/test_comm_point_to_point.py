@@ -111,10 +111,8 @@ def _nonblocking_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
         if rank == 1:
             late = np.zeros(5, np.uint32)
             req = comm.irecv(late, 0)
-            t0 = time.monotonic()
             with pytest.raises(ringreduce.TimeoutError) as info:
                 req.wait(timeout=0.05)
-            assert time.monotonic() - t0 < 5
             assert "still in flight" in str(info.value) and info.value.result == ringreduce.Result.TIMEOUT
             assert isinstance(info.value, builtins.TimeoutError)
             assert not req.done and not req.test()
