@@ -385,6 +385,37 @@ def _refused(rank: int, size: int) -> None:
     dist.destroy_process_group()
 
 
+def _object_and_batch_apis(rank: int, size: int) -> None:
+    """torch.distributed's helpers built on the backend's operations:
+    batch_isend_irecv (a ring shift, posted together), the *_object
+    collectives, all_gather_into_tensor and reduce_scatter_tensor."""
+    init()
+    send, recv = torch.full((3,), float(rank)), torch.empty(3)
+    ops = [dist.P2POp(dist.isend, send, (rank + 1) % size), dist.P2POp(dist.irecv, recv, (rank - 1) % size)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    assert torch.all(recv == (rank - 1) % size), recv
+    objects = [None] * size
+    dist.all_gather_object(objects, {"rank": rank})
+    assert objects == [{"rank": r} for r in range(size)]
+    box = [{"x": [1, 2]}] if rank == 0 else [None]
+    dist.broadcast_object_list(box, src=0)
+    assert box == [{"x": [1, 2]}]
+    out = [None]
+    dist.scatter_object_list(out, [r * 10 for r in range(size)] if rank == 0 else None, src=0)
+    assert out[0] == rank * 10
+    gathered = [None] * size if rank == size - 1 else None
+    dist.gather_object(rank * 2, gathered, dst=size - 1)
+    assert rank != size - 1 or gathered == [r * 2 for r in range(size)]
+    flat = torch.empty(size * 2)
+    dist.all_gather_into_tensor(flat, torch.full((2,), float(rank)))
+    assert torch.equal(flat, torch.arange(size).float().repeat_interleave(2))
+    mine = torch.empty(2)
+    dist.reduce_scatter_tensor(mine, torch.arange(size * 2.0))
+    assert torch.equal(mine, torch.arange(rank * 2.0, rank * 2.0 + 2) * size)
+    dist.destroy_process_group()
+
+
 def _ddp(rank: int, size: int, backend: str, steps: int) -> list:
     """A few DDP steps; returns the final parameters."""
     import torch.nn as nn
@@ -452,6 +483,11 @@ def test_non_contiguous_tensors(size):
 @pytest.mark.parametrize("size", [1, 3, 4])
 def test_groups_async_and_point_to_point(size):
     run_ranks(_groups_and_async, size, timeout=300)
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_object_collectives_and_batched_point_to_point(size):
+    run_ranks(_object_and_batch_apis, size, timeout=300)
 
 
 def test_unsupported_input_is_refused():
