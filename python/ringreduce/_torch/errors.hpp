@@ -20,6 +20,12 @@ class Error : public std::runtime_error {
   rrResult_t result_;
 };
 
+// rrInvalidArgument "ringreduce <op_name>: <what>": every argument check's
+// error names the operation first, as ProcessGroupGloo's do.
+inline Error invalid_argument(const char* op_name, const std::string& what) {
+  return Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": " + what);
+}
+
 // "ringreduce <op_name>: <the engine's text>" with `result`, right after a
 // call failed on this thread: the engine keeps each thread's last error, so
 // this is the failed call's text even when the communicator is gone (aborted).

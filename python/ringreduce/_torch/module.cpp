@@ -45,9 +45,9 @@ PYBIND11_MODULE(_torch, m) {
       "torch.distributed's backend 'ringreduce': a c10d ProcessGroup over one ringreduce communicator.")
       .def(py::init([](int rank, int size, const std::string& unique_id, std::chrono::milliseconds timeout) {
              if (unique_id.size() != RR_UNIQUE_ID_BYTES) {
-               throw ringreduce_torch::Error(rrInvalidArgument,
-                                             "ringreduce init: unique_id has " + std::to_string(unique_id.size()) +
-                                                 " bytes, expected " + std::to_string(RR_UNIQUE_ID_BYTES));
+               throw ringreduce_torch::invalid_argument("init", "unique_id has " + std::to_string(unique_id.size()) +
+                                                                    " bytes, expected " +
+                                                                    std::to_string(RR_UNIQUE_ID_BYTES));
              }
              rrUniqueId id;
              std::memcpy(id.internal, unique_id.data(), RR_UNIQUE_ID_BYTES);

@@ -14,21 +14,17 @@ namespace ringreduce_torch {
 
 namespace {
 
-std::string str(const char* op_name, const std::string& what) {
-  return std::string("ringreduce ") + op_name + ": " + what;
-}
-
 void check_root_tensor(const char* op_name, int64_t root_tensor) {
   if (root_tensor != 0) {
-    throw Error(rrInvalidArgument, str(op_name, "rootTensor=" + std::to_string(root_tensor) +
-                                                    " is out of range for one tensor per process"));
+    throw invalid_argument(op_name,
+                           "rootTensor=" + std::to_string(root_tensor) + " is out of range for one tensor per process");
   }
 }
 
 void check_count(const char* op_name, const char* what, size_t got, size_t expected) {
   if (got != expected) {
-    throw Error(rrInvalidArgument, str(op_name, std::string(what) + " holds " + std::to_string(got) +
-                                                    " entries, expected " + std::to_string(expected)));
+    throw invalid_argument(op_name, std::string(what) + " holds " + std::to_string(got) + " entries, expected " +
+                                        std::to_string(expected));
   }
 }
 
@@ -36,8 +32,8 @@ void check_same_dtype(const char* op_name, const at::Tensor& output, const at::T
   check_cpu_dense(op_name, output);
   check_cpu_dense(op_name, input);
   if (output.scalar_type() != input.scalar_type()) {
-    throw Error(rrInvalidArgument, str(op_name, "output dtype " + std::string(c10::toString(output.scalar_type())) +
-                                                    " differs from input dtype " + c10::toString(input.scalar_type())));
+    throw invalid_argument(op_name, "output dtype " + std::string(c10::toString(output.scalar_type())) +
+                                        " differs from input dtype " + c10::toString(input.scalar_type()));
   }
 }
 
@@ -50,27 +46,27 @@ struct Blocks {
 
 Blocks blocks_of(const char* op_name, const char* what, const at::Tensor& t, const std::vector<int64_t>& split_sizes,
                  int size) {
-  if (t.dim() == 0) throw Error(rrInvalidArgument, str(op_name, std::string(what) + " is a scalar (0-dim) tensor"));
+  if (t.dim() == 0) throw invalid_argument(op_name, std::string(what) + " is a scalar (0-dim) tensor");
   const int64_t rows = t.size(0);
   const int64_t row_elems = rows == 0 ? 0 : t.numel() / rows;
   std::vector<int64_t> splits = split_sizes;
   if (splits.empty()) {
     if (rows % size != 0) {
-      throw Error(rrInvalidArgument, str(op_name, std::string(what) + "'s first dimension (" + std::to_string(rows) +
-                                                      ") does not divide into " + std::to_string(size) +
-                                                      " equal blocks; pass split sizes"));
+      throw invalid_argument(op_name, std::string(what) + "'s first dimension (" + std::to_string(rows) +
+                                          ") does not divide into " + std::to_string(size) +
+                                          " equal blocks; pass split sizes");
     }
     splits.assign(size, rows / size);
   }
   check_count(op_name, what == std::string("input") ? "input_split_sizes" : "output_split_sizes", splits.size(), size);
   int64_t sum = 0;
   for (int64_t s : splits) {
-    if (s < 0) throw Error(rrInvalidArgument, str(op_name, "a split size is negative: " + std::to_string(s)));
+    if (s < 0) throw invalid_argument(op_name, "a split size is negative: " + std::to_string(s));
     sum += s;
   }
   if (sum != rows) {
-    throw Error(rrInvalidArgument, str(op_name, std::string(what) + " split sizes add up to " + std::to_string(sum) +
-                                                    " rows, the tensor has " + std::to_string(rows)));
+    throw invalid_argument(op_name, std::string(what) + " split sizes add up to " + std::to_string(sum) +
+                                        " rows, the tensor has " + std::to_string(rows));
   }
   Blocks b;
   size_t offset = 0;
@@ -147,7 +143,7 @@ rrResult_t ProcessGroupRingreduce::async_error() {
 }
 
 void ProcessGroupRingreduce::check_open(const char* op_name) const {
-  if (aborted_) throw Error(rrInvalidUsage, str(op_name, "the process group was aborted"));
+  if (aborted_) throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name + ": the process group was aborted");
 }
 
 template <typename Issue>
@@ -197,7 +193,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   static constexpr const char* kOp = "allreduce_coalesced";
-  if (tensors.empty()) throw Error(rrInvalidArgument, str(kOp, "the tensor list is empty"));
+  if (tensors.empty()) throw invalid_argument(kOp, "the tensor list is empty");
   check_like(kOp, tensors[0], tensors, /*same_shape=*/false);
   const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
@@ -250,9 +246,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
   static constexpr const char* kOp = "_allgather_base";
   check_same_dtype(kOp, output, input);
   if (output.numel() != input.numel() * size_) {
-    throw Error(rrInvalidArgument, str(kOp, "output has " + std::to_string(output.numel()) +
-                                                " elements, expected group size x input = " +
-                                                std::to_string(input.numel() * size_)));
+    throw invalid_argument(kOp,
+                           "output has " + std::to_string(output.numel()) +
+                               " elements, expected group size x input = " + std::to_string(input.numel() * size_));
   }
   const rrDataType_t dtype = engine_dtype(kOp, input);
   Staged in = stage(input, true);
@@ -268,7 +264,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
   static constexpr const char* kOp = "allgather_coalesced";
-  if (inputs.empty()) throw Error(rrInvalidArgument, str(kOp, "the input list is empty"));
+  if (inputs.empty()) throw invalid_argument(kOp, "the input list is empty");
   check_like(kOp, inputs[0], inputs, /*same_shape=*/false);
   check_count(kOp, "the output list of lists", outputs.size(), size_);
   for (const auto& per_rank : outputs) {
@@ -276,9 +272,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
     check_like(kOp, inputs[0], per_rank, /*same_shape=*/false);
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (per_rank[i].numel() != inputs[i].numel()) {
-        throw Error(rrInvalidArgument, str(kOp, "output tensor " + std::to_string(i) + " has " +
-                                                    std::to_string(per_rank[i].numel()) + " elements, input " +
-                                                    std::to_string(i) + " has " + std::to_string(inputs[i].numel())));
+        throw invalid_argument(kOp, "output tensor " + std::to_string(i) + " has " +
+                                        std::to_string(per_rank[i].numel()) + " elements, input " + std::to_string(i) +
+                                        " has " + std::to_string(inputs[i].numel()));
       }
     }
   }
@@ -318,8 +314,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
     flat = flat_like(out);
     on_success = [flat, out] { copy_out(flat, out); };
   } else if (!outputs.empty() && !outputs[0].empty()) {
-    throw Error(rrInvalidArgument, str(kOp, "output tensors are given on rank " + std::to_string(rank_) +
-                                                ", which is not the root (" + std::to_string(root) + ")"));
+    throw invalid_argument(kOp, "output tensors are given on rank " + std::to_string(rank_) +
+                                    ", which is not the root (" + std::to_string(root) + ")");
   }
   const void* send = in.engine.data_ptr();
   void* recv = flat.defined() ? flat.data_ptr() : nullptr;
@@ -345,8 +341,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
     check_like(kOp, outputs[0], inputs[0], /*same_shape=*/true);
     flat = flatten(inputs[0]);
   } else if (!inputs.empty() && !inputs[0].empty()) {
-    throw Error(rrInvalidArgument, str(kOp, "input tensors are given on rank " + std::to_string(rank_) +
-                                                ", which is not the root (" + std::to_string(root) + ")"));
+    throw invalid_argument(kOp, "input tensors are given on rank " + std::to_string(rank_) +
+                                    ", which is not the root (" + std::to_string(root) + ")");
   }
   Staged out = stage(outputs[0], false);
   const void* send = flat.defined() ? flat.data_ptr() : nullptr;
@@ -382,9 +378,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
   static constexpr const char* kOp = "_reduce_scatter_base";
   check_same_dtype(kOp, output, input);
   if (input.numel() != output.numel() * size_) {
-    throw Error(rrInvalidArgument, str(kOp, "input has " + std::to_string(input.numel()) +
-                                                " elements, expected group size x output = " +
-                                                std::to_string(output.numel() * size_)));
+    throw invalid_argument(kOp,
+                           "input has " + std::to_string(input.numel()) +
+                               " elements, expected group size x output = " + std::to_string(output.numel() * size_));
   }
   const rrDataType_t dtype = engine_dtype(kOp, output);
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, output.scalar_type());
@@ -451,7 +447,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
                                                                       at::Tensor& tensor, int peer, int tag) {
   const bool is_send = type == c10d::OpType::SEND;
   if (peer != RR_ANY_SOURCE) check_rank(op_name, is_send ? "dst" : "src", peer, size_);
-  if (tag < 0) throw Error(rrInvalidArgument, str(op_name, "tag=" + std::to_string(tag) + " is negative"));
+  if (tag < 0) throw invalid_argument(op_name, "tag=" + std::to_string(tag) + " is negative");
   const rrDataType_t dtype = engine_dtype(op_name, tensor);
   auto state = std::make_shared<PointToPoint>();
   Staged s = stage(tensor, /*copy_in=*/is_send);

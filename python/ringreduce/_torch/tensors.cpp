@@ -18,10 +18,9 @@ rrDataType_t engine_dtype(const char* op_name, const at::Tensor& tensor) {
     case at::kInt: return rrInt32;
     case at::kLong: return rrInt64;
     default:
-      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": dtype " +
-                                         c10::toString(tensor.scalar_type()) +
-                                         " is not supported (float16, bfloat16, float32, float64, "
-                                         "int8, uint8, int32, int64 and bool are)");
+      throw invalid_argument(op_name, std::string("dtype ") + c10::toString(tensor.scalar_type()) +
+                                          " is not supported (float16, bfloat16, float32, float64, "
+                                          "int8, uint8, int32, int64 and bool are)");
   }
 }
 
@@ -29,8 +28,8 @@ rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarTyp
   const bool is_bool = dtype == at::kBool;
   const bool is_integral = at::isIntegralType(dtype, /*includeBool=*/true);
   auto refuse = [&](const char* what) {
-    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": reduce op " + what +
-                                       " is not supported for dtype " + c10::toString(dtype));
+    throw invalid_argument(op_name,
+                           std::string("reduce op ") + what + " is not supported for dtype " + c10::toString(dtype));
   };
   switch (op.op_) {
     case c10d::ReduceOp::SUM: return is_bool ? rrMax : rrSum;
@@ -50,64 +49,55 @@ rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarTyp
       if (!is_integral) refuse("BXOR");
       return rrBxor;
     case c10d::ReduceOp::PREMUL_SUM:
-      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name +
-                                         ": reduce op PREMUL_SUM is not supported (NCCL's only)");
+      throw invalid_argument(op_name, std::string("reduce op PREMUL_SUM is not supported (NCCL's only)"));
     default:
-      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": unknown reduce op " +
-                                         std::to_string(static_cast<int>(op.op_)));
+      throw invalid_argument(op_name, std::string("unknown reduce op ") + std::to_string(static_cast<int>(op.op_)));
   }
 }
 
 void check_cpu_dense(const char* op_name, const at::Tensor& tensor) {
   if (!tensor.defined()) {
-    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": a tensor is undefined");
+    throw invalid_argument(op_name, std::string("a tensor is undefined"));
   }
   if (!tensor.device().is_cpu()) {
-    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": tensors on device " +
-                                       tensor.device().str() +
-                                       " are not supported yet (CPU tensors are; the GPU path is "
-                                       "not proven on a GPU)");
+    throw invalid_argument(op_name, std::string("tensors on device ") + tensor.device().str() +
+                                        " are not supported yet (CPU tensors are; the GPU path is "
+                                        "not proven on a GPU)");
   }
   if (tensor.layout() != at::kStrided) {
-    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name +
-                                       ": only dense (strided) tensors are supported, not " +
-                                       c10::str(tensor.layout()));
+    throw invalid_argument(op_name,
+                           std::string("only dense (strided) tensors are supported, not ") + c10::str(tensor.layout()));
   }
 }
 
 void check_single(const char* op_name, const std::vector<at::Tensor>& tensors) {
   if (tensors.size() != 1) {
-    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name +
-                                       ": expects one tensor per process, got " +
-                                       std::to_string(tensors.size()));
+    throw invalid_argument(op_name,
+                           std::string("expects one tensor per process, got ") + std::to_string(tensors.size()));
   }
   check_cpu_dense(op_name, tensors[0]);
 }
 
-void check_like(const char* op_name, const at::Tensor& like, const std::vector<at::Tensor>& tensors,
-                bool same_shape) {
+void check_like(const char* op_name, const at::Tensor& like, const std::vector<at::Tensor>& tensors, bool same_shape) {
   for (const auto i : c10::irange(tensors.size())) {
     const at::Tensor& t = tensors[i];
     check_cpu_dense(op_name, t);
     if (t.scalar_type() != like.scalar_type()) {
-      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": tensor " +
-                                         std::to_string(i) + " has dtype " +
-                                         c10::toString(t.scalar_type()) + ", expected " +
-                                         c10::toString(like.scalar_type()));
+      throw invalid_argument(op_name, std::string("tensor ") + std::to_string(i) + " has dtype " +
+                                          c10::toString(t.scalar_type()) + ", expected " +
+                                          c10::toString(like.scalar_type()));
     }
     if (same_shape && !t.sizes().equals(like.sizes())) {
-      throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": tensor " +
-                                         std::to_string(i) + " has shape " + c10::str(t.sizes()) +
-                                         ", expected " + c10::str(like.sizes()));
+      throw invalid_argument(op_name, std::string("tensor ") + std::to_string(i) + " has shape " + c10::str(t.sizes()) +
+                                          ", expected " + c10::str(like.sizes()));
     }
   }
 }
 
 void check_rank(const char* op_name, const char* what, int64_t rank, int size) {
   if (rank < 0 || rank >= size) {
-    throw Error(rrInvalidArgument, std::string("ringreduce ") + op_name + ": " + what + "=" +
-                                       std::to_string(rank) + " is out of range for a group of " +
-                                       std::to_string(size) + " ranks");
+    throw invalid_argument(op_name, std::string() + what + "=" + std::to_string(rank) +
+                                        " is out of range for a group of " + std::to_string(size) + " ranks");
   }
 }
 
