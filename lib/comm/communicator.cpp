@@ -165,7 +165,7 @@ Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
     notice.sequence = static_cast<uint32_t>(sequence_);
     notice.origin = rank_;
     notice.text = failure.message();
-    control_->tell_everyone(notice, std::chrono::milliseconds(200));
+    control_->tell_everyone(notice, std::chrono::milliseconds(100));
     // A rank that timed out, or failed on hearing that one did, may be
     // blaming a healthy neighbour: hear what the others waited on.
     if (failure.code() == Code::kTimeout || heard_timeout_) failure = gather_timeouts(failure);
@@ -180,8 +180,10 @@ Status Communicator::gather_timeouts(const Status& timeout) {
   // the (healthy) neighbour it waited on. So each rank tells the others what
   // it waited on (above) and listens a little for theirs: the stuck rank is
   // the one that those next to it name and that says nothing itself.
-  // Long enough for a rank still draining its sends (up to 1 s) to speak.
-  const auto grace = std::chrono::milliseconds(std::min(1500, std::max(50, settings_.timeout_ms / 2)));
+  // Long enough for a rank still draining its sends (exec::kDrainLimit) to
+  // speak, and short enough that the timeout is reported within 0.5 s of
+  // RR_TIMEOUT_MS (drain, notice and this together).
+  const auto grace = std::chrono::milliseconds(std::min(200, std::max(50, settings_.timeout_ms / 2)));
   const auto until = exec::Clock::now() + grace;
   std::string others;
   std::vector<bool> heard(static_cast<size_t>(size_), false);

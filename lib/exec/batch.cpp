@@ -126,7 +126,7 @@ Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point
     for (Transfer& t : transfers_) {
       if (!t.done.done && !t.is_send) transport_->cancel(&t.done);
     }
-    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    const auto limit = std::chrono::steady_clock::now() + kDrainLimit;
     for (;;) {
       bool pending = false;
       for (const Transfer& t : transfers_) pending |= !t.done.done && !(t.is_send && !transport_->peer_status(t.peer).ok());

@@ -126,7 +126,7 @@ void ChainExecutor::drain() {
     if (c.active && !c.recv.done) transport_->cancel(&c.recv);
   }
   const bool right_failed = !transport_->peer_status((rank_ + 1) % nranks_).ok();
-  const auto limit = Clock::now() + std::chrono::seconds(1);
+  const auto limit = Clock::now() + kDrainLimit;
   for (;;) {
     bool pending = false;
     for (const Column& c : columns_) {

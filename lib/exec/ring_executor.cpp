@@ -230,7 +230,7 @@ void RingExecutor::drain() {
   }
   // Sends to a dead neighbour will never retire: waiting for them only delays the error.
   const bool right_failed = !transport_->peer_status(schedule_->right()).ok();
-  const auto limit = Clock::now() + std::chrono::seconds(1);
+  const auto limit = Clock::now() + kDrainLimit;
   for (;;) {
     bool recvs_pending = false;
     bool sends_pending = false;

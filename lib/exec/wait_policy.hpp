@@ -27,6 +27,15 @@ class Interrupt {
   ~Interrupt() = default;
 };
 
+// How long a failed operation waits for its canceled receives and its
+// sends to retire before it returns. A send to a stopped peer never
+// retires, and the error must reach the caller within 0.5 s of its cause
+// (a timeout within 0.5 s of RR_TIMEOUT_MS: this, the notice to the peers
+// and the wait for theirs, comm/communicator.cpp, share that half second).
+// A send still held after it strands the communicator (the caller's buffer
+// is the transport's until it closes).
+constexpr auto kDrainLimit = std::chrono::milliseconds(100);
+
 class WaitPolicy {
  public:
   using Clock = std::chrono::steady_clock;
