@@ -3,7 +3,9 @@
 // requests rrTest / rrWait finish, collective ones included.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,13 +62,53 @@ RR_API rrResult_t rrGroupEnd(void) {
   if (--group.depth > 0) return rrSuccess;
   std::vector<rrComm_t> comms;
   comms.swap(group.comms);
-  rrResult_t first = rrSuccess;
-  for (rrComm_t comm : comms) {
+  if (comms.size() == 1) {
+    rrComm_t comm = comms[0];
     InComm inside(comm);
-    rrResult_t r = guarded(comm, [&] {
+    return guarded(comm, [&] {
       return fail(comm, comm->impl->queue().run([&] { return comm->impl->flush_group(); }, /*overtake=*/true));
     });
+  }
+  // Several communicators: post on every one, then wait on all of them in
+  // turn, a round of progress each. Finishing one before posting the next
+  // would let opposite transfers on two communicators wait for each other.
+  std::deque<InComm> inside;
+  std::vector<rrComm_t> pending;
+  rrResult_t first = rrSuccess;
+  auto note = [&](rrResult_t r) {
     if (first == rrSuccess) first = r;
+  };
+  for (rrComm_t comm : comms) {
+    inside.emplace_back(comm);
+    rrResult_t r = guarded(comm, [&] {
+      return fail(comm, comm->impl->queue().run([&] { return comm->impl->post_group(); }, /*overtake=*/true));
+    });
+    note(r);
+    if (r == rrSuccess) pending.push_back(comm);
+  }
+  for (int idle_rounds = 0; !pending.empty();) {
+    bool any_finished = false;
+    for (size_t i = 0; i < pending.size();) {
+      rrComm_t comm = pending[i];
+      bool finished = false;
+      rrResult_t r = guarded(comm, [&] {
+        return fail(comm, comm->impl->queue().run([&] { return comm->impl->poll_group(&finished); },
+                                                  /*overtake=*/true));
+      });
+      note(r);
+      if (finished || r != rrSuccess) {
+        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+        any_finished = true;
+      } else {
+        ++i;
+      }
+    }
+    idle_rounds = any_finished ? 0 : idle_rounds + 1;
+    if (idle_rounds > 64) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } else {
+      std::this_thread::yield();
+    }
   }
   return first;
 }

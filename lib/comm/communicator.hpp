@@ -91,6 +91,13 @@ class Communicator : public exec::Interrupt {
     return point_to_point(false, buf, count, dtype, peer, grouped);
   }
   Status flush_group();
+  // flush_group() in two halves, for rrGroupEnd over several communicators:
+  // each posts its sends and receives before any is waited on, so that
+  // opposite transfers on two communicators cannot wait for each other.
+  // poll_group() progresses once; *finished once every transfer completed
+  // (the group is then empty again, as after a failure).
+  Status post_group();
+  Status poll_group(bool* finished);
   // Non-blocking point-to-point with a tag (0..2^31-1; exec/tags.hpp): post
   // now, finish in wait_p2p. `done` must stay put until then. A receive's
   // peer may be transport::kAnySource: done->peer is then the sender once
@@ -190,6 +197,8 @@ class Communicator : public exec::Interrupt {
   std::unique_ptr<exec::ChainExecutor> chain_;
   std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
   std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group
+  std::string group_name_;              // ... and, once posted by post_group(), its name
+  exec::Clock::time_point group_deadline_;  // ... and deadline
   std::atomic<uint64_t> sequence_{0};  // atomic only so that dump() may read it
   std::atomic<bool> dump_requested_{false};
   std::unique_ptr<ControlChannel> control_;  // none for one rank

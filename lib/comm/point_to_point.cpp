@@ -43,6 +43,31 @@ Status Communicator::flush_group() {
   return run_batch(*group_, "group of " + std::to_string(group_->size()) + " sends and receives");
 }
 
+Status Communicator::post_group() {
+  if (group_->size() == 0) return Status::Ok();
+  Status usable = check_usable();
+  if (!usable.ok()) {
+    group_->clear();
+    return usable;
+  }
+  group_name_ = "group of " + std::to_string(group_->size()) + " sends and receives";
+  group_deadline_ = deadline();
+  Status posted = group_->post(group_name_);
+  if (!posted.ok()) group_->clear();
+  return fail_operation(posted);
+}
+
+Status Communicator::poll_group(bool* finished) {
+  *finished = group_->size() == 0;
+  if (*finished) return Status::Ok();
+  Status status = group_->poll(group_name_, group_deadline_, this, finished);
+  if (*finished || !status.ok()) {
+    *finished = true;
+    group_->clear();
+  }
+  return fail_operation(status);
+}
+
 Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, int tag,
                               transport::Completion* done) {
   RR_RETURN_IF_ERROR(check_usable());

@@ -50,91 +50,116 @@ Status Batch::check(const Transfer& t, const std::string& what) const {
   return Status::Ok();
 }
 
-Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt) {
-  Status status;
-  // Receives first: every rank's sends then find a matching receive posted.
+Status Batch::post(const std::string& what) {
+  finished_ = 0;
   for (Transfer& t : transfers_) {
     t.done.reset();
     t.done.done = true;  // not posted yet: nothing to wait for
   }
-  for (int pass = 0; pass < 2 && status.ok(); ++pass) {
+  // Receives first: every rank's sends then find a matching receive posted.
+  for (int pass = 0; pass < 2; ++pass) {
     for (Transfer& t : transfers_) {
       if (t.is_send != (pass == 1)) continue;
       if (t.bytes == 0 && !t.post_empty) continue;  // both sides skip empty messages
-      status = t.is_send ? transport_->post_send(t.peer, t.tag, t.buf, t.bytes, &t.done)
-                         : transport_->post_recv(t.peer, t.tag, t.buf, t.bytes, &t.done);
+      Status status = t.is_send ? transport_->post_send(t.peer, t.tag, t.buf, t.bytes, &t.done)
+                                : transport_->post_recv(t.peer, t.tag, t.buf, t.bytes, &t.done);
       if (!status.ok()) {
         t.done.done = true;
-        status = Status(status.code(), what + ": " + status.message());
-        break;
+        drain();
+        return Status(status.code(), what + ": " + status.message());
       }
     }
   }
+  return Status::Ok();
+}
+
+Status Batch::round(const std::string& what, WaitPolicy& wait, bool* finished, bool* moved) {
+  *finished = false;
+  *moved = transport_->progress();
+  size_t now_finished = 0;
+  for (const Transfer& t : transfers_) {
+    if (!t.done.done) continue;
+    ++now_finished;
+    RR_RETURN_IF_ERROR(check(t, what));
+  }
+  if (now_finished == transfers_.size()) {
+    *finished = true;
+    return Status::Ok();
+  }
+  if (now_finished != finished_) {
+    finished_ = now_finished;
+    *moved = true;
+  }
+  if (*moved) return Status::Ok();
+  // Name the first transfer still waiting, and its peer if it has failed.
+  const Transfer* waiting = nullptr;
+  for (const Transfer& t : transfers_) {
+    if (!t.done.done) {
+      waiting = &t;
+      break;
+    }
+  }
+  // Built only when it is needed: a still round must not allocate.
+  auto where = [&] {
+    return what + ": rank " + std::to_string(transport_->rank()) + " waited to " +
+           (waiting->is_send ? "send " : "receive ") + std::to_string(waiting->bytes) + " bytes " +
+           (waiting->is_send ? "to" : "from") + " rank " + std::to_string(waiting->peer);
+  };
+  if (wait.dump_requested()) {
+    RR_LOG(LogLevel::kWarn, "dump: %s in progress (%zu of %zu transfers done)", where().c_str(), finished_,
+           transfers_.size());
+  }
+  Status interrupted = wait.interrupted();
+  if (!interrupted.ok()) return Status(interrupted.code(), where() + ": " + interrupted.message());
+  Status alive = transport_->peer_status(waiting->peer);
+  if (!alive.ok()) return RemoteError(where() + ": " + alive.message());
+  if (wait.expired()) {
+    return Timeout(where() + " (" + std::to_string(finished_) + " of " + std::to_string(transfers_.size()) +
+                   " transfers done)");
+  }
+  return Status::Ok();
+}
+
+Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt) {
+  RR_RETURN_IF_ERROR(post(what));
   WaitPolicy wait(transport_, deadline, interrupt);
-  size_t finished = 0;
-  while (status.ok()) {
-    const bool moved = transport_->progress();
-    size_t now_finished = 0;
-    for (const Transfer& t : transfers_) {
-      if (!t.done.done) continue;
-      ++now_finished;
-      status = check(t, what);
-      if (!status.ok()) break;
+  for (;;) {
+    bool finished = false;
+    bool moved = false;
+    Status status = round(what, wait, &finished, &moved);
+    if (!status.ok()) {
+      drain();
+      return status;
     }
-    if (!status.ok() || now_finished == transfers_.size()) break;
-    if (now_finished != finished || moved) {
-      finished = now_finished;
+    if (finished) return Status::Ok();
+    if (moved) {
       wait.reset();
-      continue;
-    }
-    // Name the first transfer still waiting, and its peer if it has failed.
-    const Transfer* waiting = nullptr;
-    for (const Transfer& t : transfers_) {
-      if (!t.done.done) {
-        waiting = &t;
-        break;
-      }
-    }
-    // Built only when it is needed: a still round must not allocate.
-    auto where = [&] {
-      return what + ": rank " + std::to_string(transport_->rank()) + " waited to " +
-             (waiting->is_send ? "send " : "receive ") + std::to_string(waiting->bytes) + " bytes " +
-             (waiting->is_send ? "to" : "from") + " rank " + std::to_string(waiting->peer);
-    };
-    if (wait.dump_requested()) {
-      RR_LOG(LogLevel::kWarn, "dump: %s in progress (%zu of %zu transfers done)", where().c_str(), finished,
-             transfers_.size());
-    }
-    Status interrupted = wait.interrupted();
-    if (!interrupted.ok()) {
-      status = Status(interrupted.code(), where() + ": " + interrupted.message());
-      break;
-    }
-    Status alive = transport_->peer_status(waiting->peer);
-    if (!alive.ok()) {
-      status = RemoteError(where() + ": " + alive.message());
-      break;
-    }
-    if (wait.expired()) {
-      status = Timeout(where() + " (" + std::to_string(finished) + " of " + std::to_string(transfers_.size()) +
-                       " transfers done)");
-      break;
-    }
-    wait.idle();
-  }
-  if (!status.ok()) {
-    for (Transfer& t : transfers_) {
-      if (!t.done.done && !t.is_send) transport_->cancel(&t.done);
-    }
-    const auto limit = std::chrono::steady_clock::now() + kDrainLimit;
-    for (;;) {
-      bool pending = false;
-      for (const Transfer& t : transfers_) pending |= !t.done.done && !(t.is_send && !transport_->peer_status(t.peer).ok());
-      if (!pending || std::chrono::steady_clock::now() > limit) break;
-      if (!transport_->progress()) sched_yield();
+    } else {
+      wait.idle();
     }
   }
+}
+
+Status Batch::poll(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt,
+                   bool* finished) {
+  WaitPolicy wait(transport_, deadline, interrupt);
+  bool moved = false;
+  Status status = round(what, wait, finished, &moved);
+  if (!status.ok()) drain();
   return status;
+}
+
+void Batch::drain() {
+  for (Transfer& t : transfers_) {
+    if (!t.done.done && !t.is_send) transport_->cancel(&t.done);
+  }
+  const auto limit = std::chrono::steady_clock::now() + kDrainLimit;
+  for (;;) {
+    bool pending = false;
+    for (const Transfer& t : transfers_) pending |= !t.done.done && !(t.is_send && !transport_->peer_status(t.peer).ok());
+    if (!pending || std::chrono::steady_clock::now() > limit) break;
+    if (!transport_->progress()) sched_yield();
+  }
 }
 
 }  // namespace rr::exec

@@ -14,6 +14,7 @@
 
 namespace rr::exec {
 class Interrupt;
+class WaitPolicy;
 }
 
 namespace rr::exec {
@@ -49,11 +50,27 @@ class Batch {
   // On failure, pending receives are canceled before it returns.
   Status run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt = nullptr);
 
+  // run() in two halves, for a caller that waits on several batches at once
+  // (rrGroupEnd over several communicators posts every batch before it
+  // waits on any). post() posts; poll() progresses once and sets *finished
+  // when every transfer completed. Either one, failing, cancels what is
+  // still pending, as run() does.
+  Status post(const std::string& what);
+  Status poll(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt,
+              bool* finished);
+
  private:
   Status check(const Transfer& t, const std::string& what) const;
+  // One round of progress: *finished when every transfer completed,
+  // *moved when something happened; after a still round, the interrupt,
+  // the waited-on peer and the deadline are checked.
+  Status round(const std::string& what, WaitPolicy& wait, bool* finished, bool* moved);
+  // After a failure: cancels pending receives and gives sends kDrainLimit to retire.
+  void drain();
 
   transport::Transport* transport_;
   std::vector<Transfer> transfers_;
+  size_t finished_ = 0;  // transfers done at the last round
 };
 
 }  // namespace rr::exec

@@ -350,6 +350,41 @@ TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
   EXPECT_LT(outcomes[1].seconds, 10.0) << outcomes[1].error;
 }
 
+// Rank 0 sends on the world and receives on its duplicate in one group;
+// rank 1 does the opposite, naming the communicators in the other order.
+// Messages large enough to need the receiver's progress (rendezvous):
+// finishing one communicator's part before posting the next would leave
+// both ranks waiting for each other until the timeout.
+TEST_F(Faults, GroupOverTwoCommunicatorsPostsBothBeforeWaiting) {
+  auto outcomes = run_world(2, 5000, {}, [](int rank, rrComm_t world, Outcome* out) {
+    rrComm_t dup = nullptr;
+    if (rrCommSplit(world, 0, rank, &dup, nullptr) != rrSuccess) _exit(4);
+    const size_t n = size_t{1} << 20;  // 4 MiB
+    std::vector<float> mine(n, static_cast<float>(rank + 1)), theirs(n, 0.0f);
+    rrComm_t first = rank == 0 ? world : dup;
+    rrComm_t second = rank == 0 ? dup : world;
+    const int peer = 1 - rank;
+    const auto t0 = Clock::now();
+    rrGroupStart();
+    rrResult_t r = rrSend(mine.data(), n, rrFloat32, peer, first, nullptr);
+    if (r == rrSuccess) r = rrRecv(theirs.data(), n, rrFloat32, peer, second, nullptr);
+    const rrResult_t ended = rrGroupEnd();
+    out->seconds = seconds_since(t0);
+    out->result = r == rrSuccess ? ended : r;
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(nullptr));
+    for (size_t i = 0; out->result == rrSuccess && i < n; ++i) {
+      if (theirs[i] != static_cast<float>(peer + 1)) {
+        out->result = -2;
+        std::snprintf(out->error, sizeof(out->error), "element %zu: %g, expected %d", i, theirs[i], peer + 1);
+      }
+    }
+    rrCommDestroy(dup);
+    rrCommDestroy(world);
+  });
+  print(outcomes);
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;
+}
+
 TEST_F(Faults, HealthyCommunicatorHasNoAsyncError) {
   auto outcomes = run_world(2, 20000, {}, [](int, rrComm_t comm, Outcome* out) {
     float x = 1;
