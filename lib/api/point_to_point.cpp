@@ -153,9 +153,13 @@ rrResult_t post_request(const char* call, bool is_send, void* buf, size_t count,
     req->rank = comm->impl->rank();
     req->elem = rr::reduce::dtype_size(datatype);
     req->bytes = count * req->elem;
-    rr::Status posted = comm->impl->queue().run(
-        [&] { return comm->impl->post_p2p(is_send, buf, count, datatype, peer, tag, &req->done); },
-        /*overtake=*/true);
+    // Never behind a running collective (its peer may need this message
+    // before it can finish): then the running operation posts it.
+    rr::Status posted;
+    if (!comm->impl->queue().try_run(
+            [&] { return comm->impl->post_p2p(is_send, buf, count, datatype, peer, tag, &req->done); }, &posted)) {
+      posted = comm->impl->post_p2p(is_send, buf, count, datatype, peer, tag, &req->done, /*driving=*/false);
+    }
     if (!posted.ok()) return fail(comm, posted);
     {
       std::lock_guard<std::mutex> lock(requests_mutex());

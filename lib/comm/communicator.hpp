@@ -101,9 +101,12 @@ class Communicator : public exec::Interrupt {
   // Non-blocking point-to-point with a tag (0..2^31-1; exec/tags.hpp): post
   // now, finish in wait_p2p. `done` must stay put until then. A receive's
   // peer may be transport::kAnySource: done->peer is then the sender once
-  // it matched.
+  // it matched. `driving`: the caller has the operation queue's turn and
+  // posts now; otherwise an operation is running on another thread, and the
+  // post is handed to it (transport::Transport::post_later) instead of
+  // waiting for it to end.
   Status post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, int tag,
-                  transport::Completion* done);
+                  transport::Completion* done, bool driving = true);
   // Drives progress until `done` (block) or once (!block); *finished says which.
   Status wait_p2p(const transport::Completion& done, bool is_send, size_t bytes, int peer, int tag, bool block,
                   bool* finished);

@@ -6,7 +6,9 @@
 // thread when nothing is queued (no thread hop, no allocation), else it
 // queues behind the others and waits. Point-to-point progress may overtake
 // queued collectives, but never runs while another operation does: the
-// transport is driven by one thread at a time.
+// transport is driven by one thread at a time. A point-to-point post that
+// finds an operation running (try_run) does not wait for it: the transport
+// queues it for the running operation's next progress (post_later).
 
 #include <condition_variable>
 #include <deque>
@@ -65,6 +67,23 @@ class OperationQueue {
     }
     auto op = enqueue(std::function<Status()>(std::forward<Body>(body)));
     return wait(*op);
+  }
+
+  // Runs `body` now on this thread when no operation runs, as run() with
+  // `overtake` does, but never waits: false (and *status untouched) when
+  // one runs.
+  template <typename Body>
+  bool try_run(Body&& body, Status* status) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (running_) return false;
+      running_ = true;
+    }
+    *status = run_guarded(body);
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+    changed_.notify_all();
+    return true;
   }
 
   // Queues `body` to run on the worker thread; returns at once.

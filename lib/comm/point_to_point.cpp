@@ -69,8 +69,16 @@ Status Communicator::poll_group(bool* finished) {
 }
 
 Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, int tag,
-                              transport::Completion* done) {
-  RR_RETURN_IF_ERROR(check_usable());
+                              transport::Completion* done, bool driving) {
+  if (driving) {
+    RR_RETURN_IF_ERROR(check_usable());
+  } else if (aborting()) {
+    return InvalidUsage("the communicator was aborted (rrCommAbort)");
+  } else if (async_error() != rrSuccess) {
+    // broken_ is the driving thread's; its failure's text is last_error().
+    return InvalidUsage("communicator is unusable after an earlier failure (" + last_error() +
+                        "); destroy it and make a new one");
+  }
   const char* call = is_send ? "rrIsend" : "rrIrecv";
   if (is_send || peer != transport::kAnySource) RR_RETURN_IF_ERROR(check_peer(call, "peer", peer));
   if (tag < 0) {
@@ -82,6 +90,11 @@ Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_
   // still learns who sent it, and a count that disagrees is still seen.
   static uint8_t empty[1];
   if (bytes == 0) buf = empty;
+  if (!driving) {
+    transport_->post_later(is_send, peer, exec::p2p_tag(tag), buf, bytes, done);
+    return Status::Ok();
+  }
+  transport_->post_queued();  // those queued before this one go first
   done->reset();
   done->peer = peer;
   return is_send ? transport_->post_send(peer, exec::p2p_tag(tag), buf, bytes, done)

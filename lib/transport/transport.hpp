@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.hpp"
@@ -56,11 +58,28 @@ class Transport {
   // Starts receiving at most `bytes` from `peer` (or kAnySource) into `buf`.
   // Messages from one sender with one tag match receives in the order sent.
   virtual Status post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) = 0;
-  // Makes a pending receive finish (failed, error = canceled) at a later progress().
-  virtual void cancel(Completion* pending) = 0;
+  // Makes a pending receive finish (failed, error = canceled) at a later
+  // progress(); one that post_later() still holds finishes (failed) at once.
+  void cancel(Completion* pending) {
+    if (!withdraw(pending)) cancel_posted(pending);
+  }
 
-  // Drives outstanding operations; true when something happened.
-  virtual bool progress() = 0;
+  // Drives outstanding operations, after making the posts post_later()
+  // queued; true when something happened.
+  bool progress() {
+    if (has_later_.load(std::memory_order_acquire)) post_queued();
+    return progress_posted();
+  }
+
+  // For a thread that must not wait for the one driving the transport (a
+  // point-to-point post beside a running collective): from any thread,
+  // queues a post that the driving thread makes at its next progress(), in
+  // the order queued. `done` is reset now; a post the transport refuses
+  // finishes failed, and describe_error() then says why.
+  void post_later(bool is_send, int peer, uint64_t tag, void* buf, size_t bytes, Completion* done);
+  // Makes the queued posts now: by the driving thread, before a post of its
+  // own that must follow them (messages of one sender and tag match in order).
+  void post_queued();
   // Sleeps until the transport may have something to progress, at most timeout_ms.
   virtual void wait_for_events(int timeout_ms) = 0;
 
@@ -84,18 +103,42 @@ class Transport {
 
   // Not ok once `peer` has failed or disconnected; the message names it.
   virtual Status peer_status(int peer) const = 0;
-  virtual std::string describe_error(const Completion& c) const = 0;
+  std::string describe_error(const Completion& c) const;
 
   // Safe to read from any thread while another drives the transport.
   uint64_t bytes_sent(int peer) const { return counters(peer).sent.load(std::memory_order_relaxed); }
   uint64_t bytes_received(int peer) const { return counters(peer).received.load(std::memory_order_relaxed); }
 
  protected:
+  virtual void cancel_posted(Completion* pending) = 0;
+  virtual bool progress_posted() = 0;
+  virtual std::string describe_posted_error(const Completion& c) const = 0;
+
   struct Counters {
     std::atomic<uint64_t> sent{0};
     std::atomic<uint64_t> received{0};
   };
   virtual const Counters& counters(int peer) const = 0;
+
+ private:
+  // Takes a post that post_later() still holds out of the queue, failed.
+  bool withdraw(Completion* pending);
+
+  struct Later {
+    bool is_send;
+    int peer;
+    uint64_t tag;
+    void* buf;
+    size_t bytes;
+    Completion* done;
+  };
+  std::mutex later_mutex_;
+  std::vector<Later> later_;
+  std::atomic<bool> has_later_{false};
+  // Why a queued post failed, for describe_error(): the transport refused
+  // it, or it was canceled before it was made.
+  mutable std::mutex refused_mutex_;
+  std::unordered_map<const Completion*, std::string> refused_;
 };
 
 }  // namespace rr::transport

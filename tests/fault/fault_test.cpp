@@ -303,7 +303,6 @@ TEST_F(Faults, AbortReturnsQuicklyAndEndsCallsOnOtherThreads) {
     }
     // A third thread polls a receive from the stopped rank with rrTest all
     // through the abort: it must end with the abort's error, not a crash.
-    // Posted first: a post waits for a running collective to end.
     std::vector<float> inbox(16);
     rrRequest_t pending = nullptr;
     if (rrIrecv(inbox.data(), inbox.size(), rrFloat32, 2, comm, &pending) != rrSuccess) _exit(7);
@@ -380,6 +379,40 @@ TEST_F(Faults, GroupOverTwoCommunicatorsPostsBothBeforeWaiting) {
     }
     rrCommDestroy(dup);
     rrCommDestroy(world);
+  });
+  print(outcomes);
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;
+}
+
+// Rank 0 is inside an allreduce (another thread) that rank 1 joins only
+// after it received rank 0's message: the send must be posted beside the
+// running collective, not after it (which would be never, until the timeout).
+TEST_F(Faults, PointToPointPostIsNotHeldBehindARunningCollective) {
+  auto outcomes = run_world(2, 5000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> message(size_t{1} << 18, 7.0f);  // 1 MiB
+    float x = static_cast<float>(rank + 1);
+    rrResult_t sent = rrSuccess;
+    rrResult_t reduced = rrSuccess;
+    const auto t0 = Clock::now();
+    if (rank == 0) {
+      std::thread collective([&] { reduced = rrAllReduce(&x, &x, 1, rrFloat32, rrSum, comm, nullptr); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the allreduce is running, waiting for rank 1
+      rrRequest_t request = nullptr;
+      sent = rrIsend(message.data(), message.size(), rrFloat32, 1, comm, &request);
+      if (sent == rrSuccess) sent = rrWait(request);
+      collective.join();
+    } else {
+      std::vector<float> got(message.size(), 0.0f);
+      sent = rrRecv(got.data(), got.size(), rrFloat32, 0, comm, nullptr);
+      if (sent == rrSuccess && got != message) sent = static_cast<rrResult_t>(-2);
+      if (sent == rrSuccess) reduced = rrAllReduce(&x, &x, 1, rrFloat32, rrSum, comm, nullptr);
+    }
+    out->seconds = seconds_since(t0);
+    out->result = sent != rrSuccess ? sent : reduced;
+    if (out->result == rrSuccess && x != 3.0f) out->result = -3;
+    std::snprintf(out->error, sizeof(out->error), "message: %d, allreduce: %d (%g): %s", sent, reduced, x,
+                  rrGetLastError(comm));
+    rrCommDestroy(comm);
   });
   print(outcomes);
   for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;

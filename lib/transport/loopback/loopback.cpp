@@ -59,7 +59,7 @@ Status LoopbackTransport::post_recv(int peer, uint64_t tag, void* buf, size_t by
   return Status::Ok();
 }
 
-void LoopbackTransport::cancel(Completion* pending) {
+void LoopbackTransport::cancel_posted(Completion* pending) {
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     if (it->done == pending) {
       pending->done = true;
@@ -71,7 +71,7 @@ void LoopbackTransport::cancel(Completion* pending) {
   }
 }
 
-bool LoopbackTransport::progress() {
+bool LoopbackTransport::progress_posted() {
   auto& inbox = *fabric_->inboxes_[rank_];
   bool progressed = false;
   std::lock_guard<std::mutex> lock(inbox.mutex);
@@ -119,7 +119,7 @@ Status LoopbackTransport::peer_status(int peer) const {
   return Status::Ok();
 }
 
-std::string LoopbackTransport::describe_error(const Completion& c) const {
+std::string LoopbackTransport::describe_posted_error(const Completion& c) const {
   switch (c.error) {
     case kErrTruncated: return "message from rank " + std::to_string(c.peer) + " longer than the receive buffer";
     case kErrCanceled: return "canceled";

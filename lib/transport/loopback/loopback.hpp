@@ -29,8 +29,8 @@ class LoopbackTransport final : public Transport {
 
   Status post_send(int peer, uint64_t tag, const void* buf, size_t bytes, Completion* done) override;
   Status post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) override;
-  void cancel(Completion* pending) override;
-  bool progress() override;
+  void cancel_posted(Completion* pending) override;
+  bool progress_posted() override;
   void wait_for_events(int timeout_ms) override;
   Status register_memory(void*, size_t) override { return Status::Ok(); }
   void deregister_memory(void*) override {}
@@ -40,7 +40,7 @@ class LoopbackTransport final : public Transport {
   const std::vector<uint8_t>& local_address() const override { return no_address_; }
   Status connect(std::vector<std::vector<uint8_t>>, const std::vector<int>&) override { return Status::Ok(); }
   Status peer_status(int peer) const override;
-  std::string describe_error(const Completion& c) const override;
+  std::string describe_posted_error(const Completion& c) const override;
 
  protected:
   const Counters& counters(int peer) const override { return counters_[peer]; }

@@ -382,11 +382,11 @@ Status UcxTransport::post_recv(int peer, uint64_t tag, void* buf, size_t bytes, 
   return Status::Ok();
 }
 
-void UcxTransport::cancel(Completion* pending) {
+void UcxTransport::cancel_posted(Completion* pending) {
   if (!pending->done && pending->handle) ucp_request_cancel(worker_, pending->handle);
 }
 
-bool UcxTransport::progress() { return ucp_worker_progress(worker_) != 0; }
+bool UcxTransport::progress_posted() { return ucp_worker_progress(worker_) != 0; }
 
 void UcxTransport::wait_for_events(int timeout_ms) {
   if (event_fd_ < 0) {
@@ -437,7 +437,7 @@ Status UcxTransport::peer_status(int peer) const {
                      ucs_status_string(p.failure) + ")");
 }
 
-std::string UcxTransport::describe_error(const Completion& c) const {
+std::string UcxTransport::describe_posted_error(const Completion& c) const {
   return ucs_status_string(static_cast<ucs_status_t>(c.error));
 }
 

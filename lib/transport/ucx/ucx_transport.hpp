@@ -42,15 +42,15 @@ class UcxTransport final : public Transport {
 
   Status post_send(int peer, uint64_t tag, const void* buf, size_t bytes, Completion* done) override;
   Status post_recv(int peer, uint64_t tag, void* buf, size_t bytes, Completion* done) override;
-  void cancel(Completion* pending) override;
-  bool progress() override;
+  void cancel_posted(Completion* pending) override;
+  bool progress_posted() override;
   void wait_for_events(int timeout_ms) override;
   // Registers [ptr, ptr + bytes) with UCX for the lifetime of this transport.
   Status register_memory(void* ptr, size_t bytes) override;
   void deregister_memory(void* ptr) override;
   Status peer_status(int peer) const override;
   void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
-  std::string describe_error(const Completion& c) const override;
+  std::string describe_posted_error(const Completion& c) const override;
 
  protected:
   const Counters& counters(int peer) const override { return counters_[peer]; }
