@@ -143,6 +143,7 @@ Status Communicator::check() {
 
 Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
   if (failure.ok()) return failure;
+  transport_->expect_peer_loss();  // peers that failed too may now leave at any moment
   if (failure.code() == Code::kRemoteError && remote_.ok() && control_ && !aborting()) {
     // A peer that vanished may have left because of a notice that is still
     // on its way here (it heard first, and exited): the notice says why.
@@ -220,6 +221,7 @@ void Communicator::dump() {
 
 void Communicator::finish_abort() {
   request_abort();
+  transport_->expect_peer_loss();
   if (!control_ || !remote_.ok()) return;
   wire::Notice notice;
   notice.kind = wire::NoticeKind::kAborted;

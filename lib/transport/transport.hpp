@@ -100,6 +100,10 @@ class Transport {
   // How long closing may wait for queued sends to reach live peers (the
   // default is the transport's own); rrCommAbort shortens it.
   virtual void set_close_timeout(std::chrono::milliseconds /*limit*/) {}
+  // The communicator failed or is aborting: its peers may leave at any
+  // moment, and their leaving is no longer news (the UCX transport then
+  // keeps UCX's own lines about it off stderr, ucx/ucx_log.hpp).
+  virtual void expect_peer_loss() {}
 
   // Not ok once `peer` has failed or disconnected; the message names it.
   virtual Status peer_status(int peer) const = 0;

@@ -4,6 +4,7 @@
 // nothing is left behind: no child process, no new shared-memory segment.
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
 #include <signal.h>
@@ -416,6 +417,45 @@ TEST_F(Faults, PointToPointPostIsNotHeldBehindARunningCollective) {
   });
   print(outcomes);
   for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;
+}
+
+// Rank 1 exits; the others fail their next allreduce naming it, then abort.
+// Connecting to a peer that is closing at that moment (to tell it why)
+// makes UCX print "mm_sysv.c ... shmat(...) failed" and, at close, warnings
+// about the requests the failure left: the expected echo of a loss already
+// reported, which must not reach stderr as UCX errors.
+TEST_F(Faults, PeerThatLeftCausesNoUcxErrorLines) {
+  victim_killed_ = true;  // it exits without closing its transport
+  for (int trial = 0; trial < 3; ++trial) {
+    auto outcomes = run_world(4, 20000, {1}, [](int rank, rrComm_t comm, Outcome* out) {
+      char path[64];
+      std::snprintf(path, sizeof(path), "/tmp/rr-fault-stderr-%d", static_cast<int>(getpid()));
+      const int log = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+      if (log < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) _exit(4);  // UCX logs to stdout
+      std::vector<float> data(size_t{1} << 20, 1.0f);
+      if (rrAllReduce(data.data(), data.data(), 1024, rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
+      if (rank == 1) {
+        unlink(path);
+        _exit(0);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      out->result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+      std::string text = rrGetLastError(comm);
+      if (rrCommAbort(comm) != rrSuccess) _exit(5);
+      char lines[1024] = {};
+      const ssize_t n = pread(log, lines, sizeof(lines) - 1, 0);
+      unlink(path);
+      if (n > 0 && std::strstr(lines, "UCX")) text = std::string("stderr: ") + lines;
+      std::snprintf(out->error, sizeof(out->error), "%s", text.c_str());
+    });
+    print(outcomes, {1});
+    for (int r : {0, 2, 3}) {
+      const Outcome& o = outcomes[static_cast<size_t>(r)];
+      EXPECT_EQ(o.result, rrRemoteError) << "rank " << r << ": " << o.error;
+      EXPECT_FALSE(has(o, "stderr:")) << "rank " << r << " printed UCX lines: " << o.error;
+      EXPECT_TRUE(has(o, "rank 1")) << o.error;
+    }
+  }
 }
 
 TEST_F(Faults, HealthyCommunicatorHasNoAsyncError) {

@@ -1,4 +1,5 @@
 #include "transport/ucx/ucx_transport.hpp"
+#include "transport/ucx/ucx_log.hpp"
 
 #include "common/log.hpp"
 
@@ -82,6 +83,7 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
     return InvalidArgument("ucx transport: at most 65536 ranks, got " + std::to_string(size));
   }
   std::unique_ptr<UcxTransport> t(new UcxTransport(rank, size));
+  ucx_log::install();
 
   // UCX's TCP lane moves messages in 8 KiB segments by default; its cost per
   // segment holds a ring on a 1 Gbit/s link to 0.65-0.69 x link rate, where
@@ -148,6 +150,13 @@ UcxTransport::~UcxTransport() {
   for (const auto& registration : registrations_) ucp_mem_unmap(context_, registration.second);
   if (worker_) ucp_worker_destroy(worker_);
   if (context_) ucp_cleanup(context_);
+  if (loss_noted_) ucx_log::count_loss(-1);  // after UCX's last lines about it
+}
+
+void UcxTransport::note_loss() const {
+  if (loss_noted_) return;
+  loss_noted_ = true;
+  ucx_log::count_loss(+1);
 }
 
 Status UcxTransport::connect(std::vector<std::vector<uint8_t>> addresses,
@@ -217,6 +226,7 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
 void UcxTransport::on_peer_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
   auto* p = static_cast<Peer*>(arg);
   p->failure = status;
+  p->owner->note_loss();
 }
 
 void UcxTransport::close_endpoints() {
@@ -409,7 +419,10 @@ void UcxTransport::check_liveness(Peer& p) const {
   p.next_liveness_check = now + kLivenessInterval;
   if (p.pidfd >= 0) {
     pollfd pfd{p.pidfd, POLLIN, 0};
-    if (poll(&pfd, 1, 0) > 0) p.failure = UCS_ERR_CONNECTION_RESET;
+    if (poll(&pfd, 1, 0) > 0) {
+      p.failure = UCS_ERR_CONNECTION_RESET;
+      note_loss();
+    }
     return;
   }
   // No pidfd (kernel before 5.3): the process is gone, or a zombie.
@@ -417,7 +430,10 @@ void UcxTransport::check_liveness(Peer& p) const {
   std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(p.pid));
   FILE* f = std::fopen(path, "r");
   if (!f) {
-    if (kill(p.pid, 0) != 0 && errno == ESRCH) p.failure = UCS_ERR_CONNECTION_RESET;
+    if (kill(p.pid, 0) != 0 && errno == ESRCH) {
+      p.failure = UCS_ERR_CONNECTION_RESET;
+      note_loss();
+    }
     return;
   }
   char stat[256] = {};
@@ -426,6 +442,7 @@ void UcxTransport::check_liveness(Peer& p) const {
   const char* close_paren = std::strrchr(stat, ')');  // the command name may hold spaces
   if (n > 0 && close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X')) {
     p.failure = UCS_ERR_CONNECTION_RESET;
+    note_loss();
   }
 }
 

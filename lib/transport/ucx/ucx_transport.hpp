@@ -50,6 +50,7 @@ class UcxTransport final : public Transport {
   void deregister_memory(void* ptr) override;
   Status peer_status(int peer) const override;
   void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
+  void expect_peer_loss() override { note_loss(); }
   std::string describe_posted_error(const Completion& c) const override;
 
  protected:
@@ -71,6 +72,9 @@ class UcxTransport final : public Transport {
   UcxTransport(int rank, int size);
   // Same-host peers only: notices a peer process that no longer exists.
   void check_liveness(Peer& p) const;
+  // Once a peer has been lost (or may be): UCX's lines about it are expected.
+  void note_loss() const;
+  mutable bool loss_noted_ = false;
   Status endpoint(int peer, ucp_ep_h* ep);
   void close_endpoints();
   std::chrono::milliseconds close_timeout_{2000};
