@@ -1,6 +1,7 @@
-// The filter on UCX's log (lib/transport/ucx/ucx_log.hpp): the lines a lost
-// peer explains are kept off the output only while a loss has been seen,
-// and nothing else ever is.
+// The filter on UCX's log (lib/transport/ucx/ucx_log.hpp): an attach to a
+// segment its peer released is kept off the output always, the warnings a
+// failure leaves at close only while a loss has been seen, and nothing else
+// ever is.
 
 #include "transport/ucx/ucx_log.hpp"
 
@@ -9,6 +10,7 @@
 #include <ucs/debug/log_def.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -46,19 +48,34 @@ void log_line(const char* file, ucs_log_level_t level, const char* text) {
   ucs_log_dispatch(file, 57, "test", level, &ucs_global_opts.log_component, "%s", text);
 }
 
-// As UCX's mm_sysv.c writes it when the peer's segment is gone.
-void shmat_failed() {
+// As UCX's mm_sysv.c writes it when the peer's segment is gone (EINVAL)
+// or for another reason (EACCES).
+void shmat_failed(int error) {
+  errno = error;
   ucs_log_dispatch("sm/mm/sysv/mm_sysv.c", 57, "uct_sysv_mem_attach", UCS_LOG_LEVEL_ERROR,
-                   &ucs_global_opts.log_component, "shmat(shmid=%d) failed: %s", 42, "Invalid argument");
+                   &ucs_global_opts.log_component, "shmat(shmid=%d) failed: %m", 42);
 }
 
-TEST(UcxLog, ExpectedLinesAreKeptOffOnlyAfterALoss) {
+void mpool_warning() {
+  ucs_log_dispatch("ucs/datastruct/mpool.c", 53, "f", UCS_LOG_LEVEL_WARN, &ucs_global_opts.log_component,
+                   "object %p was not returned to mpool %s", static_cast<void*>(nullptr), "ucp_requests");
+}
+
+TEST(UcxLog, PeerGoneAttachFailuresAreKeptOffAlways) {
   rr::transport::ucx_log::install();
   rr::transport::ucx_log::install();  // idempotent
-  EXPECT_NE(printed(shmat_failed).find("shmat(shmid=42) failed"), std::string::npos)
+  EXPECT_EQ(printed([] { shmat_failed(EINVAL); }), "") << "the peer released its segment: kept off";
+  const std::string other = printed([] { shmat_failed(EACCES); });
+  EXPECT_NE(other.find("shmat(shmid=42) failed: Permission denied"), std::string::npos)
+      << "any other reason is printed, with UCX's own %m intact: " << other;
+}
+
+TEST(UcxLog, CloseWarningsAreKeptOffOnlyAfterALoss) {
+  rr::transport::ucx_log::install();
+  EXPECT_NE(printed(mpool_warning).find("was not returned to mpool"), std::string::npos)
       << "no loss seen: UCX's line is printed";
   rr::transport::ucx_log::count_loss(+1);
-  EXPECT_EQ(printed(shmat_failed), "") << "after a loss: kept off the output";
+  EXPECT_EQ(printed(mpool_warning), "") << "after a loss: kept off the output";
   EXPECT_EQ(printed([] {
               ucs_log_dispatch("ucp/tag/tag_match.c", 62, "f", UCS_LOG_LEVEL_WARN, &ucs_global_opts.log_component,
                                "unexpected tag-receive descriptor %p was not matched", static_cast<void*>(nullptr));
@@ -66,13 +83,14 @@ TEST(UcxLog, ExpectedLinesAreKeptOffOnlyAfterALoss) {
             "");
   // Never an unexpected line: another message of the same file, the same
   // message from another file.
-  EXPECT_NE(printed([] { log_line("sm/mm/sysv/mm_sysv.c", UCS_LOG_LEVEL_ERROR, "shmget failed: No space left"); })
-                .find("shmget failed"),
+  EXPECT_NE(printed([] { log_line("ucs/datastruct/mpool.c", UCS_LOG_LEVEL_ERROR, "failed to allocate chunk"); })
+                .find("failed to allocate"),
             std::string::npos);
-  EXPECT_NE(printed([] { log_line("uct/tcp/tcp_ep.c", UCS_LOG_LEVEL_ERROR, "shmat(shmid=1) failed"); }).find("shmat"),
+  EXPECT_NE(printed([] { log_line("uct/tcp/tcp_ep.c", UCS_LOG_LEVEL_WARN, "object 0x1 was not returned"); })
+                .find("object"),
             std::string::npos);
   rr::transport::ucx_log::count_loss(-1);
-  EXPECT_NE(printed(shmat_failed).find("shmat(shmid=42) failed"), std::string::npos) << "the loss has closed";
+  EXPECT_NE(printed(mpool_warning).find("was not returned to mpool"), std::string::npos) << "the loss has closed";
 }
 
 }  // namespace

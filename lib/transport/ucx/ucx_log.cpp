@@ -3,10 +3,12 @@
 #include <ucs/debug/log_def.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "common/log.hpp"
 
@@ -19,15 +21,26 @@ std::atomic<int> losses{0};
 struct Expected {
   const char* file;     // UCX's source file (base name)
   const char* message;  // the start of its format string
+  // Attaching to a peer's segment fails with this errno only when the peer
+  // has released it, that is, it is leaving or gone: expected even before
+  // this process has seen the loss (the engine then names the peer in its
+  // own error if the loss matters to a call). 0: expected only after a loss.
+  int peer_gone_errno;
 };
+
+// peer_gone_errno for a line UCX prints right after one of those attach
+// failures, on the same thread: expected when that one was.
+constexpr int kAfterAttach = -1;
+thread_local bool attach_failure_filtered = false;
 
 // The lines a loss explains (UCX 1.13's wording).
 constexpr Expected kExpected[] = {
-    {"mm_sysv.c", "shmat("},         // the leaving peer's segment is already removed
-    {"mm_posix.c", "open("},         // ... or its file (proc link) already closed
-    {"mm_posix.c", "shm_open("},
-    {"tag_match.c", "unexpected tag-receive descriptor"},  // what the failed operation never received
-    {"mpool.c", "object "},          // "... was not returned to mpool": requests a failure left
+    {"mm_sysv.c", "shmat(", EINVAL},      // the peer's System V segment is already removed
+    {"mm_posix.c", "open(", ENOENT},      // ... its file (proc link) already closed
+    {"mm_posix.c", "shm_open(", ENOENT},
+    {"mm_ep.c", "mm ep failed to connect to remote FIFO", kAfterAttach},  // what UCX adds to the above
+    {"tag_match.c", "unexpected tag-receive descriptor", 0},  // what a failed operation never received
+    {"mpool.c", "object ", 0},            // "... was not returned to mpool": requests a failure left
 };
 
 const char* base_name(const char* path) {
@@ -35,25 +48,31 @@ const char* base_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
-bool expected(const char* file, const char* format) {
+// Whether the line is one a lost peer explains; `error` is errno as UCX left it for its %m.
+bool expected(const char* file, const char* format, int error) {
   const char* base = base_name(file);
+  const bool after_loss = losses.load(std::memory_order_acquire) > 0;
   for (const Expected& e : kExpected) {
-    if (std::strcmp(base, e.file) == 0 && std::strncmp(format, e.message, std::strlen(e.message)) == 0) {
-      return true;
-    }
+    if (std::strcmp(base, e.file) != 0 || std::strncmp(format, e.message, std::strlen(e.message)) != 0) continue;
+    if (e.peer_gone_errno == kAfterAttach) return std::exchange(attach_failure_filtered, false);
+    if (e.peer_gone_errno != 0) return attach_failure_filtered = error == e.peer_gone_errno;
+    return after_loss;
   }
   return false;
 }
 
 ucs_log_func_rc_t filter(const char* file, unsigned line, const char* /*function*/, ucs_log_level_t level,
                          const ucs_log_component_config_t* /*component*/, const char* format, va_list ap) {
-  if (level > UCS_LOG_LEVEL_WARN || losses.load(std::memory_order_acquire) == 0 || !expected(file, format)) {
+  const int error = errno;
+  if (level > UCS_LOG_LEVEL_WARN || !expected(file, format, error)) {
+    errno = error;  // for UCX's own printer's %m
     return UCS_LOG_FUNC_RC_CONTINUE;
   }
   if (log_level() >= LogLevel::kInfo) {
     char text[512];
     va_list copy;
     va_copy(copy, ap);
+    errno = error;
     std::vsnprintf(text, sizeof(text), format, copy);
     va_end(copy);
     RR_LOG(LogLevel::kInfo, "UCX, after a peer left (expected): %s:%u %s", base_name(file), line, text);

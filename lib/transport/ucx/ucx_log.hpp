@@ -1,12 +1,14 @@
 #pragma once
 // UCX's own log, filtered. A few lines UCX prints as ERROR or WARN are the
-// expected echo of a loss the engine has already reported: attaching to the
-// shared memory of a peer that is leaving fails (mm_sysv's shmat, mm_posix's
-// open), and a worker closed after a failure still holds unmatched messages
-// and requests (tag_match, mpool). While some transport in this process has
-// seen a peer leave or its communicator fail, those lines, and only those,
-// go to RR_DEBUG=INFO instead of stderr; every other line passes as UCX
-// wrote it, and none is filtered in a process where nothing failed.
+// expected echo of a peer that left: attaching to the shared memory of a
+// peer that released it fails (mm_sysv's shmat with EINVAL, mm_posix's open
+// with ENOENT: that errno means exactly this), and a worker closed after a
+// failure still holds unmatched messages and requests (tag_match, mpool:
+// filtered only while some transport in this process has seen a peer leave
+// or its communicator fail). Those lines, and only those, go to
+// RR_DEBUG=INFO instead of UCX's output; every other line passes as UCX
+// wrote it. A loss that matters to a call is still named by the engine's
+// own error.
 
 namespace rr::transport::ucx_log {
 

@@ -1,4 +1,5 @@
 #include "transport/ucx/ucx_transport.hpp"
+#include "transport/ucx/shm_sweep.hpp"
 #include "transport/ucx/ucx_log.hpp"
 
 #include "common/log.hpp"
@@ -150,7 +151,10 @@ UcxTransport::~UcxTransport() {
   for (const auto& registration : registrations_) ucp_mem_unmap(context_, registration.second);
   if (worker_) ucp_worker_destroy(worker_);
   if (context_) ucp_cleanup(context_);
-  if (loss_noted_) ucx_log::count_loss(-1);  // after UCX's last lines about it
+  if (loss_noted_) {
+    ucx_log::count_loss(-1);  // after UCX's last lines about it
+    (void)remove_orphan_ucx_segments();  // what a dead peer left and we still mapped
+  }
 }
 
 void UcxTransport::note_loss() const {
@@ -412,6 +416,14 @@ void UcxTransport::wait_for_events(int timeout_ms) {
   (void)poll(wait_fds_.data(), wait_fds_.size(), timeout_ms);
 }
 
+void UcxTransport::mark_dead(Peer& p) const {
+  p.failure = UCS_ERR_CONNECTION_RESET;
+  note_loss();
+  // A rank killed between creating a shared-memory segment and unlinking
+  // it leaves the segment behind; it has released it by now.
+  (void)remove_orphan_ucx_segments();
+}
+
 void UcxTransport::check_liveness(Peer& p) const {
   if (!p.same_host || p.failure != UCS_OK || p.rank == rank_) return;
   const auto now = std::chrono::steady_clock::now();
@@ -419,10 +431,7 @@ void UcxTransport::check_liveness(Peer& p) const {
   p.next_liveness_check = now + kLivenessInterval;
   if (p.pidfd >= 0) {
     pollfd pfd{p.pidfd, POLLIN, 0};
-    if (poll(&pfd, 1, 0) > 0) {
-      p.failure = UCS_ERR_CONNECTION_RESET;
-      note_loss();
-    }
+    if (poll(&pfd, 1, 0) > 0) mark_dead(p);
     return;
   }
   // No pidfd (kernel before 5.3): the process is gone, or a zombie.
@@ -430,20 +439,14 @@ void UcxTransport::check_liveness(Peer& p) const {
   std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(p.pid));
   FILE* f = std::fopen(path, "r");
   if (!f) {
-    if (kill(p.pid, 0) != 0 && errno == ESRCH) {
-      p.failure = UCS_ERR_CONNECTION_RESET;
-      note_loss();
-    }
+    if (kill(p.pid, 0) != 0 && errno == ESRCH) mark_dead(p);
     return;
   }
   char stat[256] = {};
   const size_t n = std::fread(stat, 1, sizeof(stat) - 1, f);
   std::fclose(f);
   const char* close_paren = std::strrchr(stat, ')');  // the command name may hold spaces
-  if (n > 0 && close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X')) {
-    p.failure = UCS_ERR_CONNECTION_RESET;
-    note_loss();
-  }
+  if (n > 0 && close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X')) mark_dead(p);
 }
 
 Status UcxTransport::peer_status(int peer) const {

@@ -72,6 +72,8 @@ class UcxTransport final : public Transport {
   UcxTransport(int rank, int size);
   // Same-host peers only: notices a peer process that no longer exists.
   void check_liveness(Peer& p) const;
+  // A same-host peer's process has ended.
+  void mark_dead(Peer& p) const;
   // Once a peer has been lost (or may be): UCX's lines about it are expected.
   void note_loss() const;
   mutable bool loss_noted_ = false;
