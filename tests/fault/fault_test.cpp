@@ -468,6 +468,30 @@ TEST_F(Faults, PeerThatLeftCausesNoUcxErrorLines) {
   }
 }
 
+// A small broadcast takes the binomial tree: on 8 ranks from root 0, rank
+// 0 feeds 4, 2 and 1, rank 4 feeds 6 and 5, rank 6 feeds 7. The root dies
+// before it sends. Rank 6 neither neighbours the root on the ring nor has it
+// as its parent: its parent (rank 4) fails but lives, and must tell it (and
+// through the same notice rank 7) at once, not at the 60 s timeout.
+TEST_F(Faults, TreeChildHearsOfItsParentsFailure) {
+  auto outcomes = run_world(8, 60000, {0}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(256, static_cast<float>(rank));  // 1 KiB: the tree, not the chain
+    if (rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
+    if (rank == 0) raise(SIGKILL);
+    const auto t0 = Clock::now();
+    out->result = rrBroadcast(data.data(), data.data(), data.size(), rrFloat32, 0, comm, nullptr);
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes, {0});
+  for (int r = 1; r < 8; ++r) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_EQ(o.result, rrRemoteError) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, "rank 0")) << o.error;
+    EXPECT_LT(o.seconds, 10.0) << "far sooner than the 60 s timeout: " << o.error;
+  }
+}
+
 TEST_F(Faults, HealthyCommunicatorHasNoAsyncError) {
   auto outcomes = run_world(2, 20000, {}, [](int, rrComm_t comm, Outcome* out) {
     float x = 1;
