@@ -210,6 +210,13 @@ def group_alive(pgid):
         return True
 
 
+def group_kill(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def parse_lines(path):
     events = []
     with open(path, errors="replace") as f:
@@ -271,6 +278,8 @@ class Trial:
         deadline_s = args.deadline_s or 15 + 2 * (self.bound_s + 1.5)
         procs, outs, errs = [], [], []
         start = time.monotonic()
+        # Interrupted (SIGINT, SIGTERM): the ranks and the directory go too.
+        self.cleanup = lambda: ([group_kill(p.pid) for p in procs], shutil.rmtree(self.shm_dir, ignore_errors=True))
         for r in range(n):
             out = open(os.path.join(self.workdir, f"{tag}.rank{r}.out"), "w+")
             err = open(os.path.join(self.workdir, f"{tag}.rank{r}.err"), "w+")
@@ -568,11 +577,19 @@ def main():
     trials = []
     workdir = tempfile.mkdtemp(prefix="rr-chaos-")
     failed = 0
+    running = None
+
+    def interrupted(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGHUP, interrupted)
     try:
         for index in indices:
             draw = plan(args.seed, index, kinds, moments, ranks)
-            t = Trial(args, draw, workdir, private)
+            t = running = Trial(args, draw, workdir, private)
             t.run()
+            running = None
             trials.append(t)
             codes = sorted({c for c, _ in t.violations})
             survivors = [rr for rr in t.ranks if rr["rank"] != draw["victim"]]
@@ -599,6 +616,12 @@ def main():
                     if t.violations and rr["stderr_tail"].strip():
                         tail = rr["stderr_tail"].strip().splitlines()[-30:]
                         print("      stderr: " + "\n              ".join(tail))
+    except KeyboardInterrupt:
+        if running and hasattr(running, "cleanup"):
+            running.cleanup()
+        print(f"chaos.py: interrupted in trial {running.draw['trial'] if running else '-'}; its ranks were killed",
+              file=sys.stderr)
+        return 130
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     summarize(trials, args)

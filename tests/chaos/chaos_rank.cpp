@@ -21,7 +21,8 @@
 //   kill    SIGKILL to itself
 //   stop    SIGSTOP to itself (chaos.py resumes or kills it later)
 //   abort   rrCommAbort of the communicator the main thread is inside a call
-//           on. No handle exists before init returns, and aborting a
+//           on, once that call has run 10 ms (so the thread is surely in the
+//           library). No handle exists before init returns, and aborting a
 //           communicator while it is being destroyed is a use after free, so
 //           the abort waits for the main thread to be inside a call that may
 //           be aborted; at the destroy phase the victim hands its world
@@ -170,6 +171,9 @@ struct Need {
   int offset = 0;
 };
 
+// How long a call must have run before the abort strike may end it.
+constexpr double kSettle = 0.010;
+
 struct Strike {
   bool armed = false;
   Kind kind = Kind::kKill;
@@ -188,6 +192,8 @@ struct World {
   int step = -1;               // the common schedule's step of the running or last call
   bool in_call = false;
   rrComm_t inside = nullptr;   // the communicator of the running call that may be aborted
+  uint64_t calls = 0;          // calls begun: tells one call from the next
+  double inside_since = 0;     // when the running call began
   rrComm_t handoff = nullptr;  // the victim's world at destroy: the strike aborts it
   rrComm_t aborted = nullptr;  // what the strike aborted: never touched again
   bool finished = false;       // the main thread will make no more calls
@@ -263,6 +269,8 @@ rrResult_t Rank::call(const char* name, rrComm_t abortable, Need need, F&& f) {
     w_.step = step;
     w_.in_call = true;
     w_.inside = abortable;
+    w_.inside_since = monotonic_now();
+    ++w_.calls;
     w_.changed.notify_all();
   }
   const double start = monotonic_now();
@@ -492,9 +500,11 @@ void Rank::strike_thread() {
   const char* kind = kKindNames[static_cast<int>(strike_.kind)];
   // t: when the strike began (an abort's line is printed once it returned).
   double strike_t = monotonic_now();
+  Phase landed = Phase::kDone;  // the phase the strike hit; kDone: the one the main thread is in
   auto line = [&](const std::string& extra) {
+    const Phase phase = landed != Phase::kDone ? landed : static_cast<Phase>(w_.phase.load());
     return "{\"event\":\"strike\"," + common_fields() + ",\"kind\":\"" + kind + "\",\"moment\":\"" +
-           phase_name(strike_.moment) + "\",\"phase\":\"" + phase_name(static_cast<Phase>(w_.phase.load())) +
+           phase_name(strike_.moment) + "\",\"phase\":\"" + phase_name(phase) +
            "\",\"call\":" + json_string(w_.finished ? "none" : w_.call) +
            ",\"step\":" + std::to_string(w_.in_call ? w_.step : w_.step + 0.5) +
            ",\"t\":" + std::to_string(strike_t) +
@@ -517,7 +527,19 @@ void Rank::strike_thread() {
       break;
     }
     case Kind::kAbort: {
-      w_.changed.wait(lock, [&] { return w_.inside || w_.handoff || w_.finished; });
+      // Abort only a call that has run kSettle: the main thread marks a
+      // call before entering the library, and an abort in between would
+      // free the communicator under a call about to start (the caller's
+      // race, not the engine's: comm must not be used after the abort).
+      for (;;) {
+        w_.changed.wait(lock, [&] { return w_.inside || w_.handoff || w_.finished; });
+        if (!w_.inside) break;
+        const uint64_t call = w_.calls;
+        const double settled = w_.inside_since + kSettle;
+        w_.changed.wait_for(lock, std::chrono::duration<double>(std::max(0.0, settled - monotonic_now())),
+                            [&] { return w_.calls != call || !w_.inside; });
+        if (w_.inside && w_.calls == call && monotonic_now() >= settled) break;
+      }
       strike_t = monotonic_now();
       rrComm_t target = w_.inside ? w_.inside : w_.handoff;
       if (!target) {
@@ -525,6 +547,7 @@ void Rank::strike_thread() {
         break;
       }
       const std::string what = target == w_.handoff ? "world instead of destroying it" : "during the call";
+      if (target == w_.handoff) landed = Phase::kDestroy;
       const double t = monotonic_now();
       const rrResult_t r = rrCommAbort(target);
       const double took = monotonic_now() - t;
