@@ -177,6 +177,24 @@ def sockets_on_port(port):
     return found
 
 
+def socket_owners(inode):
+    """[(pid, command)] of the processes holding socket `inode` open."""
+    target = f"socket:[{inode}]"
+    owners = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == target:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        owners.append((int(entry), f.read().replace(b"\0", b" ").decode(errors="replace").strip()))
+                    break
+        except OSError:
+            pass
+    return owners
+
+
 def processes_with_token(token):
     needle = f"CHAOS_TRIAL={token}".encode()
     pids = []
@@ -366,8 +384,15 @@ class Trial:
                 self.leaks.append(f"System V segment {shmid} made by rank {pids.index(cpid)} (nattch {nattch})")
                 subprocess.run(["ipcrm", "-m", str(shmid)], capture_output=True)
         for name, state, inode in sockets_on_port(port):
-            if state != "TIME_WAIT":
-                self.leaks.append(f"socket on port {port}: {state} inode {inode} ({name})")
+            if state == "TIME_WAIT":
+                continue  # the kernel's, after an orderly close
+            # Every rank has exited, so a socket some process holds is that
+            # process's: another program that took the same port number.
+            owners = socket_owners(inode) if inode != "0" else []
+            if owners and not any(pid in pids for pid, _ in owners):
+                self.warnings.append(f"port {port} taken by another program: {state} {owners}")
+            else:
+                self.leaks.append(f"socket on port {port}: {state} inode {inode} ({name}), held by {owners or 'no process'}")
         netns_after = netns_list()
         if netns_after != netns_before:
             self.warnings.append(f"ip netns list changed during the trial (this harness makes none): "
@@ -506,16 +531,20 @@ def summarize(trials, args):
         c["late"] += sum(1 for code, _ in t.violations if code == "LATE")
         c["hang"] += "HANG" in codes
         c["leak"] += "LEAK" in codes
-        c["other"] += len(codes - {"LATE", "HANG", "LEAK"})
+        c["other"] += len(codes - {"LATE", "HANG", "LEAK", "CRASH"})
+        for code, text in t.violations:
+            if code == "CRASH":
+                c["crash_victim" if text.startswith(f"rank {t.draw['victim']} ") else "crash_survivor"] += 1
         c["ucx_err"] += sum(rr["ucx_error_lines"] for rr in t.ranks)
     head = ("kind", "landed in", "trials", "moved", "finished", "named err", "of them victim", "unnamed", "late",
-            "hang", "leak", "other viol.", "victim ok/err", "UCX ERROR lines")
+            "hang", "leak", "crash surv./victim", "other viol.", "victim ok/err", "UCX ERROR lines")
     lines = [head]
     for (kind, phase), c in rows.items():
         if not c["trials"]:
             continue
         lines.append((kind, phase, c["trials"], c["moved"], c["finished"], c["named"], c["names_victim"],
-                      c["unnamed"], c["late"], c["hang"], c["leak"], c["other"],
+                      c["unnamed"], c["late"], c["hang"], c["leak"], f"{c['crash_survivor']}/{c['crash_victim']}",
+                      c["other"],
                       "-" if kind == "kill" else f"{c['victim_ok']}/{c['victim_err']}", c["ucx_err"]))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
     out = ["| " + " | ".join(str(v).ljust(widths[i]) for i, v in enumerate(line)) + " |" for line in lines]
@@ -523,7 +552,8 @@ def summarize(trials, args):
     print("\nOutcomes by strike kind x the phase the victim was in when it struck (rows), counted per")
     print("surviving rank (finished .. late) and per trial (hang, leak, other); 'moved': trials whose")
     print("strike landed in another phase than the moment drawn; 'victim ok/err': the victim's own")
-    print("outcome where it lives on (abort, socket, stop after SIGCONT).")
+    print("outcome where it lives on (abort, socket, stop after SIGCONT); 'crash': a rank that died of a signal")
+    print("without its outcome line (survivors / the victim where it should live on).")
     print("\n".join(out))
 
     print(f"\nError latency of surviving ranks (s): 'call' from the start of the failed call, 'after strike'")
@@ -542,6 +572,22 @@ def summarize(trials, args):
             line += (f"   rrTimeout over RR_TIMEOUT_MS: n={len(timeouts)} p50 {pct(timeouts, .5):+.3f} "
                      f"max {max(timeouts):+.3f}")
         print(line)
+    crashes = collections.Counter()
+    for t in trials:
+        for code, text in t.violations:
+            if code != "CRASH":
+                continue
+            r = int(text.split()[1])
+            tail = t.ranks[r]["stderr_tail"]
+            where = re.search(r"(\S+\.c:\d+)\s+(Assertion `[^']*')|(Caught signal \d+ \([^:)]*)", tail)
+            entry = re.findall(r"\((rr\w+)\+0x", tail)
+            crashes[(t.draw["kind"], "victim" if r == t.draw["victim"] else "survivor",
+                     " ".join(x for x in where.groups() if x) if where else "no UCX report",
+                     entry[-1] if entry else "?")] += 1
+    if crashes:
+        print("\nCrashes (kind, whose, what UCX reported, the ringreduce call it was in): count")
+        for key, count in crashes.most_common():
+            print(f"  {', '.join(key)}: {count}")
     allt = [x[2] - args.timeout_ms / 1000 for t in trials for x in t.latencies if x[1] == "rrTimeout"]
     if allt:
         print(f"  all rrTimeout results: over RR_TIMEOUT_MS p50 {pct(allt, .5):+.3f} s, max {max(allt):+.3f} s")
