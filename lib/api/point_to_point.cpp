@@ -63,15 +63,25 @@ RR_API rrResult_t rrGroupEnd(void) {
   std::vector<rrComm_t> comms;
   comms.swap(group.comms);
   if (comms.size() == 1) {
+    // One communicator with nothing queued: post and wait in one turn.
     rrComm_t comm = comms[0];
     InComm inside(comm);
-    return guarded(comm, [&] {
-      return fail(comm, comm->impl->queue().run([&] { return comm->impl->flush_group(); }, /*overtake=*/true));
+    rr::Status flushed;
+    bool ran = false;
+    rrResult_t r = guarded(comm, [&] {
+      ran = comm->impl->queue().try_run([&] { return comm->impl->flush_group(); }, &flushed,
+                                        /*only_when_idle=*/true);
+      return ran ? fail(comm, flushed) : rrSuccess;
     });
+    if (ran || r != rrSuccess) return r;
   }
-  // Several communicators: post on every one, then wait on all of them in
-  // turn, a round of progress each. Finishing one before posting the next
-  // would let opposite transfers on two communicators wait for each other.
+  // Several communicators, or collectives in flight: post on every one,
+  // then wait on all of them in turn, a round of progress each, giving the
+  // operation queues their turns in between. Finishing one communicator
+  // before posting the next would let opposite transfers on two of them
+  // wait for each other; holding one communicator for the whole wait would
+  // keep an Async collective queued before the group from running, which a
+  // peer that already runs its copy waits for (and it for our sends).
   std::deque<InComm> inside;
   std::vector<rrComm_t> pending;
   rrResult_t first = rrSuccess;
@@ -104,7 +114,9 @@ RR_API rrResult_t rrGroupEnd(void) {
       }
     }
     idle_rounds = any_finished ? 0 : idle_rounds + 1;
-    if (idle_rounds > 64) {
+    bool queued = false;
+    for (rrComm_t comm : pending) queued = queued || comm->impl->queue().has_queued();
+    if (queued || idle_rounds > 64) {  // a queued operation's worker needs the turn
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     } else {
       std::this_thread::yield();

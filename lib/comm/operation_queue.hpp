@@ -71,12 +71,12 @@ class OperationQueue {
 
   // Runs `body` now on this thread when no operation runs, as run() with
   // `overtake` does, but never waits: false (and *status untouched) when
-  // one runs.
+  // one runs, or, with `only_when_idle`, when any is queued either.
   template <typename Body>
-  bool try_run(Body&& body, Status* status) {
+  bool try_run(Body&& body, Status* status, bool only_when_idle = false) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (running_) return false;
+      if (running_ || (only_when_idle && !queue_.empty())) return false;
       running_ = true;
     }
     *status = run_guarded(body);
@@ -92,6 +92,11 @@ class OperationQueue {
   Status wait(AsyncOperation& op);
   // Whether `op` ran, and its result when it did.
   bool test(AsyncOperation& op, Status* status);
+  // Whether operations wait to run on the worker thread.
+  bool has_queued() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !queue_.empty();
+  }
   // For dumps, from any thread: whether an operation runs, how many wait.
   void snapshot(bool* running, size_t* queued) {
     std::lock_guard<std::mutex> lock(mutex_);

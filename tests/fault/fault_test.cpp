@@ -430,6 +430,38 @@ TEST_F(Faults, PointToPointPostIsNotHeldBehindARunningCollective) {
   for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;
 }
 
+// Each rank issues an Async allreduce, then a send/recv group with the
+// other. Rank 0 waits a little first, so its worker already runs the
+// allreduce (waiting for rank 1's); rank 1's group comes while its
+// allreduce is still queued. A group that held rank 1's communicator until
+// rank 0's sends arrived would keep rank 1's allreduce from starting, and
+// rank 0's group waits behind its running allreduce: both would sit until
+// the timeout.
+TEST_F(Faults, GroupBesideAQueuedAsyncCollective) {
+  auto outcomes = run_world(2, 5000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> big(size_t{4} << 20, 1.0f);  // 16 MiB
+    std::vector<float> mine(1024, static_cast<float>(rank + 1)), theirs(1024, 0.0f);
+    const auto t0 = Clock::now();
+    rrRequest_t request = nullptr;
+    rrResult_t r = rrAllReduceAsync(big.data(), big.data(), big.size(), rrFloat32, rrSum, comm, &request);
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rrGroupStart();
+    if (r == rrSuccess) r = rrSend(mine.data(), mine.size(), rrFloat32, 1 - rank, comm, nullptr);
+    if (r == rrSuccess) r = rrRecv(theirs.data(), theirs.size(), rrFloat32, 1 - rank, comm, nullptr);
+    const rrResult_t ended = rrGroupEnd();
+    if (r == rrSuccess) r = ended;
+    const rrResult_t waited = request ? rrWait(request) : rrInvalidUsage;
+    if (r == rrSuccess) r = waited;
+    out->seconds = seconds_since(t0);
+    out->result = r;
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+    if (r == rrSuccess && (theirs[0] != static_cast<float>(2 - rank) || big[0] != 2.0f)) out->result = -2;
+    rrCommDestroy(comm);
+  });
+  print(outcomes);
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;
+}
+
 // Rank 1 exits; the others fail their next allreduce naming it, then abort.
 // Connecting to a peer that is closing at that moment (to tell it why)
 // makes UCX print "mm_sysv.c ... shmat(...) failed" and, at close, warnings
