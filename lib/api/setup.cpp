@@ -8,13 +8,22 @@ namespace rr::setup {
 
 namespace {
 
-Status build(bootstrap::Rendezvous rv, const Settings& settings, bootstrap::Clock::time_point deadline,
-             std::unique_ptr<Communicator>* out) {
+constexpr const char* kAddressExchange = "ucx-address";
+constexpr const char* kReadyBarrier = "ready";
+
+// The steps of setup. `*heard` tells a failure of the exchanges (another
+// rank's, or a timeout) from one of this rank's own; `*published` says
+// whether this rank's address went out.
+Status connect_all(bootstrap::Rendezvous& rv, const Settings& settings, bootstrap::Clock::time_point deadline,
+                   std::unique_ptr<Communicator>* out, bool* heard, bool* published) {
   std::unique_ptr<transport::UcxTransport> transport;
   RR_RETURN_IF_ERROR(transport::UcxTransport::Create(rv.rank, rv.size, &transport));
 
   std::vector<bootstrap::Bytes> addresses;
-  RR_RETURN_IF_ERROR(bootstrap::all_gather(rv, "ucx-address", transport->local_address(), deadline, &addresses));
+  *heard = true;
+  *published = true;
+  RR_RETURN_IF_ERROR(bootstrap::all_gather(rv, kAddressExchange, transport->local_address(), deadline, &addresses));
+  *heard = false;
   // The ring neighbours are connected now; anyone else on first use.
   std::vector<int> neighbours;
   if (rv.size > 1) {
@@ -30,9 +39,24 @@ Status build(bootstrap::Rendezvous rv, const Settings& settings, bootstrap::Cloc
   RR_RETURN_IF_ERROR(comm->init());
   // Nobody leaves setup until everybody is connected, so a rank that returns
   // can rely on its peers existing, and the serving rank may drop its store.
-  RR_RETURN_IF_ERROR(bootstrap::barrier(rv, "ready", deadline));
+  *heard = true;
+  RR_RETURN_IF_ERROR(bootstrap::barrier(rv, kReadyBarrier, deadline));
   *out = std::move(comm);
   return Status::Ok();
+}
+
+Status build(bootstrap::Rendezvous rv, const Settings& settings, bootstrap::Clock::time_point deadline,
+             std::unique_ptr<Communicator>* out) {
+  bool heard = false;
+  bool published = false;
+  Status s = connect_all(rv, settings, deadline, out, &heard, &published);
+  if (s.ok()) return s;
+  // A rank that fails alone (its /dev/shm, its descriptors, its memory)
+  // tells the others, which would otherwise wait for it until the deadline;
+  // the serving rank keeps the store up until every rank has heard.
+  if (!heard) bootstrap::publish_failure(rv, kAddressExchange, published, kReadyBarrier, s.message());
+  bootstrap::await_failure_heard(rv, deadline);
+  return s;
 }
 
 }  // namespace

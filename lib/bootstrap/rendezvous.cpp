@@ -367,6 +367,14 @@ Status rendezvous_from_unique_id(const rrUniqueId& id, int nranks, int rank, Clo
   return Status::Ok();
 }
 
+namespace {
+// A record whose world size reads 0 is a failure (no world has 0 ranks), and
+// a barrier that opens with this byte failed: what follows says why.
+constexpr uint32_t kFailureRecord = 0;
+constexpr uint8_t kBarrierFailed = 0xff;
+constexpr const char* kFailureHeardKey = "setup-failure/heard";
+}  // namespace
+
 Status all_gather(Rendezvous& rv, const std::string& name, const Bytes& mine, Clock::time_point deadline,
                   std::vector<Bytes>* all) {
   // A rank number taken twice would silently cross two processes' traffic.
@@ -376,7 +384,8 @@ Status all_gather(Rendezvous& rv, const std::string& name, const Bytes& mine, Cl
     return InvalidArgument(rv.method + ": rank " + std::to_string(rv.rank) +
                            " was claimed by more than one process (check RANK)");
   }
-  // Record: [u32 world size][payload]
+  // Record: [u32 world size][payload]; a world size of 0 marks a failure
+  // record (publish_failure), whose payload is the failing rank's text.
   Bytes record(4 + mine.size());
   const uint32_t size = static_cast<uint32_t>(rv.size);
   std::memcpy(record.data(), &size, 4);
@@ -399,6 +408,10 @@ Status all_gather(Rendezvous& rv, const std::string& name, const Bytes& mine, Cl
     if (theirs.size() < 4) return RemoteError(rv.method + ": malformed record from rank " + std::to_string(peer));
     uint32_t their_size = 0;
     std::memcpy(&their_size, theirs.data(), 4);
+    if (their_size == kFailureRecord) {
+      return RemoteError(rv.method + ": rank " + std::to_string(peer) + " failed to set up: " +
+                         std::string(theirs.begin() + 4, theirs.end()));
+    }
     if (their_size != size) {
       return InvalidArgument(rv.method + ": rank " + std::to_string(peer) + " says the world size is " +
                              std::to_string(their_size) + ", rank " + std::to_string(rv.rank) + " says " +
@@ -421,6 +434,13 @@ Status barrier(Rendezvous& rv, const std::string& name, Clock::time_point deadli
                    "' for ranks that never arrived");
   }
   RR_RETURN_IF_ERROR(s);
+  if (open.size() > 1 && open[0] == kBarrierFailed) {
+    // [kBarrierFailed][i32 rank][text] (publish_failure)
+    int32_t failed = -1;
+    if (open.size() >= 5) std::memcpy(&failed, open.data() + 1, 4);
+    const std::string text(open.begin() + std::min<size_t>(5, open.size()), open.end());
+    return RemoteError(rv.method + ": rank " + std::to_string(failed) + " failed to set up: " + text);
+  }
   // Second phase: count the ranks that have left, so the serving rank knows
   // when no one needs its store any more.
   int64_t left = 0;
@@ -436,6 +456,35 @@ Status barrier(Rendezvous& rv, const std::string& name, Clock::time_point deadli
     }
   }
   return Status::Ok();
+}
+
+void publish_failure(Rendezvous& rv, const std::string& gather_name, bool record_published,
+                     const std::string& barrier_name, const std::string& failure) {
+  if (!rv.store) return;
+  // A record already published stays: the ranks that read it go on to the
+  // barrier, where they hear of the failure.
+  if (!record_published) {
+    Bytes record(4 + failure.size());
+    std::memcpy(record.data(), &kFailureRecord, 4);
+    std::memcpy(record.data() + 4, failure.data(), failure.size());
+    (void)rv.store->set(rv.key(gather_name + "/" + std::to_string(rv.rank)), record);
+  }
+  Bytes open(5 + failure.size());
+  open[0] = kBarrierFailed;
+  const int32_t rank = rv.rank;
+  std::memcpy(open.data() + 1, &rank, 4);
+  std::memcpy(open.data() + 5, failure.data(), failure.size());
+  (void)rv.store->set(rv.key(barrier_name + "/open"), open);
+}
+
+void await_failure_heard(Rendezvous& rv, Clock::time_point deadline) {
+  if (!rv.store) return;
+  int64_t heard = 0;
+  if (!rv.store->add(rv.key(kFailureHeardKey), 1, deadline, &heard).ok() || !rv.server) return;
+  while (heard < rv.size && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!rv.store->add(rv.key(kFailureHeardKey), 0, deadline, &heard).ok()) return;
+  }
 }
 
 }  // namespace rr::bootstrap

@@ -44,4 +44,18 @@ Status all_gather(Rendezvous& rv, const std::string& name, const Bytes& mine, Cl
 // rank has had its answer, so the server may go away afterwards.
 Status barrier(Rendezvous& rv, const std::string& name, Clock::time_point deadline);
 
+// A rank whose setup failed tells the others why, so that none of them waits
+// for it until the deadline: its record of the exchange `gather_name` (unless
+// `record_published`) and the barrier `barrier_name` they would wait at both
+// carry `failure`; all_gather and barrier then return kRemoteError naming
+// this rank and quoting it. Best effort: a store that cannot be reached any
+// more is not an error.
+void publish_failure(Rendezvous& rv, const std::string& gather_name, bool record_published,
+                     const std::string& barrier_name, const std::string& failure);
+// Every rank whose setup failed, or that heard of a failure, calls it once
+// with its outcome. The serving rank returns once every rank has, or at
+// `deadline`, so that a failure it published (or relays) reaches the ranks
+// still connecting; the others return at once.
+void await_failure_heard(Rendezvous& rv, Clock::time_point deadline);
+
 }  // namespace rr::bootstrap

@@ -15,6 +15,8 @@
 #include <random>
 #include <thread>
 
+#include "common/resources.hpp"
+
 namespace rr::bootstrap {
 namespace {
 
@@ -188,7 +190,16 @@ void UniqueFd::reset(int fd) {
 std::string errno_text(int error) {
   char buffer[256];
   buffer[0] = '\0';
-  return strerror_result(strerror_r(error, buffer, sizeof(buffer)), buffer);
+  std::string text = strerror_result(strerror_r(error, buffer, sizeof(buffer)), buffer);
+  // Out of descriptors: name the limit, which "Too many open files" does not.
+  if (error == EMFILE) {
+    const DescriptorUse use = descriptor_use();
+    text += " (open file limit, ulimit -n " + (use.limit < 0 ? std::string("unlimited") : std::to_string(use.limit)) +
+            ", reached: " + std::to_string(use.open) + " descriptors open)";
+  } else if (error == ENFILE) {
+    text += " (the system-wide open file limit, fs.file-max, is reached)";
+  }
+  return text;
 }
 
 milliseconds connect_retry_pause() {
@@ -277,7 +288,11 @@ Status listen_tcp(const std::string& bind_host, uint16_t port, Socket* out, uint
       (void)setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     }
     if (bind(fd.get(), address.addr(), address.length) != 0) {
-      last_error = name + ": bind: " + errno_text(errno);
+      last_error = errno == EADDRINUSE
+                       ? "port " + std::to_string(port) + " on " + (bind_host.empty() ? "*" : bind_host) +
+                             " is in use by another process (bind: " + errno_text(errno) +
+                             "); choose a free port (MASTER_PORT) or end what holds it"
+                       : name + ": bind: " + errno_text(errno);
       continue;
     }
     if (listen(fd.get(), SOMAXCONN) != 0) {

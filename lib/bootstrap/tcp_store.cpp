@@ -565,6 +565,10 @@ class TcpStore::Exchange {
 
 namespace {
 
+// How long a HELLO may wait for its answer. The serving loop answers at once;
+// this leaves room for a loaded host.
+constexpr auto kHelloAnswerLimit = std::chrono::seconds(5);
+
 // Sends the HELLO on a fresh connection and reads the answer. Sets `*shed`
 // when the server closed the connection without answering: it sheds its
 // oldest strangers when too many arrive at once, so another connection is
@@ -573,7 +577,17 @@ Status say_hello(const Socket& socket, const Bytes& hello, const StoreSecret& se
                  Clock::time_point deadline, bool* shed) {
   Status status = send_all(socket, hello.data(), hello.size(), deadline);
   uint8_t reply[kFrameHeaderBytes + 1];
-  if (status.ok()) status = recv_all(socket, reply, sizeof(reply), deadline);
+  // A store answers HELLO as soon as its loop reads it. A listener that
+  // stays silent is another program on the port (rank 0 then failed to
+  // listen there): say so now rather than at the deadline.
+  const auto answer_by = std::min(deadline, Clock::now() + kHelloAnswerLimit);
+  if (status.ok()) status = recv_all(socket, reply, sizeof(reply), answer_by);
+  if (status.code() == Code::kTimeout && answer_by < deadline) {
+    return SystemError("HELLO to store " + socket.peer() + ": no answer within " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kHelloAnswerLimit).count()) +
+                       " s: the port is in use by another process, not by a ringreduce rendezvous (" +
+                       status.message() + ")");
+  }
   if (!status.ok()) {
     *shed = status.code() == Code::kRemoteError;
     return Status(status.code(), "HELLO to store " + socket.peer() + ": " + status.message());

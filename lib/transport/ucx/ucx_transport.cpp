@@ -3,6 +3,7 @@
 #include "transport/ucx/ucx_log.hpp"
 
 #include "common/log.hpp"
+#include "common/resources.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -69,6 +70,25 @@ std::string ucx_error(const char* what, ucs_status_t status) {
   return std::string(what) + ": " + ucs_status_string(status);
 }
 
+// What UCX takes from the process (measured with UCX 1.13 on one host):
+// its context and worker hold about 16 descriptors and each peer one more
+// (the engine's pidfd of a same-host peer, or UCX's socket to another host);
+// its shared-memory transport maps a receive FIFO and a first 4.1 MiB chunk
+// of receive descriptors in /dev/shm per worker.
+constexpr long kWorkerDescriptors = 16;
+constexpr uint64_t kWorkerShmBytes = uint64_t{9} << 19;  // 4.5 MiB
+
+// A failed UCX call, with the resource that ran out when one did: UCX says
+// "Input/output error", "No resources are available" or "Out of memory"
+// where it means descriptors or /dev/shm.
+Status ucx_failure(const std::string& what, ucs_status_t status, long descriptors_needed) {
+  std::string text = what + ": " + ucs_status_string(status);
+  std::string shortage = shm_shortage(kWorkerShmBytes);
+  if (shortage.empty()) shortage = descriptor_shortage(descriptors_needed);
+  if (!shortage.empty()) text += " (" + shortage + ")";
+  return SystemError(text);
+}
+
 }  // namespace
 
 UcxTransport::UcxTransport(int rank, int size)
@@ -83,6 +103,12 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
   if (size > (1 << (64 - kRankShift))) {
     return InvalidArgument("ucx transport: at most 65536 ranks, got " + std::to_string(size));
   }
+  // Short of descriptors, UCX aborts the process inside ucp_init or
+  // ucp_worker_create (an assertion, or "Fatal: failed to set active message
+  // handler") as often as it returns an error: refuse before it starts.
+  const long descriptors_needed = kWorkerDescriptors + (size - 1);
+  const std::string descriptors_short = descriptor_shortage(descriptors_needed);
+  if (!descriptors_short.empty()) return SystemError("ucx transport: " + descriptors_short);
   std::unique_ptr<UcxTransport> t(new UcxTransport(rank, size));
   ucx_log::install();
 
@@ -108,13 +134,13 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
   params.estimated_num_eps = static_cast<size_t>(size);
   status = ucp_init(&params, config, &t->context_);
   ucp_config_release(config);
-  if (status != UCS_OK) return SystemError(ucx_error("ucp_init", status));
+  if (status != UCS_OK) return ucx_failure("ucp_init", status, 2 * descriptors_needed);
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
   status = ucp_worker_create(t->context_, &wparams, &t->worker_);
-  if (status != UCS_OK) return SystemError(ucx_error("ucp_worker_create", status));
+  if (status != UCS_OK) return ucx_failure("ucp_worker_create", status, 2 * descriptors_needed);
 
   status = ucp_worker_get_efd(t->worker_, &t->event_fd_);
   if (status != UCS_OK) t->event_fd_ = -1;  // fall back to yielding in wait_for_events
@@ -220,8 +246,7 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
   ucs_status_t status = ucp_ep_create(worker_, &params, &p.ep);
   if (status != UCS_OK) {
     p.ep = nullptr;
-    return SystemError("cannot connect to rank " + std::to_string(peer) + ": " +
-                       ucs_status_string(status));
+    return ucx_failure("cannot connect to rank " + std::to_string(peer), status, 2);
   }
   *ep = p.ep;
   return Status::Ok();
