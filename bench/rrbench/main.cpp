@@ -66,6 +66,7 @@ const std::vector<Variant>& known_variants() {
       {"ringreduce", "ringreduce"},
       {"mpi", "mpi-default"},
       {"mpi", "mpi-ring"},
+      {"mpi", "mpi-alg5"},
       {"gloo", "gloo-ring"},
       {"gloo", "gloo-ringchunked"},
       {"nccl", "nccl"},
@@ -109,7 +110,7 @@ std::vector<Variant> expand_backends(const std::vector<std::string>& names, Laun
     }
     if (!matched) {
       throw UsageError("--backend: unknown backend '" + name +
-                       "' (ringreduce, mpi, mpi-default, mpi-ring, gloo, gloo-ring, gloo-ringchunked, nccl, or all)");
+                       "' (ringreduce, mpi, mpi-default, mpi-ring, mpi-alg5, gloo, gloo-ring, gloo-ringchunked, nccl, or all)");
     }
   }
   return chosen;

@@ -1,16 +1,20 @@
-// Open MPI's MPI_Allreduce, in two configurations, each on its own duplicate
-// of MPI_COMM_WORLD:
+// Open MPI's MPI_Allreduce, in three configurations, each on its own
+// duplicate of MPI_COMM_WORLD:
 //   mpi-default  coll/tuned's fixed decision rules: what an application gets
 //                with no tuning (recursive doubling, Rabenseifner or the
 //                segmented ring, chosen by size and rank count);
 //   mpi-ring     coll/tuned's ring forced (coll_tuned_use_dynamic_rules=1,
 //                coll_tuned_allreduce_algorithm=4), the algorithm ringreduce
-//                implements, so the comparison is like for like.
-// coll/tuned reads the forced algorithm when a communicator is created, so
-// rr-bench sets coll_tuned_use_dynamic_rules before MPI_Init (as the
-// OMPI_MCA_ variable) and writes coll_tuned_allreduce_algorithm through the
-// MPI tools interface before duplicating each communicator: both rows come
-// from one run, with no mpirun flags.
+//                implements, so the comparison is like for like;
+//   mpi-alg5     coll/tuned's segmented ring forced (algorithm 5, 1 MiB
+//                segments: coll_tuned_allreduce_algorithm_segmentsize), the
+//                strongest of its configurations for large messages on one
+//                host (bench/RESULTS.md), so every sweep shows the one to beat.
+// coll/tuned reads the forced algorithm and segment size when a
+// communicator is created, so rr-bench sets coll_tuned_use_dynamic_rules
+// before MPI_Init (as the OMPI_MCA_ variable) and writes the others through
+// the MPI tools interface before duplicating each communicator: every row
+// comes from one run, with no mpirun flags.
 
 // The C API only: the deprecated C++ bindings add nothing and warn.
 #define OMPI_SKIP_MPICXX 1
@@ -31,7 +35,18 @@ namespace rrbench {
 namespace {
 
 constexpr int kTunedDefault = 0;  // "ignore": the fixed decision rules
-constexpr int kTunedRing = 4;
+
+// A forced coll/tuned allreduce: what mpi-<name> runs.
+struct Forced {
+  const char* variant;
+  int algorithm;    // coll_tuned_allreduce_algorithm
+  int segment_size; // coll_tuned_allreduce_algorithm_segmentsize (bytes; 0: none)
+  const char* label;
+};
+constexpr Forced kDefault{"mpi-default", kTunedDefault, 0, "tuned's fixed decision rules, as with no MCA settings"};
+constexpr Forced kRing{"mpi-ring", 4, 0, "ring"};
+constexpr Forced kSegmentedRing{"mpi-alg5", 5, 1 << 20, "segmented ring"};
+constexpr Forced kForced[] = {kDefault, kRing, kSegmentedRing};
 
 void check(int code, const std::string& what) {
   if (code != MPI_SUCCESS) {
@@ -102,18 +117,18 @@ void write_int_cvar(const char* name, int value) {
     return;
   }
   throw BackendError(std::string("Open MPI has no control variable ") + name +
-                     ": is coll/tuned excluded (OMPI_MCA_coll)? The mpi-ring row needs it");
+                     ": is coll/tuned excluded (OMPI_MCA_coll)? The mpi-ring and mpi-alg5 rows need it");
 }
 
 class MpiLibrary : public Library {
  public:
   MpiLibrary() {
     // Must precede MPI_Init: coll/tuned reads it when it opens. A user's
-    // explicit 0 would silently turn mpi-ring into the default; refuse it.
+    // explicit 0 would silently turn mpi-ring and mpi-alg5 into the default; refuse it.
     const char* dynamic = std::getenv("OMPI_MCA_coll_tuned_use_dynamic_rules");
     if (dynamic != nullptr && std::strcmp(dynamic, "1") != 0 && std::strcmp(dynamic, "true") != 0) {
       throw BackendError(std::string("OMPI_MCA_coll_tuned_use_dynamic_rules=") + dynamic +
-                         " would keep mpi-ring from forcing the ring: unset it");
+                         " would keep mpi-ring and mpi-alg5 from forcing their algorithms: unset it");
     }
     setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
     int provided = 0;
@@ -123,13 +138,12 @@ class MpiLibrary : public Library {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &nranks_), "MPI_Comm_size");
-    default_comm_ = duplicate_with_algorithm(kTunedDefault);
-    ring_comm_ = duplicate_with_algorithm(kTunedRing);
+    for (size_t i = 0; i < kNumForced; ++i) comms_[i] = duplicate_with(kForced[i]);
     write_int_cvar("coll_tuned_allreduce_algorithm", kTunedDefault);
+    write_int_cvar("coll_tuned_allreduce_algorithm_segmentsize", 0);
   }
   ~MpiLibrary() override {
-    MPI_Comm_free(&ring_comm_);
-    MPI_Comm_free(&default_comm_);
+    for (MPI_Comm& comm : comms_) MPI_Comm_free(&comm);
     MPI_T_finalize();
     MPI_Finalize();
   }
@@ -158,21 +172,25 @@ class MpiLibrary : public Library {
   }
   std::unique_ptr<Backend> make_backend(const std::string& variant) override;
 
-  void barrier() override { check(MPI_Barrier(default_comm_), "MPI_Barrier"); }
+  void barrier() override { check(MPI_Barrier(comms_[0]), "MPI_Barrier"); }
   void allreduce_max(double* values, std::size_t n) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, default_comm_),
+    check(MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, comms_[0]),
           "MPI_Allreduce (max of timings)");
   }
   void allreduce_sum(double* values, std::size_t n) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, default_comm_),
+    check(MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comms_[0]),
           "MPI_Allreduce (sum of counts)");
   }
 
-  MPI_Comm comm(bool ring) const { return ring ? ring_comm_ : default_comm_; }
+  // The communicator made with kForced[index]'s settings.
+  MPI_Comm comm(size_t index) const { return comms_[index]; }
 
  private:
-  MPI_Comm duplicate_with_algorithm(int algorithm) {
-    write_int_cvar("coll_tuned_allreduce_algorithm", algorithm);
+  static constexpr size_t kNumForced = sizeof(kForced) / sizeof(kForced[0]);
+
+  MPI_Comm duplicate_with(const Forced& forced) {
+    write_int_cvar("coll_tuned_allreduce_algorithm", forced.algorithm);
+    write_int_cvar("coll_tuned_allreduce_algorithm_segmentsize", forced.segment_size);
     MPI_Comm comm = MPI_COMM_NULL;
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -181,23 +199,27 @@ class MpiLibrary : public Library {
 
   int rank_ = 0;
   int nranks_ = 0;
-  MPI_Comm default_comm_ = MPI_COMM_NULL;
-  MPI_Comm ring_comm_ = MPI_COMM_NULL;
+  MPI_Comm comms_[kNumForced] = {};
 };
 
 class MpiBackend : public Backend {
  public:
-  MpiBackend(MpiLibrary* library, bool ring) : library_(library), ring_(ring) {}
+  MpiBackend(MpiLibrary* library, size_t index) : library_(library), index_(index), forced_(kForced[index]) {}
 
-  std::string name() const override { return ring_ ? "mpi-ring" : "mpi-default"; }
+  std::string name() const override { return forced_.variant; }
   std::string settings() const override {
-    return ring_ ? "MPI_Allreduce, coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=4 (ring)"
-                 : "MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce, MPI_Alltoall, "
-                   "MPI_Sendrecv; coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=0 (tuned's fixed "
-                   "decision rules, as with no MCA settings)";
+    const std::string rule = "coll_tuned_use_dynamic_rules=1 coll_tuned_allreduce_algorithm=" +
+                             std::to_string(forced_.algorithm) +
+                             (forced_.segment_size ? " coll_tuned_allreduce_algorithm_segmentsize=" +
+                                                         std::to_string(forced_.segment_size)
+                                                   : std::string()) +
+                             " (" + forced_.label + ")";
+    if (forced_.algorithm != kTunedDefault) return "MPI_Allreduce, " + rule;
+    return "MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce, MPI_Alltoall, "
+           "MPI_Sendrecv; " + rule;
   }
   std::string unsupported(const Collective& coll, DataType type, RedOp op) const override {
-    if (ring_ && coll.kind != CollKind::kAllReduce) {
+    if (forced_.algorithm != kTunedDefault && coll.kind != CollKind::kAllReduce) {
       return "coll_tuned_allreduce_algorithm changes allreduce only (mpi-default runs this)";
     }
     if (to_mpi(type) == MPI_DATATYPE_NULL) return std::string("MPI has no ") + type_name(type) + " type";
@@ -214,7 +236,7 @@ class MpiBackend : public Backend {
     if (a.count > static_cast<std::size_t>(INT_MAX)) {
       throw BackendError("MPI takes int counts; " + std::to_string(a.count) + " elements is too many");
     }
-    MPI_Comm comm = library_->comm(ring_);
+    MPI_Comm comm = library_->comm(index_);
     const MPI_Datatype type = to_mpi(a.type);
     const int count = static_cast<int>(a.count);
     switch (a.coll->kind) {
@@ -265,12 +287,14 @@ class MpiBackend : public Backend {
 
  private:
   MpiLibrary* library_;
-  bool ring_;
+  size_t index_;
+  Forced forced_;
 };
 
 std::unique_ptr<Backend> MpiLibrary::make_backend(const std::string& variant) {
-  if (variant == "mpi-default") return std::make_unique<MpiBackend>(this, false);
-  if (variant == "mpi-ring") return std::make_unique<MpiBackend>(this, true);
+  for (size_t i = 0; i < kNumForced; ++i) {
+    if (variant == kForced[i].variant) return std::make_unique<MpiBackend>(this, i);
+  }
   throw BackendError("mpi has no backend variant '" + variant + "'");
 }
 

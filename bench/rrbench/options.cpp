@@ -26,7 +26,7 @@ const char kUsage[] =
     "  -T, --timeout SECONDS    fail a size that takes longer than this, exit 124 (default 0: none)\n"
     "\n"
     "rr-bench's own:\n"
-    "  --backend NAME           ringreduce, mpi (= mpi-default + mpi-ring), gloo (= gloo-ring + gloo-ringchunked),\n"
+    "  --backend NAME           ringreduce, mpi (= mpi-default + mpi-ring + mpi-alg5), gloo (= gloo-ring + gloo-ringchunked),\n"
     "                           nccl (a GPU per rank; skipped, saying why, without), one of those variants,\n"
     "                           or all (every built one this launcher can run);\n"
     "                           repeatable: the backends run one after another on each size (default ringreduce)\n"

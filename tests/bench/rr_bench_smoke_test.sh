@@ -80,8 +80,8 @@ if built mpi && [[ -n $MPIRUN ]]; then
     "$BENCH" --backend ringreduce --backend mpi --coll all -r 1 "${SMALL[@]}" -d float -d int32 -o sum -o max \
     --json "$TMP/mpi.json" >"$TMP/out" 2>&1 </dev/null
   rc=$?
-  if [[ $rc -eq 0 ]] && python3 "$CHECKER" "$TMP/mpi.json" ringreduce mpi-default mpi-ring >>"$TMP/out" 2>&1; then
-    pass "mpirun -np 2: ringreduce, mpi-default, mpi-ring, every collective, correct, JSON well formed"
+  if [[ $rc -eq 0 ]] && python3 "$CHECKER" "$TMP/mpi.json" ringreduce mpi-default mpi-ring mpi-alg5 >>"$TMP/out" 2>&1; then
+    pass "mpirun -np 2: ringreduce, mpi-default, mpi-ring, mpi-alg5, every collective, correct, JSON well formed"
   else
     fail "mpirun -np 2: ringreduce + mpi (exit $rc)"
   fi
