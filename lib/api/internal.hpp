@@ -97,6 +97,9 @@ rr::Status check_buffers(const char* call, const void* sendbuff, const void* rec
 // which may only overlap the first exactly at block `rank` (the in-place form).
 rr::Status check_blocks(const char* call, const char* big_name, const void* big, int nranks,
                         const char* small_name, const void* small, size_t small_count, int rank, size_t elem);
+// A buffer of `count` elements of `elem` bytes at `buf` that could exist: its
+// size fits size_t and it ends within the address space a process can have.
+rr::Status check_extent(const char* call, const char* name, const void* buf, size_t count, size_t elem);
 // `buf` is not NULL unless count is 0.
 rr::Status need(const char* call, const char* name, const void* buf, size_t count);
 rr::Status check_root(const char* call, rrComm_t comm, int root);

@@ -46,13 +46,47 @@ rr::Status check_call(const char* call, rrComm_t comm, rrDataType_t datatype, co
   return rr::Status::Ok();
 }
 
+namespace {
+
+// User space ends below 2^56 on every 64-bit Linux (x86-64 with 5-level
+// paging; 2^47 without it, 2^48 or 2^52 on AArch64): a buffer that would end
+// past it cannot exist, whatever the machine's memory.
+constexpr uint64_t kAddressSpaceEnd = uint64_t{1} << 56;
+
+std::string in_units(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int unit = 0;
+  while (bytes >= 1024 && bytes % 1024 == 0 && unit < 6) bytes /= 1024, ++unit;
+  return std::to_string(bytes) + " " + kUnits[unit];
+}
+
+}  // namespace
+
+rr::Status check_extent(const char* call, const char* name, const void* buf, size_t count, size_t elem) {
+  // Text only on failure: a good call allocates nothing.
+  auto what = [&] {
+    return std::string(call) + ": count=" + std::to_string(count) + " x " + std::to_string(elem) + " bytes";
+  };
+  if (count > SIZE_MAX / elem) {
+    return rr::InvalidArgument(what() + " overflows size_t (2^64 bytes): no " + name + " can hold it");
+  }
+  const uint64_t bytes = static_cast<uint64_t>(count) * elem;
+  const auto start = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(buf));
+  if (bytes > kAddressSpaceEnd || start > kAddressSpaceEnd - bytes) {
+    return rr::InvalidArgument(what() + " (" + in_units(bytes) + ") at " + name + " cannot exist: it would end past " +
+                               in_units(kAddressSpaceEnd) + ", beyond any process's address space");
+  }
+  return rr::Status::Ok();
+}
+
 rr::Status check_buffers(const char* call, const void* sendbuff, const void* recvbuff, size_t count,
                          rrDataType_t datatype) {
   const size_t elem = rr::reduce::dtype_size(datatype);
   if (count == 0) return rr::Status::Ok();
   if (!sendbuff) return rr::InvalidArgument(std::string(call) + ": sendbuff is NULL with count=" + std::to_string(count));
   if (!recvbuff) return rr::InvalidArgument(std::string(call) + ": recvbuff is NULL with count=" + std::to_string(count));
-  if (count > SIZE_MAX / elem) return rr::InvalidArgument(std::string(call) + ": count=" + std::to_string(count) + " overflows");
+  RR_RETURN_IF_ERROR(check_extent(call, "sendbuff", sendbuff, count, elem));
+  RR_RETURN_IF_ERROR(check_extent(call, "recvbuff", recvbuff, count, elem));
   const auto s = reinterpret_cast<uintptr_t>(sendbuff);
   const auto r = reinterpret_cast<uintptr_t>(recvbuff);
   const size_t bytes = count * elem;
@@ -120,9 +154,13 @@ rr::Status check_blocks(const char* call, const char* big_name, const void* big,
   if (small_count == 0) return rr::Status::Ok();
   if (!big) return rr::InvalidArgument(std::string(call) + ": " + big_name + " is NULL with count " + std::to_string(small_count));
   if (!small) return rr::InvalidArgument(std::string(call) + ": " + small_name + " is NULL with count " + std::to_string(small_count));
+  RR_RETURN_IF_ERROR(check_extent(call, small_name, small, small_count, elem));
   if (small_count > SIZE_MAX / elem / static_cast<size_t>(nranks)) {
-    return rr::InvalidArgument(std::string(call) + ": count=" + std::to_string(small_count) + " overflows");
+    return rr::InvalidArgument(std::string(call) + ": count=" + std::to_string(small_count) + " x " +
+                               std::to_string(elem) + " bytes x " + std::to_string(nranks) + " ranks overflows size_t "
+                               "(2^64 bytes): no " + big_name + " can hold it");
   }
+  RR_RETURN_IF_ERROR(check_extent(call, big_name, big, small_count * static_cast<size_t>(nranks), elem));
   const auto b = reinterpret_cast<uintptr_t>(big);
   const auto s = reinterpret_cast<uintptr_t>(small);
   const size_t big_bytes = small_count * static_cast<size_t>(nranks) * elem;
@@ -138,6 +176,14 @@ rr::Status check_blocks(const char* call, const char* big_name, const void* big,
 
 rr::Status need(const char* call, const char* name, const void* buf, size_t count) {
   if (count > 0 && !buf) return rr::InvalidArgument(std::string(call) + ": " + name + " is NULL with count " + std::to_string(count));
+  // Elements are at least a byte: a count past the address space in bytes
+  // is past it whatever the type (check_extent, given the type, is exact).
+  const auto start = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(buf));
+  if (count > 0 && (count > kAddressSpaceEnd || start > kAddressSpaceEnd - count)) {
+    return rr::InvalidArgument(std::string(call) + ": count=" + std::to_string(count) + " elements (" +
+                               in_units(count) + " at the least) at " + name + " cannot exist: it would end past " +
+                               in_units(kAddressSpaceEnd) + ", beyond any process's address space");
+  }
   return rr::Status::Ok();
 }
 

@@ -1,5 +1,6 @@
 // Resource faults with real processes: /dev/shm too small, an open file
-// limit too low and a rendezvous port another process holds. Every rank must return an error that names the
+// limit too low, a rendezvous port another process holds, and counts whose
+// buffers cannot exist. Every rank must return an error that names the
 // resource, none may wait for the others until its timeout, and nothing may
 // be left: no rank process, no file in /dev/shm.
 //
@@ -297,6 +298,64 @@ TEST(Resources, PortInUseIsNamedByEveryRank) {
   for (int r = 1; r < n; ++r) {
     EXPECT_TRUE(has(report.ranks[r], "127.0.0.1:" + std::to_string(port))) << "rank " << r << ": "
                                                                            << report.ranks[r].error;
+  }
+}
+
+// Counts whose buffers cannot exist: count x element size overflows size_t,
+// or the buffer would end past any process's address space. Every form is
+// refused on every rank at once (the arguments are checked before anything
+// is sent), naming the count; the communicator stays usable and the ranks
+// agree on the next call. (rrReduce's non-root ranks used to send the call
+// on, out of step with the root that refused it.)
+TEST(Resources, CountsWhoseBuffersCannotExistAreRefusedOnEveryRank) {
+  const int n = 3;
+  struct Case {
+    const char* name;
+    std::function<rrResult_t(rrComm_t, float*, float*)> call;
+    const char* text;
+  };
+  const size_t overflowing = (size_t{1} << 62) + 1;  // x 4 bytes overflows size_t
+  const size_t too_large = size_t{1} << 60;          // 4 EiB: no address space has it
+  const std::vector<Case> cases = {
+      {"rrAllReduce in place, 2^62+1 floats",
+       [=](rrComm_t c, float* a, float*) { return rrAllReduce(a, a, overflowing, rrFloat32, rrSum, c, nullptr); },
+       "x 4 bytes overflows size_t"},
+      {"rrAllReduce in place, 2^60 floats",
+       [=](rrComm_t c, float* a, float*) { return rrAllReduce(a, a, too_large, rrFloat32, rrSum, c, nullptr); },
+       "count=1152921504606846976 x 4 bytes (4 EiB) at sendbuff cannot exist"},
+      {"rrAllReduce out of place, 2^60 floats",
+       [=](rrComm_t c, float* a, float* b) { return rrAllReduce(a, b, too_large, rrFloat32, rrSum, c, nullptr); },
+       "cannot exist"},
+      {"rrReduce out of place, 2^60 doubles",
+       [=](rrComm_t c, float* a, float* b) { return rrReduce(a, b, too_large, rrFloat64, rrSum, 0, c, nullptr); },
+       "cannot exist"},
+      {"rrReduceScatter, 2^60 floats per rank",
+       [=](rrComm_t c, float* a, float* b) { return rrReduceScatter(a, b, too_large, rrFloat32, rrSum, c, nullptr); },
+       "cannot exist"},
+      {"rrAllGather, 2^60 floats per rank",
+       [=](rrComm_t c, float* a, float* b) { return rrAllGather(a, b, too_large, rrFloat32, c, nullptr); },
+       "cannot exist"},
+      {"rrBroadcast, 2^60 floats",
+       [=](rrComm_t c, float* a, float*) { return rrBroadcast(a, a, too_large, rrFloat32, 0, c, nullptr); },
+       "cannot exist"},
+  };
+  static_assert(HostReport::kMaxRanks >= 3, "");
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    const HostReport report =
+        run_host(n, tcp_url(free_port()), size_t{256} << 20, false, nullptr, [&k](int, rrComm_t comm, Outcome* out) {
+          std::vector<float> a(1024, 1.0f), b(1024, 0.0f);
+          out->result = k.call(comm, a.data(), b.data());
+          std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+          // Still usable, and still in step: a real call after the refused one.
+          if (rrAllReduce(a.data(), b.data(), a.size(), rrFloat32, rrSum, comm, nullptr) != rrSuccess || b[0] != 3.0f) {
+            std::snprintf(out->error, sizeof(out->error), "the allreduce after the refused call failed: %s",
+                          rrGetLastError(comm));
+            out->result = rrSuccess;  // fails the check below
+          }
+        });
+    expect_named_everywhere(report, n, {k.text});
+    for (int r = 0; r < n; ++r) EXPECT_EQ(report.ranks[r].result, rrInvalidArgument) << "rank " << r;
   }
 }
 
