@@ -228,6 +228,36 @@ def group_alive(pgid):
         return True
 
 
+def backtrace(pid):
+    """Every thread's stack of `pid` from gdb, or its kernel stacks."""
+    if shutil.which("gdb"):
+        try:
+            out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt 25"],
+                                 capture_output=True, text=True, timeout=60).stdout
+            return "\n".join(line for line in out.splitlines() if line.startswith(("#", "Thread")))
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    stacks = []
+    for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stack") as f:
+                stacks.append(f"thread {tid}:\n{f.read()}")
+        except OSError:
+            pass
+    return "\n".join(stacks)
+
+
+def catches(pid, sig):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except OSError:
+        pass
+    return False
+
+
 def group_kill(pgid):
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -335,15 +365,18 @@ class Trial:
                              f"(states {[process_state(pids[r]) for r in hung]})")
                 break
             time.sleep(0.01)
+        self.backtraces = {}
+        self.killed = set(hung)
         if hung:
-            # A state dump of every communicator on stderr, then the end.
+            # Where each hung rank is (gdb, when installed), then a state dump
+            # of its communicators on stderr (SIGUSR1, only where the engine
+            # installed its handler: before init the signal would just kill).
             for r in hung:
+                self.backtraces[r] = backtrace(pids[r])
                 if process_state(pids[r]) == "T":
                     os.kill(pids[r], signal.SIGCONT)
-                try:
+                if catches(pids[r], signal.SIGUSR1):
                     os.kill(pids[r], signal.SIGUSR1)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.5)
             for r in hung:
                 try:
@@ -440,6 +473,8 @@ class Trial:
                 self.violate("GARBLED", f"rank {r} printed {rr['garbled']}")
             if rr["outcomes"] > 1:
                 self.violate("GARBLED", f"rank {r} printed {rr['outcomes']} outcome lines")
+            if r in self.killed:
+                continue  # the HANG says it
             if is_victim and kind == "kill":
                 if rc != -signal.SIGKILL:
                     self.violate("VICTIM", f"rank {r} (victim) exited {rc}, not by its SIGKILL")
@@ -659,6 +694,9 @@ def main():
                         if rr[key]:
                             shown = {k: v for k, v in rr[key].items() if k not in ("entered", "needed")}
                             print(f"      {key}: {json.dumps(shown)}")
+                    if rr["rank"] in t.backtraces:
+                        print("      backtrace when hung:\n        " +
+                              "\n        ".join(t.backtraces[rr["rank"]].splitlines()[:60]))
                     if t.violations and rr["stderr_tail"].strip():
                         tail = rr["stderr_tail"].strip().splitlines()[-30:]
                         print("      stderr: " + "\n              ".join(tail))
@@ -682,7 +720,8 @@ def main():
             json.dump({"seed": args.seed, "timeout_ms": args.timeout_ms, "margin_s": args.margin_s,
                        "private_shm": bool(private),
                        "trials": [{"draw": t.draw, "landed": t.landed, "wall_s": t.wall_s, "violations": t.violations,
-                                   "warnings": t.warnings, "ranks": t.ranks, "latencies": t.latencies}
+                                   "warnings": t.warnings, "ranks": t.ranks, "latencies": t.latencies,
+                                   "backtraces": t.backtraces}
                                   for t in trials]}, f, indent=1)
     return 1 if failed else 0
 
