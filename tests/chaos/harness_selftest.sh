@@ -7,6 +7,8 @@
 #   orphan  rank 0 leaves a process in a new session   -> LEAK (processes)
 #   unnamed rank 0 reports a nameless error            -> UNNAMED
 #   slow    rank 0 reports a call longer than the bound -> LATE
+#   needy   rank 0 reports finishing a step that needed the victim after
+#           its strike                                  -> FINISHED
 # and, as a control, the unwrapped worker on the same trials passes.
 # usage: harness_selftest.sh chaos.py chaos_rank
 set -u
@@ -23,8 +25,8 @@ wrapper() {
   local how=$1 path=$TMP/worker-$1
   cat >"$path" <<EOF
 #!/usr/bin/env bash
-# unnamed, slow: rank 0's own outcome is replaced by a forged one.
-if [[ $how == unnamed || $how == slow ]] && [[ \$RANK == 0 ]]; then
+# unnamed, slow, needy: rank 0's own outcome is replaced by a forged one.
+if [[ $how == unnamed || $how == slow || $how == needy ]] && [[ \$RANK == 0 ]]; then
   "$WORKER" "\$@" >/dev/null
 else
   "$WORKER" "\$@"
@@ -36,6 +38,7 @@ case $how in
   orphan)  if [[ \$RANK == 0 ]]; then setsid sleep 30 </dev/null >/dev/null 2>&1 & fi ;;
   unnamed) [[ \$RANK == 0 ]] && { echo 'CHAOS {"event":"outcome","rank":0,"result":"rrSystemError","phase":"p2p","call":"x","call_start":0,"t":0.1,"seconds":0.1,"error":"something broke","needed":[]}'; exit 1; } ;;
   slow)    [[ \$RANK == 0 ]] && { echo 'CHAOS {"event":"outcome","rank":0,"result":"rrTimeout","phase":"p2p","call":"x","call_start":0,"t":99,"seconds":99,"error":"timed out waiting for rank 1","needed":[]}'; exit 1; } ;;
+  needy)   [[ \$RANK == 0 ]] && { echo 'CHAOS {"event":"outcome","rank":0,"result":"ok","phase":"done","call":"none","needed":[1000,1000,1000]}'; exit 0; } ;;
 esac
 exit \$rc
 EOF
@@ -67,6 +70,7 @@ expect shm LEAK
 expect orphan LEAK
 expect unnamed UNNAMED
 expect slow LATE
+expect needy FINISHED
 # The orphans were killed by the harness; nothing of this test may remain.
 rm -f /dev/shm/chaos-selftest-* 2>/dev/null
 exit $failed
