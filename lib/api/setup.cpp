@@ -13,16 +13,20 @@ constexpr const char* kReadyBarrier = "ready";
 
 // The steps of setup. `*heard` tells a failure of the exchanges (another
 // rank's, or a timeout) from one of this rank's own; `*published` says
-// whether this rank's address went out.
+// whether this rank's address went out. The transport and communicator live
+// in the caller's `*transport` and `*comm`, so that they outlast a failure
+// until it is published: a rank whose transport is gone makes its peers'
+// connections to it fail, and their failure must not come first.
 Status connect_all(bootstrap::Rendezvous& rv, const Settings& settings, bootstrap::Clock::time_point deadline,
-                   std::unique_ptr<Communicator>* out, bool* heard, bool* published) {
-  std::unique_ptr<transport::UcxTransport> transport;
-  RR_RETURN_IF_ERROR(transport::UcxTransport::Create(rv.rank, rv.size, &transport));
+                   std::unique_ptr<transport::UcxTransport>* transport, std::unique_ptr<Communicator>* comm,
+                   bool* heard, bool* published) {
+  RR_RETURN_IF_ERROR(transport::UcxTransport::Create(rv.rank, rv.size, transport));
+  transport::UcxTransport& ucx = **transport;
 
   std::vector<bootstrap::Bytes> addresses;
   *heard = true;
   *published = true;
-  RR_RETURN_IF_ERROR(bootstrap::all_gather(rv, kAddressExchange, transport->local_address(), deadline, &addresses));
+  RR_RETURN_IF_ERROR(bootstrap::all_gather(rv, kAddressExchange, ucx.local_address(), deadline, &addresses));
   *heard = false;
   // The ring neighbours are connected now; anyone else on first use.
   std::vector<int> neighbours;
@@ -30,31 +34,34 @@ Status connect_all(bootstrap::Rendezvous& rv, const Settings& settings, bootstra
     neighbours.push_back((rv.rank + 1) % rv.size);
     if (rv.size > 2) neighbours.push_back((rv.rank + rv.size - 1) % rv.size);
   }
-  RR_RETURN_IF_ERROR(transport->connect(std::move(addresses), neighbours));
+  RR_RETURN_IF_ERROR(ucx.connect(std::move(addresses), neighbours));
   for (int peer : neighbours) {
-    RR_LOG(LogLevel::kInfo, "rank %d -> rank %d over %s", rv.rank, peer, transport->describe_path(peer).c_str());
+    RR_LOG(LogLevel::kInfo, "rank %d -> rank %d over %s", rv.rank, peer, ucx.describe_path(peer).c_str());
   }
 
-  auto comm = std::make_unique<Communicator>(rv.rank, rv.size, settings, std::move(transport), rv.server);
-  RR_RETURN_IF_ERROR(comm->init());
+  *comm = std::make_unique<Communicator>(rv.rank, rv.size, settings, std::move(*transport), rv.server);
+  RR_RETURN_IF_ERROR((*comm)->init());
   // Nobody leaves setup until everybody is connected, so a rank that returns
   // can rely on its peers existing, and the serving rank may drop its store.
   *heard = true;
-  RR_RETURN_IF_ERROR(bootstrap::barrier(rv, kReadyBarrier, deadline));
-  *out = std::move(comm);
-  return Status::Ok();
+  return bootstrap::barrier(rv, kReadyBarrier, deadline);
 }
 
 Status build(bootstrap::Rendezvous rv, const Settings& settings, bootstrap::Clock::time_point deadline,
              std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<transport::UcxTransport> transport;
+  std::unique_ptr<Communicator> comm;
   bool heard = false;
   bool published = false;
-  Status s = connect_all(rv, settings, deadline, out, &heard, &published);
-  if (s.ok()) return s;
+  Status s = connect_all(rv, settings, deadline, &transport, &comm, &heard, &published);
+  if (s.ok()) {
+    *out = std::move(comm);
+    return s;
+  }
   // A rank that fails alone (its /dev/shm, its descriptors, its memory)
   // tells the others, which would otherwise wait for it until the deadline;
   // the serving rank keeps the store up until every rank has heard.
-  if (!heard) bootstrap::publish_failure(rv, kAddressExchange, published, kReadyBarrier, s.message());
+  if (!heard) s = bootstrap::publish_failure(rv, kAddressExchange, published, kReadyBarrier, s, deadline);
   bootstrap::await_failure_heard(rv, deadline);
   return s;
 }

@@ -373,6 +373,17 @@ namespace {
 constexpr uint32_t kFailureRecord = 0;
 constexpr uint8_t kBarrierFailed = 0xff;
 constexpr const char* kFailureHeardKey = "setup-failure/heard";
+constexpr const char* kFailureCountKey = "setup-failure/count";
+
+// The failure a barrier's value carries ([kBarrierFailed][i32 rank][text],
+// publish_failure), as this rank reports it; Ok for an open barrier.
+Status barrier_failure(const Rendezvous& rv, const Bytes& open) {
+  if (open.size() <= 1 || open[0] != kBarrierFailed) return Status::Ok();
+  int32_t failed = -1;
+  if (open.size() >= 5) std::memcpy(&failed, open.data() + 1, 4);
+  const std::string text(open.begin() + std::min<size_t>(5, open.size()), open.end());
+  return RemoteError(rv.method + ": rank " + std::to_string(failed) + " failed to set up: " + text);
+}
 }  // namespace
 
 Status all_gather(Rendezvous& rv, const std::string& name, const Bytes& mine, Clock::time_point deadline,
@@ -434,13 +445,7 @@ Status barrier(Rendezvous& rv, const std::string& name, Clock::time_point deadli
                    "' for ranks that never arrived");
   }
   RR_RETURN_IF_ERROR(s);
-  if (open.size() > 1 && open[0] == kBarrierFailed) {
-    // [kBarrierFailed][i32 rank][text] (publish_failure)
-    int32_t failed = -1;
-    if (open.size() >= 5) std::memcpy(&failed, open.data() + 1, 4);
-    const std::string text(open.begin() + std::min<size_t>(5, open.size()), open.end());
-    return RemoteError(rv.method + ": rank " + std::to_string(failed) + " failed to set up: " + text);
-  }
+  RR_RETURN_IF_ERROR(barrier_failure(rv, open));
   // Second phase: count the ranks that have left, so the serving rank knows
   // when no one needs its store any more.
   int64_t left = 0;
@@ -458,23 +463,37 @@ Status barrier(Rendezvous& rv, const std::string& name, Clock::time_point deadli
   return Status::Ok();
 }
 
-void publish_failure(Rendezvous& rv, const std::string& gather_name, bool record_published,
-                     const std::string& barrier_name, const std::string& failure) {
-  if (!rv.store) return;
-  // A record already published stays: the ranks that read it go on to the
-  // barrier, where they hear of the failure.
+Status publish_failure(Rendezvous& rv, const std::string& gather_name, bool record_published,
+                       const std::string& barrier_name, const Status& failure, Clock::time_point deadline) {
+  if (!rv.store) return failure;
+  const std::string& text = failure.message();
+  // Its own record, which the others read in rank order: every failed rank
+  // marks its own, or a rank reading them could wait on it.
   if (!record_published) {
-    Bytes record(4 + failure.size());
+    Bytes record(4 + text.size());
     std::memcpy(record.data(), &kFailureRecord, 4);
-    std::memcpy(record.data() + 4, failure.data(), failure.size());
+    std::memcpy(record.data() + 4, text.data(), text.size());
     (void)rv.store->set(rv.key(gather_name + "/" + std::to_string(rv.rank)), record);
   }
-  Bytes open(5 + failure.size());
-  open[0] = kBarrierFailed;
-  const int32_t rank = rv.rank;
-  std::memcpy(open.data() + 1, &rank, 4);
-  std::memcpy(open.data() + 5, failure.data(), failure.size());
-  (void)rv.store->set(rv.key(barrier_name + "/open"), open);
+  // The barrier carries the first failure only. A later one is often its
+  // consequence (a rank that left makes connecting to it fail): that rank
+  // reports the first, with its own after it.
+  int64_t order = 0;
+  if (!rv.store->add(rv.key(kFailureCountKey), 1, deadline, &order).ok()) return failure;
+  if (order == 1) {
+    Bytes open(5 + text.size());
+    open[0] = kBarrierFailed;
+    const int32_t rank = rv.rank;
+    std::memcpy(open.data() + 1, &rank, 4);
+    std::memcpy(open.data() + 5, text.data(), text.size());
+    (void)rv.store->set(rv.key(barrier_name + "/open"), open);
+    return failure;
+  }
+  Bytes open;
+  if (!rv.store->get(rv.key(barrier_name + "/open"), deadline, &open).ok()) return failure;
+  const Status first = barrier_failure(rv, open);
+  if (first.ok()) return failure;
+  return Status(first.code(), first.message() + " (here: " + text + ")");
 }
 
 void await_failure_heard(Rendezvous& rv, Clock::time_point deadline) {

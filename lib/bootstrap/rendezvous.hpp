@@ -46,12 +46,14 @@ Status barrier(Rendezvous& rv, const std::string& name, Clock::time_point deadli
 
 // A rank whose setup failed tells the others why, so that none of them waits
 // for it until the deadline: its record of the exchange `gather_name` (unless
-// `record_published`) and the barrier `barrier_name` they would wait at both
-// carry `failure`; all_gather and barrier then return kRemoteError naming
-// this rank and quoting it. Best effort: a store that cannot be reached any
-// more is not an error.
-void publish_failure(Rendezvous& rv, const std::string& gather_name, bool record_published,
-                     const std::string& barrier_name, const std::string& failure);
+// `record_published`) carries `failure`, and so does the barrier
+// `barrier_name` they would wait at, if no other rank's failure came first;
+// all_gather and barrier then return kRemoteError naming the failed rank and
+// quoting it. Returns what this rank reports: `failure`, or the first
+// failure with this one after it. Best effort: a store that cannot be
+// reached any more is not an error.
+Status publish_failure(Rendezvous& rv, const std::string& gather_name, bool record_published,
+                       const std::string& barrier_name, const Status& failure, Clock::time_point deadline);
 // Every rank whose setup failed, or that heard of a failure, calls it once
 // with its outcome. The serving rank returns once every rank has, or at
 // `deadline`, so that a failure it published (or relays) reaches the ranks

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -29,6 +31,30 @@ std::string prefer_node(void* p, size_t bytes, int node) {
   }
   return {};
 }
+// MemAvailable from /proc/meminfo in bytes, or 0 where it cannot be read.
+uint64_t available_memory() {
+  uint64_t kib = 0;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[128];
+    while (std::fgets(line, sizeof(line), f)) {
+      unsigned long long value = 0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &value) == 1) {
+        kib = value;
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  return kib * 1024;
+}
+
+std::string in_units(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 10 * 1024 && unit < 4) bytes /= 1024, ++unit;
+  return std::to_string(bytes) + " " + kUnits[unit];
+}
+
 }  // namespace
 
 StagingPool::~StagingPool() { release(); }
@@ -44,7 +70,20 @@ Status StagingPool::reserve(size_t slot_bytes, size_t slots, int numa_node) {
   if (base_ && aligned_slot <= slot_bytes_ && slots <= slots_ && (numa_node < 0 || numa_node == numa_node_)) {
     return Status::Ok();
   }
+  if (slots > 0 && aligned_slot > SIZE_MAX / slots) {
+    return InvalidArgument("staging pool: " + std::to_string(slots) + " slots of " + std::to_string(aligned_slot) +
+                           " bytes overflow size_t");
+  }
   const size_t bytes = aligned_slot * slots;
+  // Every page is written below: a pool larger than the memory the host has
+  // free would be killed for it (the OOM killer), not refused by mmap.
+  const uint64_t available = available_memory();
+  if (available > 0 && bytes > available) {
+    return SystemError("staging pool: " + in_units(bytes) + " (" + std::to_string(slots) + " slots of " +
+                       in_units(aligned_slot) + ") is more than the " + in_units(available) +
+                       " of memory this host has available (MemAvailable); lower the chunk size or the pipeline "
+                       "depth (RR_CHUNK_BYTES, RR_PIPELINE_DEPTH)");
+  }
   // Placed pages must not be faulted in before the policy is set.
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | (numa_node >= 0 ? 0 : MAP_POPULATE), -1, 0);

@@ -1,6 +1,6 @@
 // Resource faults with real processes: /dev/shm too small, an open file
-// limit too low, a rendezvous port another process holds, and counts whose
-// buffers cannot exist. Every rank must return an error that names the
+// limit too low, a rendezvous port another process holds, counts whose
+// buffers cannot exist, and a staging pool larger than the host's memory. Every rank must return an error that names the
 // resource, none may wait for the others until its timeout, and nothing may
 // be left: no rank process, no file in /dev/shm.
 //
@@ -228,15 +228,16 @@ void expect_named_everywhere(const HostReport& report, int n, const std::vector<
 }
 
 // /dev/shm holds UCX's shared-memory FIFOs and receive buffers, about
-// 4.2 MiB per rank: a 10 MiB one takes two ranks, not the third. The two
-// that fit must hear of the third from it (not wait for it), and all three
-// must say /dev/shm is full.
+// 4.2 MiB per rank: a 10 MiB one takes two ranks, not the third (or, as
+// they compete for it, only one). The ranks that fit must hear from one that
+// did not (not wait for it), and all must name /dev/shm: UCX's own line
+// about it, and the space left where it is still short.
 TEST(Resources, FullDevShmIsNamedByEveryRank) {
   const int n = 3;
   const HostReport report = run_host(n, tcp_url(free_port()), size_t{10} << 20, /*need_private_shm=*/true, nullptr,
                                      [](int, rrComm_t, Outcome* out) { out->result = rrSuccess; });
   if (report.status == 77) GTEST_SKIP() << "no private /dev/shm here (needs root and mount namespaces)";
-  expect_named_everywhere(report, n, {"/dev/shm is full"});
+  expect_named_everywhere(report, n, {"/dev/shm"});
   int own = 0;
   for (int r = 0; r < n; ++r) own += report.ranks[r].result == rrSystemError ? 1 : 0;
   EXPECT_GE(own, 1) << "a rank that did not fit reports it itself";
@@ -357,6 +358,40 @@ TEST(Resources, CountsWhoseBuffersCannotExistAreRefusedOnEveryRank) {
     expect_named_everywhere(report, n, {k.text});
     for (int r = 0; r < n; ++r) EXPECT_EQ(report.ranks[r].result, rrInvalidArgument) << "rank " << r;
   }
+}
+
+// A staging pool larger than the host's memory (RR_CHUNK_BYTES=1G x 2 x
+// RR_PIPELINE_DEPTH=64 = 128 GiB on one rank): its pages are all written at
+// setup, so it is refused before it is mapped, naming the sizes and the
+// settings, not left to the OOM killer; the others hear of it. The rank
+// also runs under an 8 GiB address-space limit, so that a library without
+// the check fails to map it rather than exhaust the machine.
+TEST(Resources, StagingPoolLargerThanMemoryIsNamedByEveryRank) {
+  const uint64_t pool = uint64_t{128} << 30;
+  uint64_t available_kib = 0;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[128];
+    while (std::fgets(line, sizeof(line), f)) {
+      unsigned long long v = 0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &v) == 1) available_kib = v;
+    }
+    std::fclose(f);
+  }
+  if (available_kib == 0 || available_kib * 1024 >= pool) GTEST_SKIP() << "this host has 128 GiB available";
+  const int n = 3;
+  const int victim = 2;
+  const HostReport report = run_host(
+      n, tcp_url(free_port()), size_t{256} << 20, false,
+      [](int rank) {
+        if (rank != victim) return;
+        setenv("RR_CHUNK_BYTES", "1G", 1);
+        setenv("RR_PIPELINE_DEPTH", "64", 1);
+        rlimit rl{rlim_t{8} << 30, rlim_t{8} << 30};
+        if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(92);
+      },
+      [](int, rrComm_t, Outcome* out) { out->result = rrSuccess; });
+  expect_named_everywhere(report, n, {"staging pool: 128 GiB (128 slots of 1024 MiB) is more than the", "RR_CHUNK_BYTES"});
+  EXPECT_EQ(report.ranks[victim].result, rrSystemError);
 }
 
 }  // namespace

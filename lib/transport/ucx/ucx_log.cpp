@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "common/log.hpp"
@@ -61,10 +62,34 @@ bool expected(const char* file, const char* format, int error) {
   return false;
 }
 
+thread_local FirstError* recording = nullptr;
+
+}  // namespace
+
+// Writes a line into the innermost FirstError of this thread that has none.
+struct Recorder {
+  static void record(const char* file, const char* format, va_list ap, int error) {
+    if (!recording || !recording->text_.empty()) return;
+    char text[512];
+    va_list copy;
+    va_copy(copy, ap);
+    errno = error;
+    std::vsnprintf(text, sizeof(text), format, copy);
+    va_end(copy);
+    recording->text_ = std::string(base_name(file)) + ": " + text;
+  }
+};
+
+FirstError::FirstError() : outer_(recording) { recording = this; }
+FirstError::~FirstError() { recording = outer_; }
+
+namespace {
+
 ucs_log_func_rc_t filter(const char* file, unsigned line, const char* /*function*/, ucs_log_level_t level,
                          const ucs_log_component_config_t* /*component*/, const char* format, va_list ap) {
   const int error = errno;
   if (level > UCS_LOG_LEVEL_WARN || !expected(file, format, error)) {
+    if (level <= UCS_LOG_LEVEL_ERROR) Recorder::record(file, format, ap, error);
     errno = error;  // for UCX's own printer's %m
     return UCS_LOG_FUNC_RC_CONTINUE;
   }

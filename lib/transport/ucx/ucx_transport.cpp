@@ -78,11 +78,16 @@ std::string ucx_error(const char* what, ucs_status_t status) {
 constexpr long kWorkerDescriptors = 16;
 constexpr uint64_t kWorkerShmBytes = uint64_t{9} << 19;  // 4.5 MiB
 
-// A failed UCX call, with the resource that ran out when one did: UCX says
+// A failed UCX call, with what ran out when something did. UCX's status says
 // "Input/output error", "No resources are available" or "Out of memory"
-// where it means descriptors or /dev/shm.
-Status ucx_failure(const std::string& what, ucs_status_t status, long descriptors_needed) {
+// where it means descriptors or /dev/shm; the first ERROR line it printed
+// during the call (`logged`) names the cause, and so do the figures where
+// they are still short now (ranks setting up at once on one host compete for
+// /dev/shm, and a rank that failed may find room again once others failed).
+Status ucx_failure(const std::string& what, ucs_status_t status, long descriptors_needed,
+                   const ucx_log::FirstError& logged) {
   std::string text = what + ": " + ucs_status_string(status);
+  if (!logged.text().empty()) text += " (UCX: " + logged.text() + ")";
   std::string shortage = shm_shortage(kWorkerShmBytes);
   if (shortage.empty()) shortage = descriptor_shortage(descriptors_needed);
   if (!shortage.empty()) text += " (" + shortage + ")";
@@ -132,15 +137,16 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
   params.estimated_num_eps = static_cast<size_t>(size);
+  ucx_log::FirstError logged;
   status = ucp_init(&params, config, &t->context_);
   ucp_config_release(config);
-  if (status != UCS_OK) return ucx_failure("ucp_init", status, 2 * descriptors_needed);
+  if (status != UCS_OK) return ucx_failure("ucp_init", status, 2 * descriptors_needed, logged);
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
   status = ucp_worker_create(t->context_, &wparams, &t->worker_);
-  if (status != UCS_OK) return ucx_failure("ucp_worker_create", status, 2 * descriptors_needed);
+  if (status != UCS_OK) return ucx_failure("ucp_worker_create", status, 2 * descriptors_needed, logged);
 
   status = ucp_worker_get_efd(t->worker_, &t->event_fd_);
   if (status != UCS_OK) t->event_fd_ = -1;  // fall back to yielding in wait_for_events
@@ -243,10 +249,11 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
   params.err_mode = p.same_host ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = &UcxTransport::on_peer_error;
   params.err_handler.arg = &p;
+  ucx_log::FirstError logged;
   ucs_status_t status = ucp_ep_create(worker_, &params, &p.ep);
   if (status != UCS_OK) {
     p.ep = nullptr;
-    return ucx_failure("cannot connect to rank " + std::to_string(peer), status, 2);
+    return ucx_failure("cannot connect to rank " + std::to_string(peer), status, 2, logged);
   }
   *ep = p.ep;
   return Status::Ok();
