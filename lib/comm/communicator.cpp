@@ -323,6 +323,10 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     return Status::Ok();
   }
   RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
+  if (allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr) ==
+      algo::AllreduceAlgo::kRecursiveDoubling) {
+    return allreduce_recursive_doubling(send, recv, count, dtype, op);
+  }
   return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, reducer, reduce_source);
 }
 

@@ -185,6 +185,11 @@ class Communicator : public exec::Interrupt {
   exec::Clock::time_point deadline() const {
     return exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
   }
+  // The allreduce schedule for `bytes` (comm/recursive_doubling.cpp); logs
+  // the choice at RR_DEBUG=INFO when it changes.
+  algo::AllreduceAlgo allreduce_algo(size_t bytes, bool has_reducer);
+  Status allreduce_recursive_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
+                                      rrRedOp_t op);
   // Runs the ring over `count` elements of `dtype` with the given phases.
   Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
                   int shift, algo::RingPhases phases, exec::Reducer* reducer = nullptr,
@@ -221,6 +226,9 @@ class Communicator : public exec::Interrupt {
 #endif
   OperationQueue queue_;  // last member: its worker stops before anything it uses goes
   Status broken_;  // set once an operation left the transport in an unknown state
+  algo::AllreduceAlgo last_algo_ = algo::AllreduceAlgo::kAuto;  // for the log: the last choice
+  size_t last_algo_bytes_ = 0;
+  std::string operation_name_;  // reused by calls that must not allocate (recursive doubling)
   mutable std::mutex last_error_mutex_;
   std::string last_error_;
 };

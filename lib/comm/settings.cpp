@@ -1,12 +1,40 @@
 #include "comm/settings.hpp"
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
 
 namespace rr {
+
+namespace {
+
+// A positive number from the environment, times `scale`, into *value.
+Status env_positive(const char* name, double scale, double* value, std::string* source) {
+  const char* text = env_str(name);
+  if (!text) return Status::Ok();
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(v > 0) || v > 1e12) {
+    return InvalidArgument(std::string(name) + "=" + text + ": expected a positive number");
+  }
+  *value = v * scale;
+  *source = std::string("env ") + name;
+  return Status::Ok();
+}
+
+// A rate in GB/s from the environment, as seconds per byte.
+Status env_rate(const char* name, double* seconds_per_byte, std::string* source) {
+  double gbps = 0;
+  std::string from;
+  RR_RETURN_IF_ERROR(env_positive(name, 1.0, &gbps, &from));
+  if (!from.empty()) *seconds_per_byte = 1.0 / (gbps * 1e9), *source = from;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status resolve_settings(const rrConfig_t* config, Settings* out) {
   Settings s;
@@ -34,6 +62,15 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
     s.gpu_reduce_on_device = where == "device";
     s.gpu_reduce_source = "env RR_GPU_REDUCE";
   }
+  if (const char* algo = env_str("RR_ALGO")) {
+    if (!algo::parse_algo(algo, &s.allreduce_algo)) {
+      return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring or rd (recursive doubling)");
+    }
+    s.allreduce_algo_source = "env RR_ALGO";
+  }
+  RR_RETURN_IF_ERROR(env_positive("RR_MODEL_ALPHA_US", 1e-6, &s.model.alpha_s, &s.model_source));
+  RR_RETURN_IF_ERROR(env_rate("RR_MODEL_MOVE_GBPS", &s.model.beta_s_per_byte, &s.model_source));
+  RR_RETURN_IF_ERROR(env_rate("RR_MODEL_REDUCE_GBPS", &s.model.gamma_s_per_byte, &s.model_source));
   s.debug_level = static_cast<int>(log_level());
 
   if (config) {

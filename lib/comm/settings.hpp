@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "algo/select.hpp"
 #include "common/status.hpp"
 #include "ringreduce/ringreduce.h"
 
@@ -38,6 +39,14 @@ struct Settings {
   // copied to the host). RR_GPU_REDUCE=host|device.
   bool gpu_reduce_on_device = false;
 
+  // The allreduce schedule: auto (the model below decides by size and rank
+  // count), ring or rd (recursive doubling). RR_ALGO.
+  algo::AllreduceAlgo allreduce_algo = algo::AllreduceAlgo::kAuto;
+  // The machine's alpha-beta-gamma constants the choice is made from:
+  // RR_MODEL_ALPHA_US (per message), RR_MODEL_MOVE_GBPS (bytes moved),
+  // RR_MODEL_REDUCE_GBPS (bytes reduced).
+  algo::CostModel model;
+
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
   std::string pipeline_depth_source = "default";
@@ -45,6 +54,8 @@ struct Settings {
   std::string check_arguments_source = "default";
   std::string gpu_segment_bytes_source = "default";
   std::string gpu_reduce_source = "default";
+  std::string allreduce_algo_source = "default";
+  std::string model_source = "default";
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;

@@ -1,0 +1,98 @@
+// Recursive doubling's plan (algo/recursive_doubling.hpp) and the size-based
+// selector (algo/select.hpp), as arithmetic: every rank count from 1 to 64,
+// with the data flow simulated as sets of contributing ranks.
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "algo/recursive_doubling.hpp"
+#include "algo/select.hpp"
+
+namespace {
+
+using rr::algo::RecursiveDoubling;
+
+TEST(RecursiveDoubling, EveryRankEndsWithEveryContributionOnce) {
+  for (int n = 1; n <= 64; ++n) {
+    std::vector<RecursiveDoubling> plans;
+    std::vector<std::multiset<int>> held(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      plans.emplace_back(n, r);
+      held[static_cast<size_t>(r)].insert(r);
+    }
+    // The fold: each even rank of a pair hands its values to the odd one.
+    for (int r = 0; r < n; ++r) {
+      const int to = plans[static_cast<size_t>(r)].sits_out_for();
+      if (to < 0) continue;
+      ASSERT_EQ(plans[static_cast<size_t>(to)].folds_in(), r) << n << " ranks, rank " << r;
+      held[static_cast<size_t>(to)].insert(held[static_cast<size_t>(r)].begin(), held[static_cast<size_t>(r)].end());
+    }
+    int rounds = -1;
+    for (int r = 0; r < n; ++r) {
+      if (plans[static_cast<size_t>(r)].sits_out_for() >= 0) continue;
+      if (rounds < 0) rounds = plans[static_cast<size_t>(r)].rounds();
+      EXPECT_EQ(plans[static_cast<size_t>(r)].rounds(), rounds) << "every active rank takes the same rounds";
+    }
+    for (int round = 0; round < rounds; ++round) {
+      std::vector<std::multiset<int>> next = held;
+      for (int r = 0; r < n; ++r) {
+        const RecursiveDoubling& p = plans[static_cast<size_t>(r)];
+        if (p.sits_out_for() >= 0) continue;
+        const int q = p.partner(round);
+        ASSERT_GE(q, 0);
+        ASSERT_LT(q, n);
+        ASSERT_NE(q, r);
+        EXPECT_EQ(plans[static_cast<size_t>(q)].sits_out_for(), -1) << "a partner never sits out";
+        EXPECT_EQ(plans[static_cast<size_t>(q)].partner(round), r) << n << " ranks, round " << round;
+        next[static_cast<size_t>(r)].insert(held[static_cast<size_t>(q)].begin(), held[static_cast<size_t>(q)].end());
+      }
+      held = next;
+    }
+    // The hand-back.
+    for (int r = 0; r < n; ++r) {
+      const int to = plans[static_cast<size_t>(r)].sits_out_for();
+      if (to >= 0) held[static_cast<size_t>(r)] = held[static_cast<size_t>(to)];
+    }
+    std::multiset<int> all;
+    for (int r = 0; r < n; ++r) all.insert(r);
+    for (int r = 0; r < n; ++r) EXPECT_EQ(held[static_cast<size_t>(r)], all) << n << " ranks, rank " << r;
+    int pow2 = 1, log2 = 0;
+    while (pow2 * 2 <= n) pow2 *= 2, ++log2;
+    EXPECT_EQ(rounds < 0 ? 0 : rounds, log2) << n << " ranks";
+  }
+}
+
+TEST(RecursiveDoubling, MessagesSentPerRank) {
+  // 6 ranks: P = 4, R = 2; ranks 0 and 2 sit out, 1 and 3 fold them in.
+  const int expected[6] = {1, 3, 1, 3, 2, 2};
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(RecursiveDoubling(6, r).messages_sent(), expected[r]) << "rank " << r;
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(RecursiveDoubling(8, r).messages_sent(), 3);
+  EXPECT_EQ(RecursiveDoubling(1, 0).messages_sent(), 0);
+}
+
+TEST(Select, SmallMessagesTakeRecursiveDoublingLargeOnesTheRing) {
+  using rr::algo::AllreduceAlgo;
+  const rr::algo::CostModel model;
+  for (int n = 2; n <= 64; ++n) {
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, 8), AllreduceAlgo::kRecursiveDoubling) << n;
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, size_t{64} << 20), AllreduceAlgo::kRing) << n;
+    // Forced either way.
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kRing, model, n, 8), AllreduceAlgo::kRing);
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kRecursiveDoubling, model, n, size_t{64} << 20),
+              AllreduceAlgo::kRecursiveDoubling);
+  }
+  EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 1, 8), AllreduceAlgo::kRing);
+  // The model's closed forms at one point: 2 ranks, 1 MB.
+  EXPECT_DOUBLE_EQ(rr::algo::ring_seconds(model, 2, 1000000),
+                   2 * model.alpha_s + 1e6 * model.beta_s_per_byte + 0.5e6 * model.gamma_s_per_byte);
+  EXPECT_DOUBLE_EQ(rr::algo::recursive_doubling_seconds(model, 2, 1000000),
+                   model.alpha_s + 1e6 * model.beta_s_per_byte + 1e6 * model.gamma_s_per_byte);
+  rr::algo::AllreduceAlgo parsed;
+  EXPECT_TRUE(rr::algo::parse_algo("rd", &parsed));
+  EXPECT_EQ(parsed, AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_FALSE(rr::algo::parse_algo("tree", &parsed));
+}
+
+}  // namespace
