@@ -41,26 +41,6 @@ bool is_collective(Kind kind) { return static_cast<int>(kind) <= static_cast<int
 
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// ENGINE BUG (found by this soak; still there after 8497572, which stopped
-// rrIsend/rrIrecv posts waiting behind a running collective): a blocking
-// rrSend/rrRecv group issued while an Async collective on the same
-// communicator is in flight deadlocks until the timeout: on one rank the
-// collective already runs and rrGroupEnd waits behind it; on another the
-// group overtook the still-queued collective and holds the communicator
-// while it waits for the first rank's sends. Until that is mended the soak
-// moves such a group to a communicator with no Async collective in flight in
-// its batch (the same calls otherwise).
-void avoid_collective_in_flight(const Batch& batch, Call* group) {
-  bool busy[kNumComms] = {};
-  for (const Call& c : batch.calls) {
-    if (c.async && !is_point_to_point(c.kind)) busy[c.comm] = true;
-  }
-  for (int i = 0; busy[group->comm] && i < kNumComms; ++i) {
-    group->comm = (group->comm + 1) % kNumComms;
-  }
-  if (busy[group->comm]) group->kind = Kind::kBarrier, group->bytes = 0;  // every communicator busy: nothing to send
-}
-
 }  // namespace
 
 const char* kind_name(Kind kind) {
@@ -196,7 +176,6 @@ Batch Planner::next() {
     if (blocking_tail && call.async) {
       batch.last_blocking = false;  // drew the non-blocking choice: the batch has no blocking tail
     }
-    if (blocking_tail && call.kind == Kind::kSendRecv) avoid_collective_in_flight(batch, &call);
     batch.calls.push_back(call);
     if (call.async) batch.wait_order.push_back(s);
   }
