@@ -1,12 +1,9 @@
 #include "calls.hpp"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 
 #include "issued.hpp"
 #include "values.hpp"

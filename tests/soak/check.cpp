@@ -206,7 +206,6 @@ void Runner::check(Issued& c) {
   const size_t n = static_cast<size_t>(c.n);
   const size_t me = static_cast<size_t>(c.me);
   const size_t count = c.count;
-  const size_t e = c.elem;
   const bool is_root = c.me == c.root;
   const uint8_t* send = c.send;
   const uint8_t* recv = c.recv;
@@ -284,7 +283,6 @@ void Runner::check(Issued& c) {
     case Kind::kBarrier:
     case Kind::kSplit: break;
   }
-  (void)e;
   if (k.index >= corrupt_call_ && !corrupt_pending) corrupted_ = true;
   if (c.wrong > 0) {
     die("rank " + std::to_string(world_rank_) + ": WRONG RESULT in " + c.describe() + ": " + std::to_string(c.wrong) +
