@@ -33,7 +33,11 @@ Communicator::Communicator(int rank, int size, Settings settings,
 Communicator::~Communicator() {
   // Queued operations finish (or time out) before their transport goes.
   queue_.stop();
-  if (control_) control_->close(std::chrono::milliseconds(100));
+  // After a failure or an abort the transport is left as it is, unprogressed
+  // (transport/ucx: tearing down endpoints to lost peers crashes UCX), so
+  // its posted receives are not retired either: progressing it here is what
+  // let UCX's TCP lane trip its assertions on a peer's reset connection.
+  if (control_ && !expects_peer_loss_) control_->close(std::chrono::milliseconds(100));
   // The transport goes first: closing it may still complete requests into the
   // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();
@@ -143,7 +147,7 @@ Status Communicator::check() {
 
 Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
   if (failure.ok()) return failure;
-  transport_->expect_peer_loss();  // peers that failed too may now leave at any moment
+  expect_peer_loss();  // peers that failed too may now leave at any moment
   if (failure.code() == Code::kRemoteError && remote_.ok() && control_ && !aborting()) {
     // A peer that vanished may have left because of a notice that is still
     // on its way here (it heard first, and exited): the notice says why.
@@ -221,7 +225,7 @@ void Communicator::dump() {
 
 void Communicator::finish_abort() {
   request_abort();
-  transport_->expect_peer_loss();
+  expect_peer_loss();
   if (!control_ || !remote_.ok()) return;
   wire::Notice notice;
   notice.kind = wire::NoticeKind::kAborted;

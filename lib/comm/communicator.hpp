@@ -229,6 +229,13 @@ class Communicator : public exec::Interrupt {
   algo::AllreduceAlgo last_algo_ = algo::AllreduceAlgo::kAuto;  // for the log: the last choice
   size_t last_algo_bytes_ = 0;
   std::string operation_name_;  // reused by calls that must not allocate (recursive doubling)
+  // Set once this communicator failed or is aborting: its peers may leave at
+  // any moment, and its transport is left unprogressed when it closes.
+  bool expects_peer_loss_ = false;
+  void expect_peer_loss() {
+    expects_peer_loss_ = true;
+    transport_->expect_peer_loss();
+  }
   mutable std::mutex last_error_mutex_;
   std::string last_error_;
 };

@@ -145,6 +145,10 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
   // An any-source receive that matched names its sender.
   const int from = done.peer >= 0 ? done.peer : peer;
   if (done.failed) {
+    // A sender that died fails the receive too: say so, not what a live
+    // sender's longer message would.
+    const Status alive = from >= 0 ? transport_->peer_status(from) : Status::Ok();
+    if (!alive.ok()) return RemoteError(describe_p2p(is_send, bytes, from, tag) + " failed: " + alive.message());
     return RemoteError(describe_p2p(is_send, bytes, from, tag) + " failed: " + transport_->describe_error(done) +
                        (is_send ? "" : " (a longer message than the receive's count?)"));
   }

@@ -36,11 +36,15 @@ void Batch::add_recv(int peer, uint64_t tag, void* buf, size_t bytes, bool post_
 
 Status Batch::check(const Transfer& t, const std::string& what) const {
   if (t.done.failed) {
+    // A peer that died fails the transfer too: say so, not what a live
+    // peer's failure would suggest.
+    const Status alive = transport_->peer_status(t.peer);
     return RemoteError(what + ": rank " + std::to_string(transport_->rank()) + " failed to " +
                        (t.is_send ? "send " : "receive ") + std::to_string(t.bytes) + " bytes " +
                        (t.is_send ? "to" : "from") + " rank " + std::to_string(t.peer) + ": " +
-                       transport_->describe_error(t.done) +
-                       (t.is_send ? "" : " (a longer message than the receive's count?)"));
+                       (alive.ok() ? transport_->describe_error(t.done) +
+                                         (t.is_send ? "" : " (a longer message than the receive's count?)")
+                                   : alive.message()));
   }
   if (!t.is_send && t.done.bytes != t.bytes) {
     return RemoteError(what + ": rank " + std::to_string(t.peer) + " sent " + std::to_string(t.done.bytes) +

@@ -176,17 +176,26 @@ Status UcxTransport::make_sibling(int rank, int size, std::unique_ptr<Transport>
 }
 
 UcxTransport::~UcxTransport() {
-  close_endpoints();
   for (Peer& p : peers_) {
     if (p.pidfd >= 0) close(p.pidfd);
   }
+  if (loss_noted_) {
+    // UCX 1.13 asserts (arbiter.c:36, in the CMA endpoint's cleanup) when
+    // an endpoint to a peer that died or stopped is torn down with
+    // transfers still queued, and aborts the process. After a loss (a peer
+    // gone, or this communicator failed or aborted: its notices have left
+    // already) the endpoints, worker and context are therefore left as they
+    // are until the process exits: nobody progresses them again, their
+    // shared memory is already unlinked, and UCX's error callbacks run only
+    // from a progress call.
+    ucx_log::count_loss(-1);
+    (void)remove_orphan_ucx_segments();  // what a dead peer left
+    return;
+  }
+  close_endpoints();
   for (const auto& registration : registrations_) ucp_mem_unmap(context_, registration.second);
   if (worker_) ucp_worker_destroy(worker_);
   if (context_) ucp_cleanup(context_);
-  if (loss_noted_) {
-    ucx_log::count_loss(-1);  // after UCX's last lines about it
-    (void)remove_orphan_ucx_segments();  // what a dead peer left and we still mapped
-  }
 }
 
 void UcxTransport::note_loss() const {
@@ -246,7 +255,11 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
   // only offer ep_check), which would send same-host traffic through TCP on
   // loopback at a fraction of the bandwidth. Same-host peers therefore use
   // mode NONE and are watched by pid (check_liveness); others use PEER.
-  params.err_mode = p.same_host ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+  // But where UCX reaches a same-host peer without shared memory (UCX_TLS
+  // leaves it out), mode NONE would leave a reset TCP connection to UCX's
+  // reconnection, which trips its own assertions (tcp_cm.c): the first
+  // same-host endpoint shows which, and the rest follow it.
+  params.err_mode = p.same_host && same_host_shm_ ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = &UcxTransport::on_peer_error;
   params.err_handler.arg = &p;
   ucx_log::FirstError logged;
@@ -254,6 +267,25 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
   if (status != UCS_OK) {
     p.ep = nullptr;
     return ucx_failure("cannot connect to rank " + std::to_string(peer), status, 2, logged);
+  }
+  if (p.same_host && same_host_shm_ && !same_host_checked_) {
+    same_host_checked_ = true;
+    const std::string lanes = describe_path(peer);
+    if (lanes.find("/memory") == std::string::npos) {
+      same_host_shm_ = false;  // no shared-memory lane: mode PEER, as between hosts
+      RR_LOG(LogLevel::kInfo, "rank %d: same-host rank %d is reached without shared memory (%s): error mode PEER",
+             rank_, peer, lanes.c_str());
+      ucp_request_param_t close{};
+      close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      close.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t request = ucp_ep_close_nbx(p.ep, &close);
+      while (request && !UCS_PTR_IS_ERR(request) && ucp_request_check_status(request) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker_);
+      }
+      if (request && !UCS_PTR_IS_ERR(request)) ucp_request_free(request);
+      p.ep = nullptr;
+      return endpoint(peer, ep);
+    }
   }
   *ep = p.ep;
   return Status::Ok();

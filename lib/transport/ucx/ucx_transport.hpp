@@ -77,6 +77,10 @@ class UcxTransport final : public Transport {
   // Once a peer has been lost (or may be): UCX's lines about it are expected.
   void note_loss() const;
   mutable bool loss_noted_ = false;
+  // Whether same-host peers are reached through shared memory (learned from
+  // the first same-host endpoint): then their endpoints take error mode NONE.
+  bool same_host_shm_ = true;
+  bool same_host_checked_ = false;
   Status endpoint(int peer, ucp_ep_h* ep);
   void close_endpoints();
   std::chrono::milliseconds close_timeout_{2000};
