@@ -2,6 +2,7 @@
 
 #include "bootstrap/rendezvous.hpp"
 #include "common/log.hpp"
+#include "transport/ucx/shm_sweep.hpp"
 #include "transport/ucx/ucx_transport.hpp"
 
 namespace rr::setup {
@@ -66,6 +67,13 @@ Status build(bootstrap::Rendezvous rv, const Settings& settings, bootstrap::Cloc
   return s;
 }
 
+// A failed setup may be a rank that was killed while it made its transport:
+// what it left in shared memory is removed (transport/ucx/shm_sweep.hpp).
+Status swept(Status s) {
+  if (!s.ok()) (void)transport::remove_orphan_ucx_segments();
+  return s;
+}
+
 }  // namespace
 
 Status unique_id(rrUniqueId* id) { return bootstrap::make_unique_id(id); }
@@ -76,9 +84,9 @@ Status from_unique_id(const void* how, int nranks, int rank, const rrConfig_t* c
   RR_RETURN_IF_ERROR(resolve_settings(config, &settings));
   const auto deadline = bootstrap::Clock::now() + std::chrono::milliseconds(settings.timeout_ms);
   bootstrap::Rendezvous rv;
-  RR_RETURN_IF_ERROR(
-      bootstrap::rendezvous_from_unique_id(*static_cast<const rrUniqueId*>(how), nranks, rank, deadline, &rv));
-  return build(std::move(rv), settings, deadline, out);
+  RR_RETURN_IF_ERROR(swept(
+      bootstrap::rendezvous_from_unique_id(*static_cast<const rrUniqueId*>(how), nranks, rank, deadline, &rv)));
+  return swept(build(std::move(rv), settings, deadline, out));
 }
 
 Status from_url(const void* how, int nranks, int rank, const rrConfig_t* config,
@@ -87,8 +95,9 @@ Status from_url(const void* how, int nranks, int rank, const rrConfig_t* config,
   RR_RETURN_IF_ERROR(resolve_settings(config, &settings));
   const auto deadline = bootstrap::Clock::now() + std::chrono::milliseconds(settings.timeout_ms);
   bootstrap::Rendezvous rv;
-  RR_RETURN_IF_ERROR(bootstrap::rendezvous_from_url(static_cast<const char*>(how), nranks, rank, deadline, &rv));
-  return build(std::move(rv), settings, deadline, out);
+  RR_RETURN_IF_ERROR(
+      swept(bootstrap::rendezvous_from_url(static_cast<const char*>(how), nranks, rank, deadline, &rv)));
+  return swept(build(std::move(rv), settings, deadline, out));
 }
 
 }  // namespace rr::setup

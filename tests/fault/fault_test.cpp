@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
 #include <signal.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,6 +135,7 @@ class NoShmLeft : public ::testing::Test {
     }
   }
   std::set<std::string> before_;
+  int sysv_orphan_ = -1;
 };
 
 // A large allreduce; the victim faults `delay` into it, from a second thread.
@@ -183,6 +186,20 @@ TEST_F(Faults, KilledRankIsNamedByEverySurvivor) {
 // yet (UCX's window between creating and unlinking one): the survivors
 // remove it once they see the death, and leave alone one a live process holds.
 TEST_F(Faults, SegmentOfAKilledRankIsRemovedBySurvivors) {
+  // A System V segment whose creator died before it attached it.
+  int made[2];
+  ASSERT_EQ(pipe(made), 0);
+  if (fork() == 0) {
+    const int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    if (write(made[1], &id, sizeof(id)) != sizeof(id)) _exit(1);
+    _exit(0);
+  }
+  ASSERT_EQ(read(made[0], &sysv_orphan_, sizeof(sysv_orphan_)), static_cast<ssize_t>(sizeof(sysv_orphan_)));
+  close(made[0]);
+  close(made[1]);
+  while (wait(nullptr) > 0) {
+  }
+  ASSERT_GE(sysv_orphan_, 0);
   const std::string orphan = "/ucx_shm_posix_rrtest" + std::to_string(getpid());
   const std::string held = "/ucx_shm_posix_rrheld" + std::to_string(getpid());
   const int keep = shm_open(held.c_str(), O_CREAT | O_RDWR, 0600);
@@ -195,9 +212,34 @@ TEST_F(Faults, SegmentOfAKilledRankIsRemovedBySurvivors) {
   print(outcomes, {2});
   for (int r : {0, 1, 3}) EXPECT_EQ(outcomes[static_cast<size_t>(r)].result, rrRemoteError);
   EXPECT_NE(access(("/dev/shm" + orphan).c_str(), F_OK), 0) << "the killed rank's segment is left: " << orphan;
+  // UCX's System V transport too: a segment made by a process that died
+  // before it attached it (nattch 0, not marked for removal).
+  struct shmid_ds ds {};
+  EXPECT_NE(shmctl(sysv_orphan_, IPC_STAT, &ds), 0) << "the dead process's System V segment " << sysv_orphan_ << " is left";
   EXPECT_EQ(access(("/dev/shm" + held).c_str(), F_OK), 0) << "a segment a live process holds was removed";
   close(keep);
   shm_unlink(held.c_str());
+  shm_unlink(orphan.c_str());
+  shmctl(sysv_orphan_, IPC_RMID, nullptr);
+}
+
+// A setup that fails (here: rank 1 never comes) may be a rank killed while
+// it made its transport: the segments such a rank leaves are removed.
+TEST_F(Faults, FailedSetupRemovesWhatADeadRankLeft) {
+  const std::string orphan = "/ucx_shm_posix_rrinit" + std::to_string(getpid());
+  if (fork() == 0) {  // opens it and dies holding it
+    if (shm_open(orphan.c_str(), O_CREAT | O_RDWR, 0600) < 0) _exit(1);
+    _exit(0);
+  }
+  while (wait(nullptr) > 0) {
+  }
+  ASSERT_EQ(access(("/dev/shm" + orphan).c_str(), F_OK), 0);
+  rrConfig_t config = RR_CONFIG_INITIALIZER;
+  config.timeout_ms = 500;
+  rrComm_t comm = nullptr;
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
+  EXPECT_EQ(rrCommInitUrl(&comm, url.c_str(), 2, 0, &config), rrTimeout) << rrGetLastError(nullptr);
+  EXPECT_NE(access(("/dev/shm" + orphan).c_str(), F_OK), 0) << "left: " << orphan;
   shm_unlink(orphan.c_str());
 }
 

@@ -1,13 +1,18 @@
 #include "transport/ucx/shm_sweep.hpp"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -79,9 +84,40 @@ bool held_by(const char* pid, std::set<FileId>* held) {
   return true;
 }
 
-}  // namespace
+// Whether process `pid` has ended (gone, or a zombie).
+bool ended(pid_t pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  std::ifstream stat(path);
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && (text[paren + 2] == 'Z' || text[paren + 2] == 'X');
+}
 
-int remove_orphan_ucx_segments() {
+// System V segments (UCX's sysv transport: IPC_PRIVATE, marked for removal
+// once attached): one of this user's that nobody has attached and whose
+// creator has ended was left by a process killed in between.
+int remove_orphan_sysv_segments() {
+  shm_info info {};
+  const int highest = shmctl(0, SHM_INFO, reinterpret_cast<shmid_ds*>(&info));
+  int removed = 0;
+  for (int index = 0; index <= highest; ++index) {
+    shmid_ds ds {};
+    const int id = shmctl(index, SHM_STAT, &ds);
+    if (id < 0 || ds.shm_perm.uid != geteuid() || ds.shm_perm.__key != IPC_PRIVATE || ds.shm_nattch != 0) continue;
+    if ((ds.shm_perm.mode & SHM_DEST) || !ended(ds.shm_cpid)) continue;
+    if (shmctl(id, IPC_RMID, nullptr) == 0) {
+      ++removed;
+      RR_LOG(LogLevel::kInfo, "removed System V segment %d, left by process %d, which died", id,
+             static_cast<int>(ds.shm_cpid));
+    }
+  }
+  return removed;
+}
+
+int remove_orphan_files() {
   const auto found = candidates();
   if (found.empty()) return 0;
   std::set<FileId> held;
@@ -107,5 +143,9 @@ int remove_orphan_ucx_segments() {
   }
   return removed;
 }
+
+}  // namespace
+
+int remove_orphan_ucx_segments() { return remove_orphan_files() + remove_orphan_sysv_segments(); }
 
 }  // namespace rr::transport
