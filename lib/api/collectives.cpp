@@ -55,8 +55,9 @@ static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t c
 static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrBroadcast", comm, datatype, nullptr, stream);
   if (s.ok()) s = check_root("rrBroadcast", comm, root);
-  if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count);
-  if (s.ok()) s = need("rrBroadcast", "recvbuff", recvbuff, count);
+  const size_t elem = rr::reduce::dtype_size(datatype);
+  if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count, elem);
+  if (s.ok()) s = need("rrBroadcast", "recvbuff", recvbuff, count, elem);
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
@@ -72,7 +73,7 @@ static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t co
 static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrReduce", comm, datatype, &op, stream);
   if (s.ok()) s = check_root("rrReduce", comm, root);
-  if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count);
+  if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) s = check_buffers("rrReduce", sendbuff, recvbuff, count, datatype);
   Route r;
   if (s.ok()) {
@@ -89,7 +90,7 @@ static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count
 static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrGather", comm, datatype, nullptr, stream);
   if (s.ok()) s = check_root("rrGather", comm, root);
-  if (s.ok()) s = need("rrGather", "sendbuff", sendbuff, sendcount);
+  if (s.ok()) s = need("rrGather", "sendbuff", sendbuff, sendcount, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) {
     s = check_blocks("rrGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff, sendcount, root,
                      rr::reduce::dtype_size(datatype));
@@ -109,7 +110,7 @@ static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendc
 static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrScatter", comm, datatype, nullptr, stream);
   if (s.ok()) s = check_root("rrScatter", comm, root);
-  if (s.ok()) s = need("rrScatter", "recvbuff", recvbuff, recvcount);
+  if (s.ok()) s = need("rrScatter", "recvbuff", recvbuff, recvcount, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) {
     s = check_blocks("rrScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff", recvbuff, recvcount, root,
                      rr::reduce::dtype_size(datatype));
@@ -134,8 +135,8 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
     if (count > SIZE_MAX / elem / n) {
       s = rr::InvalidArgument("rrAllToAll: count=" + std::to_string(count) + " overflows");
     } else {
-      s = need("rrAllToAll", "sendbuff", sendbuff, count);
-      if (s.ok()) s = need("rrAllToAll", "recvbuff", recvbuff, count);
+      s = need("rrAllToAll", "sendbuff", sendbuff, count * n, elem);
+      if (s.ok()) s = need("rrAllToAll", "recvbuff", recvbuff, count * n, elem);
       const auto a = reinterpret_cast<uintptr_t>(sendbuff);
       const auto b = reinterpret_cast<uintptr_t>(recvbuff);
       const size_t bytes = count * n * elem;

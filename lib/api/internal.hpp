@@ -101,7 +101,7 @@ rr::Status check_blocks(const char* call, const char* big_name, const void* big,
 // size fits size_t and it ends within the address space a process can have.
 rr::Status check_extent(const char* call, const char* name, const void* buf, size_t count, size_t elem);
 // `buf` is not NULL unless count is 0.
-rr::Status need(const char* call, const char* name, const void* buf, size_t count);
+rr::Status need(const char* call, const char* name, const void* buf, size_t count, size_t elem);
 rr::Status check_root(const char* call, rrComm_t comm, int root);
 
 // How a call runs: on the calling thread, blocking (host buffers and no

@@ -151,7 +151,7 @@ rrResult_t post_request(const char* call, bool is_send, void* buf, size_t count,
                         int tag, rrComm_t comm, rrRequest_t* request) {
   rr::Status s = check_call(call, comm, datatype, nullptr, nullptr);
   if (s.ok()) s = check_peer_and_tag(call, comm, is_send, peer, tag);
-  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count, rr::reduce::dtype_size(datatype));
   if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, nullptr);
   if (s.ok() && !request) s = rr::InvalidArgument(std::string(call) + ": request is NULL");
   if (!s.ok()) return fail(comm, s);
@@ -295,7 +295,7 @@ rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t da
                             (is_send ? "a send needs a peer" : "any-source receives are rrIrecv / rrIrecvTag, whose "
                                                                "rrWaitStatus says who sent"));
   }
-  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count);
+  if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count, rr::reduce::dtype_size(datatype));
   if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, stream);
   if (!s.ok()) return fail(comm, s);
   const bool grouped = group.depth > 0;

@@ -174,17 +174,10 @@ rr::Status check_blocks(const char* call, const char* big_name, const void* big,
   return rr::Status::Ok();
 }
 
-rr::Status need(const char* call, const char* name, const void* buf, size_t count) {
+rr::Status need(const char* call, const char* name, const void* buf, size_t count, size_t elem) {
   if (count > 0 && !buf) return rr::InvalidArgument(std::string(call) + ": " + name + " is NULL with count " + std::to_string(count));
-  // Elements are at least a byte: a count past the address space in bytes
-  // is past it whatever the type (check_extent, given the type, is exact).
-  const auto start = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(buf));
-  if (count > 0 && (count > kAddressSpaceEnd || start > kAddressSpaceEnd - count)) {
-    return rr::InvalidArgument(std::string(call) + ": count=" + std::to_string(count) + " elements (" +
-                               in_units(count) + " at the least) at " + name + " cannot exist: it would end past " +
-                               in_units(kAddressSpaceEnd) + ", beyond any process's address space");
-  }
-  return rr::Status::Ok();
+  if (count == 0) return rr::Status::Ok();
+  return check_extent(call, name, buf, count, elem);
 }
 
 rr::Status check_root(const char* call, rrComm_t comm, int root) {

@@ -339,6 +339,32 @@ TEST(Resources, CountsWhoseBuffersCannotExistAreRefusedOnEveryRank) {
       {"rrBroadcast, 2^60 floats",
        [=](rrComm_t c, float* a, float*) { return rrBroadcast(a, a, too_large, rrFloat32, 0, c, nullptr); },
        "cannot exist"},
+      // 2^55 elements of 4 or 8 bytes: past the address space only counted
+      // in bytes of their type, not in elements (the calls below once
+      // checked as if elements were bytes).
+      {"rrBroadcast, 2^55 floats",
+       [=](rrComm_t c, float* a, float*) { return rrBroadcast(a, a, size_t{1} << 55, rrFloat32, 0, c, nullptr); },
+       "count=36028797018963968 x 4 bytes (128 PiB) at"},
+      {"rrReduce, 2^55 doubles",
+       [=](rrComm_t c, float* a, float* b) { return rrReduce(a, b, size_t{1} << 55, rrFloat64, rrSum, 0, c, nullptr); },
+       "x 8 bytes (256 PiB) at sendbuff cannot exist"},
+      {"rrGather, 2^55 floats per rank",
+       [=](rrComm_t c, float* a, float* b) { return rrGather(a, b, size_t{1} << 55, rrFloat32, 0, c, nullptr); },
+       "cannot exist"},
+      {"rrScatter, 2^55 floats per rank",
+       [=](rrComm_t c, float* a, float* b) { return rrScatter(a, b, size_t{1} << 55, rrFloat32, 0, c, nullptr); },
+       "cannot exist"},
+      {"rrAllToAll, 2^54 floats per peer",
+       [=](rrComm_t c, float* a, float* b) { return rrAllToAll(a, b, size_t{1} << 54, rrFloat32, c, nullptr); },
+       "cannot exist"},
+      {"rrSend, 2^55 floats",
+       [=](rrComm_t c, float* a, float*) {
+         int rank = 0, size = 1;
+         rrCommUserRank(c, &rank);
+         rrCommCount(c, &size);
+         return rrSend(a, size_t{1} << 55, rrFloat32, (rank + 1) % size, c, nullptr);
+       },
+       "cannot exist"},
   };
   static_assert(HostReport::kMaxRanks >= 3, "");
   for (const Case& k : cases) {
