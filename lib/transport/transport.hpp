@@ -101,8 +101,9 @@ class Transport {
   // default is the transport's own); rrCommAbort shortens it.
   virtual void set_close_timeout(std::chrono::milliseconds /*limit*/) {}
   // The communicator failed or is aborting: its peers may leave at any
-  // moment, and their leaving is no longer news (the UCX transport then
-  // keeps UCX's own lines about it off stderr, ucx/ucx_log.hpp).
+  // moment, and their leaving is no longer news. The UCX transport then
+  // keeps UCX's own lines about it off the output (ucx/ucx_log.hpp) and,
+  // when it closes, leaves its worker as it is instead of tearing it down.
   virtual void expect_peer_loss() {}
 
   // Not ok once `peer` has failed or disconnected; the message names it.
