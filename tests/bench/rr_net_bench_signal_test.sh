@@ -73,14 +73,16 @@ for sig in INT TERM HUP; do
   for moment in setup run; do
     runs=$((runs + 1))
     failed_before=$failed
-    # Job control: the run gets its own process group, with SIGINT not ignored
-    # (a non-interactive shell starts background commands with SIGINT ignored).
+    # Job control: the run gets its own process group. And the three signals
+    # at their defaults whatever this test inherited: a non-interactive shell
+    # starts background commands with SIGINT ignored, nohup (or a CI runner)
+    # ignores SIGHUP, and bash cannot trap a signal ignored when it started.
     set -m
     dir=$TMP/$sig.$moment
     mkdir -p "$dir/tmp"
     marker=$$.$sig.$moment
     # Sizes and iterations enough to run far longer than the test waits.
-    RR_NET_BENCH_SIGNAL_TEST=$marker TMPDIR=$dir/tmp bash "$SCRIPT" --bench "$BENCH" --backend ringreduce \
+    RR_NET_BENCH_SIGNAL_TEST=$marker TMPDIR=$dir/tmp env --default-signal=INT,TERM,HUP bash "$SCRIPT" --bench "$BENCH" --backend ringreduce \
       -n "$hosts" -b 64M -e 64M --iters 1000 --warmup 1 --timeout 60 --out "$dir/out" >"$dir/log" 2>&1 </dev/null &
     pid=$!
     set +m # its own group is made; no "Terminated" notices from the shell
