@@ -6,6 +6,7 @@
 
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "exec/wait_policy.hpp"
 
 namespace rr {
 
@@ -67,6 +68,12 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
       return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring or rd (recursive doubling)");
     }
     s.allreduce_algo_source = "env RR_ALGO";
+  }
+  if (const char* wait = env_str("RR_WAIT_POLICY")) {
+    exec::WaitMode mode;
+    if (!exec::parse_wait_mode(wait, &mode)) {
+      return InvalidArgument(std::string("RR_WAIT_POLICY=") + wait + ": expected sleep, yield or spin");
+    }
   }
   RR_RETURN_IF_ERROR(env_positive("RR_MODEL_ALPHA_US", 1e-6, &s.model.alpha_s, &s.model_source));
   RR_RETURN_IF_ERROR(env_rate("RR_MODEL_MOVE_GBPS", &s.model.beta_s_per_byte, &s.model_source));
