@@ -42,6 +42,17 @@ using namespace rr::api;
 
 namespace {
 
+// Between two polls that hand the communicator's turn back (rrGroupEnd,
+// rrWait on a send or receive): yield at first, then sleep briefly, and
+// sleep at once when an operation is queued (its worker needs the turn).
+void pause_between_polls(int idle_polls, bool queued) {
+  if (queued || idle_polls > 64) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  } else {
+    std::this_thread::yield();
+  }
+}
+
 // The calling thread's group: depth of rrGroupStart nesting and the
 // communicators holding queued sends and receives, in first-use order.
 struct Group {
@@ -116,11 +127,7 @@ RR_API rrResult_t rrGroupEnd(void) {
     idle_rounds = any_finished ? 0 : idle_rounds + 1;
     bool queued = false;
     for (rrComm_t comm : pending) queued = queued || comm->impl->queue().has_queued();
-    if (queued || idle_rounds > 64) {  // a queued operation's worker needs the turn
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    } else {
-      std::this_thread::yield();
-    }
+    pause_between_polls(idle_rounds, queued);
   }
   return first;
 }
@@ -260,8 +267,7 @@ rrResult_t finish_request(const char* call, rrRequest_t request, bool block, int
                           " did not finish within " + std::to_string(comm->impl->settings().timeout_ms) + " ms");
           break;
         }
-        if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-        else std::this_thread::yield();
+        pause_between_polls(polls, /*queued=*/false);
       }
     }
     if (done) *done = finished ? 1 : 0;

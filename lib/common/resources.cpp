@@ -6,16 +6,12 @@
 
 namespace rr {
 
-namespace {
-
 std::string in_units(uint64_t bytes) {
   constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
   while (bytes >= 10 * 1024 && unit < 4) bytes /= 1024, ++unit;
   return std::to_string(bytes) + " " + kUnits[unit];
 }
-
-}  // namespace
 
 DescriptorUse descriptor_use() {
   DescriptorUse use;

@@ -20,6 +20,10 @@ DescriptorUse descriptor_use();
 // fewer than `needed` descriptors are left under the limit; empty otherwise.
 std::string descriptor_shortage(long needed);
 
+// `bytes` in the largest unit of B, KiB, MiB, GiB, TiB that leaves at least
+// 10 of it, rounded down: "4608 KiB", "21 GiB".
+std::string in_units(uint64_t bytes);
+
 // "/dev/shm is full: 12 KiB free of 1 MiB, ..." when /dev/shm has less than
 // `needed` bytes free; empty otherwise, or when there is no /dev/shm.
 std::string shm_shortage(uint64_t needed);

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/resources.hpp"
+
 namespace rr::memory {
 
 namespace {
@@ -46,13 +48,6 @@ uint64_t available_memory() {
     std::fclose(f);
   }
   return kib * 1024;
-}
-
-std::string in_units(uint64_t bytes) {
-  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 10 * 1024 && unit < 4) bytes /= 1024, ++unit;
-  return std::to_string(bytes) + " " + kUnits[unit];
 }
 
 }  // namespace

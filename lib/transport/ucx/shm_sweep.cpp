@@ -1,23 +1,21 @@
 #include "transport/ucx/shm_sweep.hpp"
 
 #include <dirent.h>
-#include <signal.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "common/log.hpp"
+#include "common/process.hpp"
 
 namespace rr::transport {
 
@@ -84,18 +82,6 @@ bool held_by(const char* pid, std::set<FileId>* held) {
   return true;
 }
 
-// Whether process `pid` has ended (gone, or a zombie).
-bool ended(pid_t pid) {
-  if (pid <= 0) return false;
-  if (kill(pid, 0) != 0) return errno == ESRCH;
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  std::ifstream stat(path);
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');
-  return paren != std::string::npos && paren + 2 < text.size() && (text[paren + 2] == 'Z' || text[paren + 2] == 'X');
-}
-
 // System V segments (UCX's sysv transport: IPC_PRIVATE, marked for removal
 // once attached): one of this user's that nobody has attached and whose
 // creator has ended was left by a process killed in between.
@@ -107,7 +93,7 @@ int remove_orphan_sysv_segments() {
     shmid_ds ds {};
     const int id = shmctl(index, SHM_STAT, &ds);
     if (id < 0 || ds.shm_perm.uid != geteuid() || ds.shm_perm.__key != IPC_PRIVATE || ds.shm_nattch != 0) continue;
-    if ((ds.shm_perm.mode & SHM_DEST) || !ended(ds.shm_cpid)) continue;
+    if ((ds.shm_perm.mode & SHM_DEST) || !process_ended(ds.shm_cpid)) continue;
     if (shmctl(id, IPC_RMID, nullptr) == 0) {
       ++removed;
       RR_LOG(LogLevel::kInfo, "removed System V segment %d, left by process %d, which died", id,

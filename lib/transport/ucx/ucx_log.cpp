@@ -64,19 +64,25 @@ bool expected(const char* file, const char* format, int error) {
 
 thread_local FirstError* recording = nullptr;
 
+// UCX's line as its printer would write it: `format` over `ap` with errno
+// as UCX left it (for its %m).
+std::string formatted(const char* format, va_list ap, int error) {
+  char text[512];
+  va_list copy;
+  va_copy(copy, ap);
+  errno = error;
+  std::vsnprintf(text, sizeof(text), format, copy);
+  va_end(copy);
+  return text;
+}
+
 }  // namespace
 
 // Writes a line into the innermost FirstError of this thread that has none.
 struct Recorder {
   static void record(const char* file, const char* format, va_list ap, int error) {
     if (!recording || !recording->text_.empty()) return;
-    char text[512];
-    va_list copy;
-    va_copy(copy, ap);
-    errno = error;
-    std::vsnprintf(text, sizeof(text), format, copy);
-    va_end(copy);
-    recording->text_ = std::string(base_name(file)) + ": " + text;
+    recording->text_ = std::string(base_name(file)) + ": " + formatted(format, ap, error);
   }
 };
 
@@ -94,13 +100,8 @@ ucs_log_func_rc_t filter(const char* file, unsigned line, const char* /*function
     return UCS_LOG_FUNC_RC_CONTINUE;
   }
   if (log_level() >= LogLevel::kInfo) {
-    char text[512];
-    va_list copy;
-    va_copy(copy, ap);
-    errno = error;
-    std::vsnprintf(text, sizeof(text), format, copy);
-    va_end(copy);
-    RR_LOG(LogLevel::kInfo, "UCX, after a peer left (expected): %s:%u %s", base_name(file), line, text);
+    RR_LOG(LogLevel::kInfo, "UCX, after a peer left (expected): %s:%u %s", base_name(file), line,
+           formatted(format, ap, error).c_str());
   }
   return UCS_LOG_FUNC_RC_STOP;
 }

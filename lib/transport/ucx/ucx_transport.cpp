@@ -3,14 +3,13 @@
 #include "transport/ucx/ucx_log.hpp"
 
 #include "common/log.hpp"
+#include "common/process.hpp"
 #include "common/resources.hpp"
 
 #include <poll.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include <chrono>
@@ -499,18 +498,7 @@ void UcxTransport::check_liveness(Peer& p) const {
     return;
   }
   // No pidfd (kernel before 5.3): the process is gone, or a zombie.
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(p.pid));
-  FILE* f = std::fopen(path, "r");
-  if (!f) {
-    if (kill(p.pid, 0) != 0 && errno == ESRCH) mark_dead(p);
-    return;
-  }
-  char stat[256] = {};
-  const size_t n = std::fread(stat, 1, sizeof(stat) - 1, f);
-  std::fclose(f);
-  const char* close_paren = std::strrchr(stat, ')');  // the command name may hold spaces
-  if (n > 0 && close_paren && (close_paren[2] == 'Z' || close_paren[2] == 'X')) mark_dead(p);
+  if (process_ended(p.pid)) mark_dead(p);
 }
 
 Status UcxTransport::peer_status(int peer) const {
