@@ -19,6 +19,8 @@
 #include <string>
 #include <type_traits>
 
+#include "integer_fold.hpp"
+
 #include "reduce/half.hpp"
 #include "reduce/with_dtype.hpp"
 #include "ringreduce/ringreduce.h"
@@ -97,25 +99,7 @@ double reference(rrRedOp_t op, int ranks, size_t i, uint64_t seed, double* toler
     if (op == rrProd) *tolerance = (ranks + 1) * epsilon * std::fabs(acc) * 1.01;
     return acc;
   } else {
-    // Modular arithmetic in 64 bits, then the type's width.
-    using U = std::make_unsigned_t<T>;
-    uint64_t acc = static_cast<uint64_t>(static_cast<int64_t>(input<T>(op, 0, i, seed)));
-    T best = input<T>(op, 0, i, seed);
-    for (int r = 1; r < ranks; ++r) {
-      const T x = input<T>(op, r, i, seed);
-      const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(x));
-      if (op == rrSum || op == rrAvg) acc += u;
-      if (op == rrProd) acc *= u;
-      if (op == rrBand) acc &= u;
-      if (op == rrBor) acc |= u;
-      if (op == rrBxor) acc ^= u;
-      if (op == rrMax) best = std::max(best, x);
-      if (op == rrMin) best = std::min(best, x);
-    }
-    if (op == rrMax || op == rrMin) return static_cast<double>(best);
-    const T wrapped = static_cast<T>(static_cast<U>(acc));
-    if (op == rrAvg) return static_cast<double>(static_cast<T>(wrapped / static_cast<T>(ranks)));
-    return static_cast<double>(wrapped);
+    return static_cast<double>(fold_integers<T>(op, ranks, [&](int r) { return input<T>(op, r, i, seed); }));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "../common/integer_fold.hpp"
 #include "issued.hpp"
 #include "values.hpp"
 
@@ -89,23 +90,9 @@ T reduce_reference(const std::vector<uint64_t>& keys, size_t i, rrRedOp_t op, do
     *expect = acc;
     return from_double<T>(acc);
   } else {
-    using U = std::make_unsigned_t<T>;
-    T best = reduction_input<T>(keys[0], i, op);
-    uint64_t acc = static_cast<U>(best);
-    for (int r = 1; r < n; ++r) {
-      const T x = reduction_input<T>(keys[static_cast<size_t>(r)], i, op);
-      const uint64_t u = static_cast<U>(x);
-      if (op == rrSum || op == rrAvg) acc += u;
-      if (op == rrProd) acc *= u;
-      if (op == rrBand) acc &= u;
-      if (op == rrBor) acc |= u;
-      if (op == rrBxor) acc ^= u;
-      if (op == rrMax) best = std::max(best, x);
-      if (op == rrMin) best = std::min(best, x);
-    }
-    T result = best;
-    if (op != rrMax && op != rrMin) result = static_cast<T>(static_cast<U>(acc));
-    if (op == rrAvg) result = static_cast<T>(result / static_cast<T>(n));
+    const T result = rr::test::fold_integers<T>(op, n, [&](int r) {
+      return reduction_input<T>(keys[static_cast<size_t>(r)], i, op);
+    });
     *expect = static_cast<double>(result);
     return result;
   }
