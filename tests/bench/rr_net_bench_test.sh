@@ -10,11 +10,7 @@ set -u
 SCRIPT=${1:?usage: rr_net_bench_test.sh rr-net-bench rr-bench checker}
 BENCH=${2:?}
 CHECKER=${3:?}
-[[ $(id -u) -eq 0 ]] || { echo "SKIP: network namespaces need root"; exit 77; }
-command -v ip >/dev/null && command -v tc >/dev/null || { echo "SKIP: no ip/tc (iproute2)"; exit 77; }
-probe=rrnprobe$$
-ip netns add "$probe" 2>/dev/null || { echo "SKIP: ip netns add is not allowed here"; exit 77; }
-ip netns del "$probe"
+source "$(dirname "${BASH_SOURCE[0]}")/../common/require_netns.sh"
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -13,11 +13,7 @@
 set -u
 RANK_BIN=${1:?usage: link_cut_test.sh link_cut_rank}
 RANK_BIN=$(realpath "$RANK_BIN")
-[[ $(id -u) -eq 0 ]] || { echo "SKIP: network namespaces need root"; exit 77; }
-command -v ip >/dev/null && command -v tc >/dev/null || { echo "SKIP: no ip/tc (iproute2)"; exit 77; }
-probe=rrlcprobe$$
-ip netns add "$probe" 2>/dev/null || { echo "SKIP: ip netns add is not allowed here"; exit 77; }
-ip netns del "$probe"
+source "$(dirname "${BASH_SOURCE[0]}")/../common/require_netns.sh"
 
 hosts=3
 cut_host=1
