@@ -45,6 +45,14 @@ class Backend {
   virtual std::string name() const = 0;
   // One line: the algorithm and settings this row label stands for.
   virtual std::string settings() const = 0;
+  // The schedule the library takes for `count` elements of `type` of `coll`
+  // on this run's ranks, for the row's label; empty when it cannot tell.
+  virtual std::string algorithm(const Collective& coll, std::size_t count, DataType type) const {
+    (void)coll;
+    (void)count;
+    (void)type;
+    return {};
+  }
   // Empty when this backend runs `coll` on (type, op); otherwise why it cannot.
   virtual std::string unsupported(const Collective& coll, DataType type, RedOp op) const = 0;
   // False when the backend's in-place form of `coll` lays out its buffers

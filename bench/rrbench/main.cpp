@@ -378,6 +378,7 @@ int run(const Options& options, std::vector<Variant> variants, Launcher launcher
             for (std::size_t b = 0; b < able.size(); ++b) {
               Row row;
               row.backend = able[b]->name();
+              row.algorithm = able[b]->algorithm(*coll, count, type);
               row.coll = coll;
               row.size = count * type_size(type);
               row.count = count;

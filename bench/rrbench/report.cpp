@@ -135,7 +135,7 @@ void Report::print_header(const RunInfo& info) {
   std::fprintf(out_, "%s\n", groups.c_str());
   std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %s\n", "size",
                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-               "#wrong", "bus/cpy", "backend");
+               "#wrong", "bus/cpy", "backend (algorithm)");
   std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %s\n", "(B)",
                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "");
   std::fflush(out_);
@@ -158,8 +158,9 @@ void Report::add_row(const Row& row) {
       std::fprintf(out_, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
     }
   }
-  std::fprintf(out_, "  %7.3f  %s\n", memcpy_gbps_ > 0 ? row.out_of_place.busbw / memcpy_gbps_ : 0.0,
-               row.backend.c_str());
+  std::fprintf(out_, "  %7.3f  %s%s%s%s\n", memcpy_gbps_ > 0 ? row.out_of_place.busbw / memcpy_gbps_ : 0.0,
+               row.backend.c_str(), row.algorithm.empty() ? "" : " (", row.algorithm.c_str(),
+               row.algorithm.empty() ? "" : ")");
   std::fflush(out_);
 }
 
@@ -209,10 +210,11 @@ void Report::write_json(const std::string& path, const RunInfo& info) const {
     const Row& row = rows_[i];
     const double ratio = info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0;
     std::fprintf(file,
-                 "%s\n    {\"backend\": %s, \"collective\": %s, \"size\": %zu, \"count\": %zu, \"type\": %s, "
+                 "%s\n    {\"backend\": %s, \"algorithm\": %s, \"collective\": %s, \"size\": %zu, \"count\": %zu, \"type\": %s, "
                  "\"redop\": %s, \"root\": %d, \"bus_factor\": %s, \"out_of_place\": %s, \"in_place\": %s, "
                  "\"busbw_over_memcpy\": %s}",
-                 i ? "," : "", json_string(row.backend).c_str(), json_string(row.coll->name).c_str(), row.size,
+                 i ? "," : "", json_string(row.backend).c_str(), json_string(row.algorithm).c_str(),
+                 json_string(row.coll->name).c_str(), row.size,
                  row.count, json_string(type_name(row.type)).c_str(), json_string(redop_column(row)).c_str(), row.root,
                  json_number(row.coll->bus_factor(info.nranks)).c_str(), json_measurement(row.out_of_place).c_str(),
                  json_measurement(row.in_place).c_str(), json_number(ratio).c_str());
@@ -232,7 +234,7 @@ void Report::write_csv(const std::string& path, const RunInfo& info) const {
   std::fprintf(file,
                "backend,collective,nranks,size,count,type,redop,root,"
                "oop_time_us,oop_algbw_GBps,oop_busbw_GBps,oop_wrong,"
-               "ip_time_us,ip_algbw_GBps,ip_busbw_GBps,ip_wrong,memcpy_GBps,busbw_over_memcpy\n");
+               "ip_time_us,ip_algbw_GBps,ip_busbw_GBps,ip_wrong,memcpy_GBps,busbw_over_memcpy,algorithm\n");
   for (const Row& row : rows_) {
     std::fprintf(file, "%s,%s,%d,%zu,%zu,%s,%s,%d", row.backend.c_str(), row.coll->name, info.nranks, row.size,
                  row.count, type_name(row.type), redop_column(row), row.root);
@@ -244,8 +246,8 @@ void Report::write_csv(const std::string& path, const RunInfo& info) const {
         std::fprintf(file, ",,,,");
       }
     }
-    std::fprintf(file, ",%.3f,%.4f\n", info.memcpy_gbps,
-                 info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0);
+    std::fprintf(file, ",%.3f,%.4f,%s\n", info.memcpy_gbps,
+                 info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0, row.algorithm.c_str());
   }
   close_or_throw(file, path);
 }

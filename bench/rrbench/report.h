@@ -24,6 +24,7 @@ struct Measurement {
 
 struct Row {
   std::string backend;
+  std::string algorithm;  // the schedule the backend's library took for the row ("" when it cannot tell)
   const Collective* coll = nullptr;
   std::size_t size = 0;   // bytes
   std::size_t count = 0;  // elements

@@ -107,6 +107,23 @@ class RingreduceBackend : public Backend {
     return "rrAllReduce and friends, blocking host calls; " + setting("RR_CHUNK_BYTES") + ", " +
            setting("RR_PIPELINE_DEPTH");
   }
+  std::string algorithm(const Collective& coll, std::size_t count, DataType type) const override {
+    const std::size_t n = static_cast<std::size_t>(library_->nranks());
+    const char* name = nullptr;
+    std::size_t per_call = count;  // as run() passes it
+    switch (coll.kind) {
+      case CollKind::kAllReduce: name = "allreduce"; break;
+      case CollKind::kReduceScatter: name = "reducescatter", per_call = count / n; break;
+      case CollKind::kAllGather: name = "allgather", per_call = count / n; break;
+      case CollKind::kBroadcast: name = "broadcast"; break;
+      case CollKind::kReduce: name = "reduce"; break;
+      case CollKind::kAllToAll: name = "alltoall", per_call = count / n; break;
+      case CollKind::kSendRecv: return "point-to-point";
+    }
+    const char* chosen = nullptr;
+    if (rrCommGetAlgorithm(library_->comm(), name, per_call, to_rr(type), &chosen) != rrSuccess) return {};
+    return chosen;
+  }
   std::string unsupported(const Collective& coll, DataType type, RedOp op) const override {
     // The engine refuses them (rrInvalidArgument), as MPI does.
     if (coll.has_op && is_bitwise(op) && is_float(type)) {

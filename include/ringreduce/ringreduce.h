@@ -302,12 +302,22 @@ rrResult_t rrAllToAllvAsync(const void* sendbuff, const size_t* sendcounts, cons
                             rrDataType_t datatype, rrComm_t comm, rrRequest_t* request);
 rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request);
 
-/* Observability. Payload bytes this rank has sent to / received from `peer`
- * since the communicator was made (headers not counted). */
+/* Observability. Bytes this rank has sent to / received from `peer` since
+ * the communicator was made: data and ringreduce's own 32-byte operation
+ * headers (the argument check), not the transport's protocol headers. */
 rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,
                               uint64_t* bytes_received);
 /* The staging pool: bytes it holds and how many times it has allocated. */
 rrResult_t rrCommGetPoolStats(const rrComm_t comm, size_t* pool_bytes, uint64_t* allocations);
+/* The schedule a host-memory call of `collective` ("allreduce",
+ * "reducescatter", "allgather", "broadcast", "reduce", "gather", "scatter",
+ * "alltoall", "alltoallv", "barrier") on `count` elements of `datatype` takes
+ * on this communicator, as the settings (RR_ALGO, RR_MODEL_*, RR_CHUNK_BYTES)
+ * choose it: "ring", "recursive doubling", "binomial tree", "chain",
+ * "direct" or, on one rank, "local copy". *algorithm is a static string.
+ * (Device buffers take the ring for allreduce, through the staging pool.) */
+rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective, size_t count, rrDataType_t datatype,
+                              const char** algorithm);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "api/internal.hpp"
 #include "api/setup.hpp"
+#include "reduce/reduce.hpp"
 
 namespace rr::api {
 
@@ -303,4 +305,35 @@ RR_API rrResult_t rrCommGetPoolStats(const rrComm_t comm, size_t* pool_bytes, ui
   *pool_bytes = comm->impl->pool().bytes();
   *allocations = comm->impl->pool().allocations();
   return rrSuccess;
+}
+
+RR_API rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective, size_t count, rrDataType_t datatype,
+                                     const char** algorithm) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  if (!collective) return fail(comm, rr::Code::kInvalidArgument, "collective is NULL");
+  if (!algorithm) return fail(comm, rr::Code::kInvalidArgument, "algorithm is NULL");
+  if (!rr::reduce::valid_dtype(static_cast<int>(datatype))) {
+    return fail(comm, rr::Code::kInvalidArgument,
+                "datatype=" + std::to_string(static_cast<int>(datatype)) + " is not an rrDataType_t");
+  }
+  static const struct {
+    const char* name;
+    rr::wire::Collective collective;
+  } kNames[] = {
+      {"allreduce", rr::wire::Collective::kAllReduce}, {"reducescatter", rr::wire::Collective::kReduceScatter},
+      {"allgather", rr::wire::Collective::kAllGather}, {"broadcast", rr::wire::Collective::kBroadcast},
+      {"reduce", rr::wire::Collective::kReduce},       {"gather", rr::wire::Collective::kGather},
+      {"scatter", rr::wire::Collective::kScatter},     {"alltoall", rr::wire::Collective::kAllToAll},
+      {"alltoallv", rr::wire::Collective::kAllToAllv}, {"barrier", rr::wire::Collective::kBarrier},
+  };
+  for (const auto& entry : kNames) {
+    if (std::strcmp(entry.name, collective) == 0) {
+      *algorithm = comm->impl->algorithm(entry.collective, count, datatype);
+      return rrSuccess;
+    }
+  }
+  return fail(comm, rr::Code::kInvalidArgument,
+              std::string("collective=\"") + collective +
+                  "\": expected allreduce, reducescatter, allgather, broadcast, reduce, gather, scatter, alltoall, "
+                  "alltoallv or barrier");
 }

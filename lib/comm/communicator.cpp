@@ -84,6 +84,14 @@ Status Communicator::init() {
            settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str(),
            settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.c_str());
   }
+  // How ranks wait (exec/wait_policy.hpp): yield the core while this host
+  // runs more ranks than there are cores, unless RR_WAIT_POLICY says.
+  exec::note_host_ranks(transport_->same_host_ranks());
+  if (rank_ == 0) {
+    RR_LOG(LogLevel::kInfo, "rank 0: wait policy %s (RR_WAIT_POLICY=%s; %d ranks on this host, %d usable cores)",
+           exec::wait_mode_name(exec::effective_wait_mode()), exec::wait_mode_name(exec::wait_mode()),
+           exec::host_ranks(), exec::usable_cores());
+  }
   return Status::Ok();
 }
 
@@ -235,15 +243,21 @@ void Communicator::finish_abort() {
   control_->tell_everyone(notice, std::chrono::milliseconds(100));
 }
 
+wire::OpHeader Communicator::call_header(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op,
+                                         int root) const {
+  wire::OpHeader h;
+  h.collective = collective;
+  h.dtype = static_cast<uint8_t>(dtype);
+  h.op = static_cast<uint8_t>(op);
+  h.sequence = sequence_;
+  h.count = count;
+  h.root = root;
+  return h;
+}
+
 Status Communicator::agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
   if (!settings_.check_arguments || size_ == 1) return Status::Ok();
-  wire::OpHeader mine;
-  mine.collective = collective;
-  mine.dtype = static_cast<uint8_t>(dtype);
-  mine.op = static_cast<uint8_t>(op);
-  mine.sequence = sequence_;
-  mine.count = count;
-  mine.root = root;
+  const wire::OpHeader mine = call_header(collective, count, dtype, op, root);
   wire::encode_header(mine, header_out_);
   const int left = (rank_ + size_ - 1) % size_;
   const int right = (rank_ + 1) % size_;
@@ -264,16 +278,18 @@ Status Communicator::agree(wire::Collective collective, size_t count, rrDataType
       return fail_operation(RemoteError(mine.describe() + ": rank " + std::to_string(peer) + " sent " +
                                         parsed.message()));
     }
-    if (theirs != mine) {
-      return fail_operation(
-          InvalidUsage(std::string(wire::collective_name(collective)) + " #" + std::to_string(sequence_) +
-                       ": ranks called different collectives or passed different arguments: rank " +
-                       std::to_string(rank_) + " called " + mine.describe() + ", rank " + std::to_string(peer) +
-                       " called " + theirs.describe()),
-          wire::NoticeKind::kMismatch);
-    }
+    if (theirs != mine) return disagreement(mine, theirs, peer);
   }
   return Status::Ok();
+}
+
+Status Communicator::disagreement(const wire::OpHeader& mine, const wire::OpHeader& theirs, int peer) {
+  return fail_operation(InvalidUsage(std::string(wire::collective_name(mine.collective)) + " #" +
+                                     std::to_string(mine.sequence) +
+                                     ": ranks called different collectives or passed different arguments: rank " +
+                                     std::to_string(rank_) + " called " + mine.describe() + ", rank " +
+                                     std::to_string(peer) + " called " + theirs.describe()),
+                        wire::NoticeKind::kMismatch);
 }
 
 Status Communicator::check_usable() {
@@ -326,11 +342,13 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     reduce::finish(recv, send, count, dtype, op, 1);
     return Status::Ok();
   }
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
   if (allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr) ==
       algo::AllreduceAlgo::kRecursiveDoubling) {
-    return allreduce_recursive_doubling(send, recv, count, dtype, op);
+    // Its messages carry the argument check: no round trip before the data.
+    return allreduce_recursive_doubling(send, recv, count, dtype, op,
+                                        call_header(wire::Collective::kAllReduce, count, dtype, op));
   }
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
   return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, reducer, reduce_source);
 }
 
@@ -408,7 +426,7 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
   }
   RR_RETURN_IF_ERROR(agree(wire::Collective::kBroadcast, count, dtype, rrSum, root));
   const size_t bytes = count * reduce::dtype_size(dtype);
-  if (size_ <= 2 || bytes > tree_bytes()) {
+  if (!broadcast_by_tree(bytes)) {
     return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root);
   }
   // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
@@ -437,12 +455,7 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   const size_t bytes = count * reduce::dtype_size(dtype);
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
-  // Each child's partial result needs a staging slot of its own, beside the
-  // accumulator. The root has the most children, ceil(log2 N): decide by that
-  // bound, so that every rank takes the same path.
-  size_t most_children = 0;
-  while ((size_t{1} << most_children) < static_cast<size_t>(size_)) ++most_children;
-  if (size_ <= 2 || bytes > tree_bytes() || most_children + 1 > pool_.slots()) {
+  if (!reduce_by_tree(bytes)) {
     return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root);
   }
   // Small: a binomial tree. Gather the children's partial results, add them
@@ -463,12 +476,14 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
 }
 
 Status Communicator::barrier() {
-  // One byte around the ring: no rank leaves before every rank has arrived.
+  // An allreduce of one byte by recursive doubling, whose messages carry the
+  // barrier's header: no rank leaves before every rank has arrived, in
+  // ceil(log2 N) exchanges (plus two for the fold).
   uint8_t token = 0;
   RR_RETURN_IF_ERROR(check_usable());
   if (size_ == 1) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kBarrier, 0, rrUint8, rrSum, -1));
-  return run_ring("barrier", &token, &token, 1, rrUint8, rrMax, 0, algo::RingPhases::kBoth);
+  return allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax,
+                                      call_header(wire::Collective::kBarrier, 0, rrUint8, rrSum));
 }
 
 Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {

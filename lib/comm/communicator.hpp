@@ -122,6 +122,11 @@ class Communicator : public exec::Interrupt {
   // the result of the failure that broke it (here or, by notice, on a peer).
   rrResult_t async_error() const { return static_cast<rrResult_t>(async_error_.load(std::memory_order_relaxed)); }
 
+  // The schedule `collective` takes for `count` elements of `dtype` on this
+  // communicator (comm/algorithm_choice.cpp): "ring", "recursive doubling",
+  // "binomial tree", "chain", "direct" or, on one rank, "local copy".
+  const char* algorithm(wire::Collective collective, size_t count, rrDataType_t dtype) const;
+
   // exec::Interrupt.
   Status check() override;
   bool take_dump_request() override { return dump_requested_.exchange(false, std::memory_order_relaxed); }
@@ -162,6 +167,12 @@ class Communicator : public exec::Interrupt {
   // Exchanges this call's header with both ring neighbours and compares;
   // not ok, on this rank and (by notice) every other, when they differ.
   Status agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);
+  // The header of the call about to run (its sequence is the next one).
+  wire::OpHeader call_header(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op,
+                             int root = -1) const;
+  // `peer` sent `theirs` for the call this rank made as `mine`: fails the
+  // operation, naming both calls, and tells every rank (a mismatch notice).
+  Status disagreement(const wire::OpHeader& mine, const wire::OpHeader& theirs, int peer);
   // Records that `failure` broke the communicator and tells every peer once
   // (unless aborting: the abort tells them).
   Status fail_operation(Status failure, wire::NoticeKind kind = wire::NoticeKind::kFailed);
@@ -182,14 +193,20 @@ class Communicator : public exec::Interrupt {
   // latency-bound) instead of the chain (N - 1 hops, bandwidth-bound); one
   // chunk, so a partial result always fits a staging slot.
   size_t tree_bytes() const { return std::min<size_t>(settings_.chunk_bytes, size_t{64} << 10); }
+  // Whether a broadcast / reduce of `bytes` takes the tree (else the chain);
+  // the same on every rank.
+  bool broadcast_by_tree(size_t bytes) const;
+  bool reduce_by_tree(size_t bytes) const;
   exec::Clock::time_point deadline() const {
     return exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
   }
-  // The allreduce schedule for `bytes` (comm/recursive_doubling.cpp); logs
+  // The allreduce schedule for `bytes` (comm/algorithm_choice.cpp); logs
   // the choice at RR_DEBUG=INFO when it changes.
   algo::AllreduceAlgo allreduce_algo(size_t bytes, bool has_reducer);
+  // Every message starts with `header` (the call's, for the argument
+  // check: comm/recursive_doubling.cpp); barrier() runs it too, as a one-byte max.
   Status allreduce_recursive_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
-                                      rrRedOp_t op);
+                                      rrRedOp_t op, const wire::OpHeader& header);
   // Runs the ring over `count` elements of `dtype` with the given phases.
   Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
                   int shift, algo::RingPhases phases, exec::Reducer* reducer = nullptr,

@@ -72,7 +72,7 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   if (const char* wait = env_str("RR_WAIT_POLICY")) {
     exec::WaitMode mode;
     if (!exec::parse_wait_mode(wait, &mode)) {
-      return InvalidArgument(std::string("RR_WAIT_POLICY=") + wait + ": expected sleep, yield or spin");
+      return InvalidArgument(std::string("RR_WAIT_POLICY=") + wait + ": expected auto, sleep, yield or spin");
     }
   }
   RR_RETURN_IF_ERROR(env_positive("RR_MODEL_ALPHA_US", 1e-6, &s.model.alpha_s, &s.model_source));

@@ -23,9 +23,12 @@ struct Settings {
   // than a job scheduler's patience.
   int timeout_ms = 300000;
   int debug_level = 0;
-  // Each collective first exchanges a 32-byte header with both ring
-  // neighbours, so that mismatched calls fail on every rank, naming both
-  // ranks' arguments, instead of hanging. Costs one neighbour round trip.
+  // Each collective checks that every rank called it with the same
+  // arguments, so that mismatched calls fail on every rank, naming both
+  // ranks' arguments, instead of hanging or reducing garbage. Recursive
+  // doubling (small allreduces, barrier) carries the 32-byte header in its
+  // messages, for free; the others first exchange it with both ring
+  // neighbours, one neighbour round trip.
   bool check_arguments = true;
   // Device buffers go through pinned host memory in segments of this size
   // (comm/staged_collectives.hpp), three slots of it per communicator: 8 MiB

@@ -34,6 +34,11 @@ void Batch::add_recv(int peer, uint64_t tag, void* buf, size_t bytes, bool post_
   transfers_.push_back(t);
 }
 
+void Batch::add_recv_up_to(int peer, uint64_t tag, void* buf, size_t capacity) {
+  add_recv(peer, tag, buf, capacity, true);
+  transfers_.back().up_to = true;
+}
+
 Status Batch::check(const Transfer& t, const std::string& what) const {
   if (t.done.failed) {
     // A peer that died fails the transfer too: say so, not what a live
@@ -46,7 +51,7 @@ Status Batch::check(const Transfer& t, const std::string& what) const {
                                          (t.is_send ? "" : " (a longer message than the receive's count?)")
                                    : alive.message()));
   }
-  if (!t.is_send && t.done.bytes != t.bytes) {
+  if (!t.is_send && !t.up_to && t.done.bytes != t.bytes) {
     return RemoteError(what + ": rank " + std::to_string(t.peer) + " sent " + std::to_string(t.done.bytes) +
                        " bytes, rank " + std::to_string(transport_->rank()) + " expected " + std::to_string(t.bytes) +
                        " (do both sides pass the same count and datatype?)");
@@ -106,7 +111,8 @@ Status Batch::round(const std::string& what, WaitPolicy& wait, bool* finished, b
   // Built only when it is needed: a still round must not allocate.
   auto where = [&] {
     return what + ": rank " + std::to_string(transport_->rank()) + " waited to " +
-           (waiting->is_send ? "send " : "receive ") + std::to_string(waiting->bytes) + " bytes " +
+           (waiting->is_send ? "send " : waiting->up_to ? "receive up to " : "receive ") +
+           std::to_string(waiting->bytes) + " bytes " +
            (waiting->is_send ? "to" : "from") + " rank " + std::to_string(waiting->peer);
   };
   if (wait.dump_requested()) {

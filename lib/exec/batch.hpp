@@ -28,6 +28,9 @@ struct Transfer {
   // Posted even when empty, so that the receiver sees a count that
   // disagrees with its own (all-to-all-v); otherwise both sides skip it.
   bool post_empty = false;
+  // A receive that takes any message of at most `bytes` (its length is then
+  // the caller's to check, in done.bytes); otherwise it must be exactly `bytes`.
+  bool up_to = false;
   transport::Completion done;
 };
 
@@ -42,6 +45,9 @@ class Batch {
   // is a zero-byte message, which a receive of any other size fails on.
   void add_send(int peer, uint64_t tag, const void* buf, size_t bytes, bool post_empty = false);
   void add_recv(int peer, uint64_t tag, void* buf, size_t bytes, bool post_empty = false);
+  // A receive of any length up to `capacity`: read transfer(i).done.bytes after run().
+  void add_recv_up_to(int peer, uint64_t tag, void* buf, size_t capacity);
+  const Transfer& transfer(size_t i) const { return transfers_[i]; }
   size_t size() const { return transfers_.size(); }
 
   // Posts every receive, then every send, and waits until all completed, a

@@ -15,7 +15,10 @@
 //
 // Each collective's operation header uses its own sequence at step
 // kHeaderStep, which no schedule reaches: a ring of at most 2^15 ranks has
-// fewer than 2^16 - 1 steps, the chain and the trees use step 0.
+// fewer than 2^16 - 1 steps, the chain and the trees use step 0. Recursive
+// doubling, whose messages carry the header ahead of the data, sends its
+// first ones (the fold's and round 0's, column 0) at kHeaderStep too, so that
+// a peer that called another collective finds them where it expects a header.
 
 #include <cstddef>
 #include <cstdint>

@@ -38,7 +38,10 @@ constexpr auto kDrainLimit = std::chrono::milliseconds(100);
 
 // How a rank with nothing to do waits inside a call (RR_WAIT_POLICY, read
 // once per process):
-//   kSleep (default)  spins and yields its core briefly (64 rounds each),
+//   kAuto (default)   kYield while this host runs more ranks than this
+//                     process may use cores (oversubscribed, as Open MPI's
+//                     mpi_yield_when_idle), kSleep otherwise;
+//   kSleep            spins and yields its core briefly (64 rounds each),
 //                     then sleeps on the transport's event descriptor;
 //   kYield            spins briefly, then yields for as long as it waits
 //                     (never sleeps: the core goes to whichever rank has
@@ -46,15 +49,24 @@ constexpr auto kDrainLimit = std::chrono::milliseconds(100);
 //   kSpin             only spins.
 // Measured on 2 cores (bench/RESULTS.md, "Wait policy"): on 2 ranks they
 // tie; on 4, yielding is 1.5-2.8 x faster than sleeping for small messages
-// (a sleeping rank pays a wake-up per message) and spinning takes
-// milliseconds per call. Sleeping stays the default until a policy that
-// yields first and sleeps only after a long wait is as fast: one that slept
-// after 50 ms measured like sleeping (once a rank has armed UCX's event
-// descriptor, its peers signal it on every message).
-enum class WaitMode { kSleep, kYield, kSpin };
-// "sleep", "yield" or "spin"; false for anything else.
+// (a sleeping rank pays a scheduler wake-up per message) and spinning takes
+// milliseconds per call. A policy that yielded first and slept after 50 ms
+// measured like sleeping (once a rank has armed UCX's event descriptor, its
+// peers signal it on every message), hence the choice by oversubscription.
+enum class WaitMode { kAuto, kSleep, kYield, kSpin };
+// "auto", "sleep", "yield" or "spin"; false for anything else.
 bool parse_wait_mode(const char* text, WaitMode* out);
+const char* wait_mode_name(WaitMode mode);
+// RR_WAIT_POLICY as set (kAuto when unset or unreadable).
 WaitMode wait_mode();
+// The most ranks any communicator of this process found on this host
+// (comm/communicator.cpp reports each one's at init), and the cores this
+// process may run on (its affinity mask).
+void note_host_ranks(int ranks);
+int host_ranks();
+int usable_cores();
+// What a rank waits by: wait_mode(), with kAuto resolved from the two above.
+WaitMode effective_wait_mode();
 
 class WaitPolicy {
  public:
@@ -133,7 +145,7 @@ class WaitPolicy {
   transport::Transport* transport_;
   Clock::time_point deadline_;
   Interrupt* interrupt_;
-  WaitMode mode_ = wait_mode();
+  WaitMode mode_ = effective_wait_mode();
   int idle_rounds_ = 0;
   bool peer_loss_seen_ = false;
 };

@@ -108,6 +108,9 @@ class Transport {
 
   // Not ok once `peer` has failed or disconnected; the message names it.
   virtual Status peer_status(int peer) const = 0;
+  // Ranks of this transport on this rank's host, itself included, once
+  // connected (a transport that cannot tell says 1).
+  virtual int same_host_ranks() const { return 1; }
   std::string describe_error(const Completion& c) const;
 
   // Safe to read from any thread while another drives the transport.

@@ -48,10 +48,14 @@ def main(argv):
             fail(f"{path} does not say the settings of backend {backend}")
     wrong = 0
     for row in rows:
-        for key in ("backend", "collective", "size", "count", "type", "redop", "root", "bus_factor",
+        for key in ("backend", "algorithm", "collective", "size", "count", "type", "redop", "root", "bus_factor",
                     "out_of_place", "in_place", "busbw_over_memcpy"):
             if key not in row:
                 fail(f"row {row} has no '{key}'")
+        # ringreduce names the schedule each row took (rrCommGetAlgorithm).
+        if row["backend"] == "ringreduce" and row["algorithm"] not in (
+                "ring", "recursive doubling", "binomial tree", "chain", "direct", "local copy", "point-to-point"):
+            fail(f"ringreduce row {row['collective']} {row['size']} B names no algorithm: {row['algorithm']!r}")
         for placement in ("out_of_place", "in_place"):
             m = row[placement]
             if m is None:

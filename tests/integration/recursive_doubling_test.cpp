@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "algo/recursive_doubling.hpp"
@@ -37,14 +38,9 @@ std::vector<uint64_t> sent_during(rrComm_t comm, Call call) {
   return after;
 }
 
-// Before each collective a rank sends its 32-byte operation header to both
-// ring neighbours (one when there are two ranks).
-uint64_t header_bytes(int peer) {
-  if (g_size == 1) return 0;
-  const bool neighbour = peer == (g_rank + 1) % g_size || peer == (g_rank + g_size - 1) % g_size;
-  return neighbour ? 32 : 0;
-}
-
+// Each message starts with the call's 32-byte operation header: the
+// argument check travels with the data, and nothing else is sent.
+constexpr uint64_t kHeaderBytes = 32;
 TEST(RecursiveDoubling, SendsTheWholeBufferOncePerMessageOfItsPlan) {
   if (!forced("rd") && g_size > 1) GTEST_SKIP() << "runs with RR_ALGO=rd (allreduce_rd_* tests)";
   const size_t count = 1031;  // a prime; fits one staging slot
@@ -56,13 +52,15 @@ TEST(RecursiveDoubling, SendsTheWholeBufferOncePerMessageOfItsPlan) {
   for (float x : data) ASSERT_EQ(x, static_cast<float>(g_size));
   const rr::algo::RecursiveDoubling plan(g_size, g_rank);
   uint64_t total = 0;
-  for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)] - header_bytes(p);
-  EXPECT_EQ(total, static_cast<uint64_t>(plan.messages_sent()) * count * sizeof(float));
+  for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)];
+  EXPECT_EQ(total, static_cast<uint64_t>(plan.messages_sent()) * (kHeaderBytes + count * sizeof(float)));
   // To its partners only.
   for (int p = 0; p < g_size; ++p) {
     bool partner = p == plan.sits_out_for() || p == plan.folds_in();
     for (int round = 0; round < plan.rounds(); ++round) partner = partner || p == plan.partner(round);
-    if (!partner) EXPECT_EQ(sent[static_cast<size_t>(p)], header_bytes(p)) << "sent data to rank " << p;
+    if (!partner) {
+      EXPECT_EQ(sent[static_cast<size_t>(p)], 0u) << "sent to rank " << p;
+    }
   }
 }
 
@@ -77,8 +75,39 @@ TEST(RecursiveDoubling, SmallMessagesTakeItByDefault) {
   EXPECT_EQ(data[0], static_cast<float>(g_size));
   EXPECT_EQ(data[1], 2.0f * static_cast<float>(g_size));
   uint64_t total = 0;
-  for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)] - header_bytes(p);
-  EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) * 8);
+  for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)];
+  EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) * (kHeaderBytes + 8));
+}
+
+TEST(RecursiveDoubling, BarrierIsAOneByteExchangeCarryingItsHeader) {
+  const std::vector<uint64_t> sent = sent_during(g_comm, [&] {
+    ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  });
+  uint64_t total = 0;
+  for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)];
+  EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) *
+                       (g_size > 1 ? kHeaderBytes + 1 : 0));
+}
+
+// rrCommGetAlgorithm says what the calls above took (rr-bench labels its rows by it).
+TEST(RecursiveDoubling, TheChoiceIsReported) {
+  const char* algorithm = nullptr;
+  const bool ring = forced("ring");
+  ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", 2, rrFloat32, &algorithm), rrSuccess) << rrGetLastError(g_comm);
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : ring ? "ring" : "recursive doubling");
+  ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", size_t{64} << 20, rrFloat32, &algorithm), rrSuccess);
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced("rd") ? "recursive doubling" : "ring");
+  ASSERT_EQ(rrCommGetAlgorithm(g_comm, "barrier", 0, rrUint8, &algorithm), rrSuccess);
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "recursive doubling");
+  ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allgather", 1000, rrFloat32, &algorithm), rrSuccess);
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "ring");
+  ASSERT_EQ(rrCommGetAlgorithm(g_comm, "broadcast", size_t{16} << 20, rrFloat32, &algorithm), rrSuccess);
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "chain");
+  EXPECT_EQ(rrCommGetAlgorithm(g_comm, "allreduse", 2, rrFloat32, &algorithm), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("collective=\"allreduse\""), std::string::npos)
+      << rrGetLastError(g_comm);
+  EXPECT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", 2, static_cast<rrDataType_t>(99), &algorithm),
+            rrInvalidArgument);
 }
 
 }  // namespace

@@ -197,6 +197,13 @@ UcxTransport::~UcxTransport() {
   if (context_) ucp_cleanup(context_);
 }
 
+int UcxTransport::same_host_ranks() const {
+  if (!connected_) return 1;
+  int n = 0;
+  for (int r = 0; r < size_; ++r) n += r == rank_ || peers_[r].same_host ? 1 : 0;
+  return n;
+}
+
 void UcxTransport::note_loss() const {
   if (loss_noted_) return;
   loss_noted_ = true;
@@ -265,6 +272,14 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
   ucs_status_t status = ucp_ep_create(worker_, &params, &p.ep);
   if (status != UCS_OK) {
     p.ep = nullptr;
+    // A peer that has left, or cannot be reached, is the peer's failure
+    // (RemoteError: the communicator then listens for its notice), not this host's.
+    p.next_liveness_check = {};
+    const Status alive = peer_status(peer);
+    if (!alive.ok()) return RemoteError("cannot connect to rank " + std::to_string(peer) + ": " + alive.message());
+    if (status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_UNREACHABLE) {
+      return RemoteError("cannot connect to rank " + std::to_string(peer) + ": " + ucs_status_string(status));
+    }
     return ucx_failure("cannot connect to rank " + std::to_string(peer), status, 2, logged);
   }
   if (p.same_host && same_host_shm_ && !same_host_checked_) {

@@ -49,6 +49,7 @@ class UcxTransport final : public Transport {
   Status register_memory(void* ptr, size_t bytes) override;
   void deregister_memory(void* ptr) override;
   Status peer_status(int peer) const override;
+  int same_host_ranks() const override;
   void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
   void expect_peer_loss() override { note_loss(); }
   std::string describe_posted_error(const Completion& c) const override;

@@ -1,0 +1,67 @@
+// Which schedule each collective takes, by rank count and size: one place
+// for the choices the collectives make and rrCommGetAlgorithm reports.
+
+#include <cstddef>
+
+#include "algo/select.hpp"
+#include "comm/communicator.hpp"
+#include "common/log.hpp"
+#include "reduce/reduce.hpp"
+
+namespace rr {
+
+algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer) {
+  algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes);
+  // The staged (device) path reduces through its own reducer, chunk by
+  // chunk on the ring.
+  if (has_reducer) chosen = algo::AllreduceAlgo::kRing;
+  if (chosen != last_algo_ || bytes > last_algo_bytes_ * 2 || bytes * 2 < last_algo_bytes_) {
+    RR_LOG(LogLevel::kInfo, "rank %d: allreduce of %zu bytes on %d ranks: %s (model: ring %.1f us, rd %.1f us; RR_ALGO=%s)",
+           rank_, bytes, size_, chosen == algo::AllreduceAlgo::kRing ? "ring" : "recursive doubling",
+           algo::ring_seconds(settings_.model, size_, bytes) * 1e6,
+           algo::recursive_doubling_seconds(settings_.model, size_, bytes) * 1e6,
+           algo::algo_name(settings_.allreduce_algo));
+    last_algo_ = chosen;
+    last_algo_bytes_ = bytes;
+  }
+  return chosen;
+}
+
+bool Communicator::broadcast_by_tree(size_t bytes) const { return size_ > 2 && bytes <= tree_bytes(); }
+
+bool Communicator::reduce_by_tree(size_t bytes) const {
+  // Each child's partial result needs a staging slot of its own, beside the
+  // accumulator. The root has the most children, ceil(log2 N): decide by that
+  // bound, so that every rank takes the same path.
+  size_t most_children = 0;
+  while ((size_t{1} << most_children) < static_cast<size_t>(size_)) ++most_children;
+  return size_ > 2 && bytes <= tree_bytes() && most_children + 1 <= pool_.slots();
+}
+
+const char* Communicator::algorithm(wire::Collective collective, size_t count, rrDataType_t dtype) const {
+  const size_t bytes = count * reduce::dtype_size(dtype);
+  if (size_ == 1) return "local copy";
+  switch (collective) {
+    case wire::Collective::kAllReduce: {
+      const algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes);
+      return chosen == algo::AllreduceAlgo::kRecursiveDoubling ? "recursive doubling" : "ring";
+    }
+    case wire::Collective::kReduceScatter:
+    case wire::Collective::kAllGather:
+      return "ring";
+    case wire::Collective::kBroadcast:
+      return broadcast_by_tree(bytes) ? "binomial tree" : "chain";
+    case wire::Collective::kReduce:
+      return reduce_by_tree(bytes) ? "binomial tree" : "chain";
+    case wire::Collective::kGather:
+    case wire::Collective::kScatter:
+    case wire::Collective::kAllToAll:
+    case wire::Collective::kAllToAllv:
+      return "direct";
+    case wire::Collective::kBarrier:
+      return "recursive doubling";
+  }
+  return "unknown";
+}
+
+}  // namespace rr

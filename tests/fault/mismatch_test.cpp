@@ -1,0 +1,129 @@
+// Ranks that disagree on a call: every rank fails with rrInvalidUsage,
+// quoting both calls, whichever schedule the call took (recursive doubling
+// carries the check in its messages, the ring and the trees exchange it
+// with their neighbours first), and matching calls still pass.
+
+#include <gtest/gtest.h>
+#include <ringreduce/ringreduce.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "world.hpp"
+
+namespace {
+
+using namespace fault_world;
+using Faults = NoShmLeft;
+
+// Every rank calls an allreduce of 1000 floats (sum) except `odd`, which
+// calls `bad`. Every rank must fail with rrInvalidUsage quoting both calls.
+void expect_mismatch(int n, int odd, const std::function<rrResult_t(rrComm_t, float*)>& bad,
+                     const std::string& good_text, const std::string& bad_text) {
+  auto outcomes = run_world(n, 20000, {}, [&](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(4096, 1.0f);
+    const auto t0 = Clock::now();
+    out->result = rank == odd ? bad(comm, data.data())
+                              : rrAllReduce(data.data(), data.data(), 1000, rrFloat32, rrSum, comm, nullptr);
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes);
+  for (int r = 0; r < n; ++r) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_EQ(o.result, rrInvalidUsage) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, good_text)) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, bad_text)) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, "rank " + std::to_string(odd) + " called")) << "rank " << r << ": " << o.error;
+    EXPECT_LT(o.seconds, 10.0) << "not a timeout: " << o.error;
+  }
+}
+
+const char* kGood = "allreduce #0 (count=1000, dtype=float32, op=sum)";
+
+TEST_F(Faults, MismatchedCountIsReportedOnEveryRank) {
+  expect_mismatch(4, 3, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 999, rrFloat32, rrSum, c, nullptr); },
+                  kGood, "allreduce #0 (count=999, dtype=float32, op=sum)");
+}
+
+TEST_F(Faults, MismatchedDatatypeIsReportedOnEveryRank) {
+  expect_mismatch(3, 0, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrInt32, rrSum, c, nullptr); },
+                  kGood, "allreduce #0 (count=1000, dtype=int32, op=sum)");
+}
+
+TEST_F(Faults, MismatchedOpIsReportedOnEveryRank) {
+  expect_mismatch(5, 2, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrFloat32, rrMax, c, nullptr); },
+                  kGood, "allreduce #0 (count=1000, dtype=float32, op=max)");
+}
+
+TEST_F(Faults, DifferentCollectiveIsReportedOnEveryRank) {
+  expect_mismatch(4, 1, [](rrComm_t c, float* d) { return rrBroadcast(d, d, 1000, rrFloat32, 0, c, nullptr); },
+                  kGood, "broadcast #0 (count=1000, dtype=float32, root=0)");
+}
+
+TEST_F(Faults, MismatchedRootIsReportedOnEveryRank) {
+  auto outcomes = run_world(3, 20000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(64, 1.0f);
+    out->result = rrBroadcast(data.data(), data.data(), 64, rrFloat32, rank == 1 ? 1 : 0, comm, nullptr);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes);
+  for (const Outcome& o : outcomes) {
+    EXPECT_EQ(o.result, rrInvalidUsage) << o.error;
+    EXPECT_TRUE(has(o, "root=0") && has(o, "root=1")) << o.error;
+  }
+}
+
+TEST_F(Faults, MatchingCallsStillPassWithTheCheck) {
+  // The check must not refuse what is legal: every collective, in turn.
+  auto outcomes = run_world(3, 20000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> a(3 * 50, 1.0f), b(3 * 50, 0.0f);
+    rrResult_t r = rrAllReduce(a.data(), b.data(), 50, rrFloat32, rrSum, comm, nullptr);
+    if (r == rrSuccess) r = rrBroadcast(a.data(), b.data(), 50, rrFloat32, 2, comm, nullptr);
+    if (r == rrSuccess) r = rrReduce(a.data(), b.data(), 50, rrFloat32, rrMin, 1, comm, nullptr);
+    if (r == rrSuccess) r = rrAllGather(a.data(), b.data(), 50, rrFloat32, comm, nullptr);
+    if (r == rrSuccess) r = rrReduceScatter(a.data(), b.data(), 50, rrFloat32, rrSum, comm, nullptr);
+    if (r == rrSuccess) r = rrGather(a.data(), b.data(), 50, rrFloat32, 0, comm, nullptr);
+    if (r == rrSuccess) r = rrScatter(a.data(), b.data(), 50, rrFloat32, 0, comm, nullptr);
+    if (r == rrSuccess) r = rrAllToAll(a.data(), b.data(), 50, rrFloat32, comm, nullptr);
+    if (r == rrSuccess) r = rrBarrier(comm, nullptr);
+    (void)rank;
+    out->result = r;
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.result, rrSuccess) << o.error;
+}
+
+// The ring exchanges the header with its neighbours before any data: forced
+// here (1000 floats would take recursive doubling by default).
+TEST_F(Faults, MismatchedCountOnTheRingIsReportedOnEveryRank) {
+  setenv("RR_ALGO", "ring", 1);  // the forked ranks inherit it
+  expect_mismatch(4, 1, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1001, rrFloat32, rrSum, c, nullptr); },
+                  kGood, "allreduce #0 (count=1001, dtype=float32, op=sum)");
+  unsetenv("RR_ALGO");
+}
+
+// Recursive doubling's fold: a rank that sits out hands its input to its
+// odd neighbour, which finds the mismatch in that first message; the ranks
+// that take part in the exchanges (6 = 4 + 2: ranks 0 and 2 sit out) then
+// wait for a rank that stopped, and hear why.
+TEST_F(Faults, MismatchOnARankThatSitsOutIsReportedOnEveryRank) {
+  expect_mismatch(6, 2, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrInt32, rrSum, c, nullptr); },
+                  kGood, "allreduce #0 (count=1000, dtype=int32, op=sum)");
+}
+
+TEST_F(Faults, MismatchOnARankThatFoldsInIsReportedOnEveryRank) {
+  expect_mismatch(5, 1, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrFloat32, rrMin, c, nullptr); },
+                  kGood, "allreduce #0 (count=1000, dtype=float32, op=min)");
+}
+
+// A barrier is a one-byte recursive doubling whose messages carry the
+// barrier's header: an allreduce on the other ranks is told apart.
+TEST_F(Faults, BarrierAgainstAllreduceIsReportedOnEveryRank) {
+  expect_mismatch(4, 2, [](rrComm_t c, float*) { return rrBarrier(c, nullptr); }, kGood, "barrier #0");
+}
+
+}  // namespace

@@ -1,0 +1,97 @@
+#include "world.hpp"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "free_port.hpp"
+
+namespace fault_world {
+
+namespace {
+
+void report(int fd, const Outcome& o) {
+  const char* p = reinterpret_cast<const char*>(&o);
+  size_t left = sizeof(o);
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n <= 0) _exit(9);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+// Runs `body` on `n` forked ranks (the victim may never report). Returns each
+// rank's Outcome; a rank that did not report has result -1.
+std::vector<Outcome> run_world(int n, int timeout_ms, const std::set<int>& silent, const Body& body) {
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
+  std::vector<pid_t> pids;
+  std::vector<int> fds;
+  for (int r = 0; r < n; ++r) {
+    int p[2];
+    EXPECT_EQ(pipe(p), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(p[0]);
+      rrConfig_t config = RR_CONFIG_INITIALIZER;
+      config.timeout_ms = timeout_ms;
+      rrComm_t comm = nullptr;
+      Outcome o;
+      if (rrCommInitUrl(&comm, url.c_str(), n, r, &config) != rrSuccess) {
+        std::snprintf(o.error, sizeof(o.error), "init: %s", rrGetLastError(nullptr));
+        report(p[1], o);
+        _exit(3);
+      }
+      body(r, comm, &o);
+      report(p[1], o);
+      _exit(0);  // no destroy: a broken communicator's peers may be gone
+    }
+    close(p[1]);
+    pids.push_back(pid);
+    fds.push_back(p[0]);
+  }
+  std::vector<Outcome> outcomes(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    if (silent.count(r)) continue;
+    Outcome o;
+    ssize_t got = read(fds[static_cast<size_t>(r)], &o, sizeof(o));
+    EXPECT_EQ(got, static_cast<ssize_t>(sizeof(o))) << "rank " << r << " died without reporting";
+    if (got == static_cast<ssize_t>(sizeof(o))) outcomes[static_cast<size_t>(r)] = o;
+    int status = 0;
+    waitpid(pids[static_cast<size_t>(r)], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << r << " status " << status;
+  }
+  for (int r : silent) {
+    kill(pids[static_cast<size_t>(r)], SIGKILL);
+    waitpid(pids[static_cast<size_t>(r)], nullptr, 0);
+  }
+  for (int fd : fds) close(fd);
+  // Nothing left: every child has been reaped.
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1) << "a rank process is left";
+  return outcomes;
+}
+
+void print(const std::vector<Outcome>& outcomes, const std::set<int>& skip) {
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    if (skip.count(static_cast<int>(r))) continue;
+    std::printf("rank %zu: %s after %.3f s: %s\n", r,
+                rrGetErrorString(static_cast<rrResult_t>(outcomes[r].result)), outcomes[r].seconds,
+                outcomes[r].error);
+  }
+}
+
+std::set<std::string> shm_segments() {
+  std::set<std::string> names;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) names.insert(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+}  // namespace fault_world
