@@ -2,46 +2,11 @@
 
 #include <cstdio>
 
-#if RR_HAVE_HWLOC
-#include <hwloc.h>
-#endif
+#include "topo/topology.hpp"
 
 namespace rr::topo {
 
 #if RR_HAVE_HWLOC
-
-namespace {
-
-// An hwloc topology with the PCI devices in it, freed on every path.
-class Topology {
- public:
-  Topology() {
-    if (hwloc_topology_init(&topology_) != 0) {
-      topology_ = nullptr;
-      return;
-    }
-    // Every PCI device (hwloc keeps only "important" ones by default), and
-    // the bridges that lead to them.
-    hwloc_topology_set_io_types_filter(topology_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    hwloc_topology_set_type_filter(topology_, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
-    if (hwloc_topology_load(topology_) != 0) {
-      hwloc_topology_destroy(topology_);
-      topology_ = nullptr;
-    }
-  }
-  ~Topology() {
-    if (topology_) hwloc_topology_destroy(topology_);
-  }
-  Topology(const Topology&) = delete;
-  Topology& operator=(const Topology&) = delete;
-
-  hwloc_topology_t get() const { return topology_; }
-
- private:
-  hwloc_topology_t topology_ = nullptr;
-};
-
-}  // namespace
 
 int numa_node_of_pci(const std::string& busid, std::string* why) {
   // domain:bus:device.function in hex digits only (scanf's %x would also
@@ -64,17 +29,16 @@ int numa_node_of_pci(const std::string& busid, std::string* why) {
     *why = "hwloc sees no PCI device " + busid;
     return -1;
   }
-  // The first ancestor that is not an I/O object holds the device's locality.
-  hwloc_obj_t parent = hwloc_get_non_io_ancestor_obj(topology.get(), device);
-  if (!parent || !parent->nodeset || hwloc_bitmap_iszero(parent->nodeset)) {
+  hwloc_const_nodeset_t nodes = topology.nodes_near(device);
+  if (!nodes || hwloc_bitmap_iszero(nodes)) {
     *why = "hwloc knows no memory node near " + busid;
     return -1;
   }
-  if (hwloc_bitmap_weight(parent->nodeset) != 1) {
+  if (hwloc_bitmap_weight(nodes) != 1) {
     *why = busid + " is equally near several NUMA nodes";
     return -1;
   }
-  return hwloc_bitmap_first(parent->nodeset);
+  return hwloc_bitmap_first(nodes);
 }
 
 #else

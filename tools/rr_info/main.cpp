@@ -1,0 +1,122 @@
+// rr-info: what this ringreduce is and what it would do here, as ucx_info
+// and NCCL_DEBUG=INFO tell their users: the build's version and features,
+// the UCX transports and devices, the machine's topology, and every RR_*
+// setting with its value and where that came from.
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sections.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: rr-info [--json] [--config FIELD=VALUE]...\n"
+    "\n"
+    "Prints ringreduce's version and build features, the UCX transports and\n"
+    "devices, the machine's topology (hwloc), and every RR_* setting with its\n"
+    "value and source: default, env RR_..., or config.\n"
+    "\n"
+    "  --json                 the same as one JSON object (every value a string)\n"
+    "  --config FIELD=VALUE   set a field of the rrConfig_t the settings are resolved\n"
+    "                         with, as a program would pass it to rrCommInitRank;\n"
+    "                         repeatable. FIELD: chunk_bytes, pipeline_depth,\n"
+    "                         timeout_ms, check_arguments, gpu_segment_bytes\n"
+    "                         (VALUE a decimal integer). A field wins over RR_*.\n"
+    "                         debug_level is not offered: the engine's log level\n"
+    "                         is process-wide, from RR_DEBUG.\n"
+    "  --help                 this text\n"
+    "\n"
+    "Exit status: 0; 1 when the settings would be refused (a bad RR_* value,\n"
+    "named in the output); 2 for a bad command line.\n";
+
+// A decimal integer in [min, max], the whole text.
+bool parse_integer(const char* text, long long min, long long max, long long* value) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) return false;
+  *value = v;
+  return true;
+}
+
+// One --config FIELD=VALUE into *config; false with *why for a bad one. The
+// ranges are the C types'; resolve_settings() checks the engine's own.
+bool set_config_field(const std::string& assignment, rrConfig_t* config, std::string* why) {
+  const size_t equals = assignment.find('=');
+  if (equals == std::string::npos) {
+    *why = "--config " + assignment + ": expected FIELD=VALUE";
+    return false;
+  }
+  const std::string field = assignment.substr(0, equals);
+  const std::string text = assignment.substr(equals + 1);
+  long long value = 0;
+  if (!parse_integer(text.c_str(), 0, 0x7fffffff, &value)) {
+    *why = "--config " + assignment + ": expected a decimal integer from 0 to 2147483647";
+    return false;
+  }
+  if (field == "chunk_bytes") {
+    config->chunk_bytes = static_cast<size_t>(value);
+  } else if (field == "pipeline_depth") {
+    config->pipeline_depth = static_cast<int>(value);
+  } else if (field == "timeout_ms") {
+    config->timeout_ms = static_cast<int>(value);
+  } else if (field == "check_arguments") {
+    config->check_arguments = static_cast<int>(value);
+  } else if (field == "gpu_segment_bytes") {
+    config->gpu_segment_bytes = static_cast<size_t>(value);
+  } else {
+    *why = "--config: no field '" + field +
+           "' (chunk_bytes, pipeline_depth, timeout_ms, check_arguments, gpu_segment_bytes)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  rrConfig_t config = RR_CONFIG_INITIALIZER;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string why;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--config" && i + 1 == argc) {
+      std::fprintf(stderr, "rr-info: --config needs FIELD=VALUE\n");
+      return 2;
+    } else if (arg == "--config" || arg.rfind("--config=", 0) == 0) {
+      const std::string assignment = arg == "--config" ? argv[++i] : arg.substr(std::strlen("--config="));
+      if (!set_config_field(assignment, &config, &why)) {
+        std::fprintf(stderr, "rr-info: %s\n", why.c_str());
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "rr-info: unknown argument '%s'\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+  }
+
+  rr::topo::Machine machine;
+  const rr::Status read = rr::topo::describe_machine(&machine);
+  bool settings_ok = true;
+  std::vector<rr::info::Section> sections;
+  sections.push_back(rr::info::build_section());
+  sections.push_back(rr::info::ucx_section(machine.nics, read.ok()));
+  sections.push_back(rr::info::topology_section(read, machine));
+  sections.push_back(rr::info::settings_section(config, &settings_ok));
+  if (json) {
+    rr::info::print_json(sections, stdout);
+  } else {
+    rr::info::print_text(sections, stdout);
+  }
+  return settings_ok ? 0 : 1;
+}
