@@ -43,7 +43,7 @@ expect() {
 
 run --
 expect "default: RR_CHUNK_BYTES is 512 KiB from the default" 0 '^ +RR_CHUNK_BYTES +524288 +default +chunk_bytes$'
-expect "default: RR_WAIT_POLICY sleeps by default" 0 '^ +RR_WAIT_POLICY +sleep +default +- *$'
+expect "default: RR_WAIT_POLICY is auto by default" 0 '^ +RR_WAIT_POLICY +auto +default +- *$'
 expect "the build section names the version" 0 '^ringreduce [0-9]+\.[0-9]+\.[0-9]+$'
 expect "the UCX version line" 0 '^UCX$'
 expect "the UCX version line has a version" 0 '^  version +[0-9]+\.[0-9]+\.[0-9]+'

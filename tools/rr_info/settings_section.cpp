@@ -58,15 +58,6 @@ void add_settings_rows(const Settings& s, Table* table) {
   rows.push_back({"RR_GPU_REDUCE", s.gpu_reduce_on_device ? "device" : "host", s.gpu_reduce_source, kEnvOnly});
 }
 
-const char* wait_mode_name(exec::WaitMode mode) {
-  switch (mode) {
-    case exec::WaitMode::kSleep: return "sleep";
-    case exec::WaitMode::kYield: return "yield";
-    case exec::WaitMode::kSpin: return "spin";
-  }
-  return "?";
-}
-
 // The engine's process-wide log level; a value it does not recognise leaves WARN.
 std::string debug_level_value() {
   const LogLevel level = log_level();
@@ -86,7 +77,7 @@ std::string env_or(const char* name, const char* unset) {
 
 void add_env_only_rows(Table* table) {
   auto& rows = table->rows;
-  rows.push_back({"RR_WAIT_POLICY", wait_mode_name(exec::wait_mode()), env_source("RR_WAIT_POLICY"), kEnvOnly});
+  rows.push_back({"RR_WAIT_POLICY", exec::wait_mode_name(exec::wait_mode()), env_source("RR_WAIT_POLICY"), kEnvOnly});
   rows.push_back({"RR_DEBUG", debug_level_value(), env_source("RR_DEBUG"), kEnvOnly});
   rows.push_back({"RR_GPU_STREAM_MEMOPS", env_or("RR_GPU_STREAM_MEMOPS", "auto"), env_source("RR_GPU_STREAM_MEMOPS"),
                   kEnvOnly});
