@@ -99,7 +99,7 @@ Status Batch::round(const std::string& what, WaitPolicy& wait, bool* finished, b
     finished_ = now_finished;
     *moved = true;
   }
-  if (*moved) return Status::Ok();
+  if (*moved || !wait.checks_due()) return Status::Ok();
   // Name the first transfer still waiting, and its peer if it has failed.
   const Transfer* waiting = nullptr;
   for (const Transfer& t : transfers_) {
