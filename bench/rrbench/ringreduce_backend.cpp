@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 
@@ -74,8 +75,16 @@ class RingreduceLibrary : public Library {
   std::string description() const override {
     int version = 0;
     rrGetVersion(&version);
+    // The ring's order (RR_RING_ORDER): each host's ranks together, or rank order.
+    std::vector<int> order(static_cast<size_t>(nranks_));
+    std::string ring;
+    if (rrCommGetRingOrder(comm_, order.data()) == rrSuccess) {
+      for (size_t p = 0; p < order.size() && p < 64; ++p) ring += (p ? " " : "") + std::to_string(order[p]);
+      if (order.size() > 64) ring += " ...";
+    }
     return "ringreduce " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
-           std::to_string(version % 100) + ", env:// rendezvous, UCX transport";
+           std::to_string(version % 100) + ", env:// rendezvous, UCX transport, ring order " + ring + " (" +
+           setting("RR_RING_ORDER") + ")";
   }
   std::unique_ptr<Backend> make_backend(const std::string& variant) override;
 

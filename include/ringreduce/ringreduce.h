@@ -318,6 +318,13 @@ rrResult_t rrCommGetPoolStats(const rrComm_t comm, size_t* pool_bytes, uint64_t*
  * (Device buffers take the ring for allreduce, through the staging pool.) */
 rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective, size_t count, rrDataType_t datatype,
                               const char** algorithm);
+/* The ring's order: order[p] (nranks entries, the caller's array) is the rank
+ * at position p of the ring and of the broadcast/reduce chain. With
+ * RR_RING_ORDER=topology (the default) each host's ranks are visited one
+ * after another, hosts in the order of their lowest rank, so the ring
+ * crosses each host's link once in each direction however the launcher
+ * numbered the ranks; RR_RING_ORDER=rank keeps 0, 1, ..., N-1. */
+rrResult_t rrCommGetRingOrder(const rrComm_t comm, int* order);
 
 #ifdef __cplusplus
 }

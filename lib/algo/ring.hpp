@@ -40,13 +40,20 @@ class RingSchedule {
   // chunk_elems >= 1: the most elements one message carries. `shift` rotates
   // the segments: with shift = -1 rank r ends the reduce-scatter owning
   // segment r (what reduce-scatter and all-gather need) instead of r + 1.
+  //
+  // `order` (nranks entries, or null: rank order) is the rank at each
+  // position of the ring (algo/ring_order.hpp). The arithmetic above then
+  // runs on positions, and segment s holds block order[s] of the buffer, so
+  // that with shift = -1 every rank still ends the reduce-scatter owning
+  // its own block, wherever the ring put it.
   RingSchedule(int nranks, int rank, size_t count, size_t chunk_elems, int shift = 0,
-               RingPhases phases = RingPhases::kBoth);
+               RingPhases phases = RingPhases::kBoth, const int* order = nullptr);
 
   int nranks() const { return nranks_; }
   int rank() const { return rank_; }
-  int left() const { return (rank_ + nranks_ - 1) % nranks_; }
-  int right() const { return (rank_ + 1) % nranks_; }
+  int position() const { return position_; }
+  int left() const { return at(position_ - 1); }
+  int right() const { return at(position_ + 1); }
 
   int steps() const { return 2 * (nranks_ - 1); }  // of the whole ring; step numbers are absolute
   int first_step() const { return phases_ == RingPhases::kAllGather ? nranks_ - 1 : 0; }
@@ -58,12 +65,14 @@ class RingSchedule {
   // Chunk columns: every segment is cut into this many chunks.
   size_t columns() const { return columns_; }
 
-  int send_segment(int step) const { return mod(rank_ - step + shift_); }
-  int recv_segment(int step) const { return mod(rank_ - step - 1 + shift_); }
+  int send_segment(int step) const { return mod(position_ - step + shift_); }
+  int recv_segment(int step) const { return mod(position_ - step - 1 + shift_); }
   // The segment this rank holds fully reduced after the reduce-scatter.
-  int owned_segment() const { return mod(rank_ + 1 + shift_); }
+  int owned_segment() const { return mod(position_ + 1 + shift_); }
 
-  Range segment(int index) const { return split(count_, static_cast<size_t>(nranks_), index); }
+  Range segment(int index) const {
+    return split(count_, static_cast<size_t>(nranks_), static_cast<size_t>(order_ ? order_[index] : index));
+  }
   // Elements of chunk `column` of segment `index`, as offsets into the whole buffer.
   Range chunk(int index, size_t column) const {
     const Range seg = segment(index);
@@ -73,9 +82,13 @@ class RingSchedule {
 
  private:
   int mod(int x) const { return ((x % nranks_) + nranks_) % nranks_; }
+  // The rank at ring position `p` (any int, taken mod nranks).
+  int at(int p) const { return order_ ? order_[mod(p)] : mod(p); }
 
   int nranks_;
   int rank_;
+  const int* order_;
+  int position_;
   size_t count_;
   size_t columns_;
   int shift_;

@@ -337,3 +337,11 @@ RR_API rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective
                   "\": expected allreduce, reducescatter, allgather, broadcast, reduce, gather, scatter, alltoall, "
                   "alltoallv or barrier");
 }
+
+RR_API rrResult_t rrCommGetRingOrder(const rrComm_t comm, int* order) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
+  if (!order) return fail(comm, rr::Code::kInvalidArgument, "order is NULL");
+  const std::vector<int> ring = comm->impl->ring_order();
+  for (size_t p = 0; p < ring.size(); ++p) order[p] = ring[p];
+  return rrSuccess;
+}

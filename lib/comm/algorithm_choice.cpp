@@ -1,8 +1,13 @@
-// Which schedule each collective takes, by rank count and size: one place
-// for the choices the collectives make and rrCommGetAlgorithm reports.
+// Which schedule each collective takes, by rank count and size, and the
+// order the ring visits the ranks in: one place for the choices the
+// collectives make and rrCommGetAlgorithm / rrCommGetRingOrder report.
 
+#include <algorithm>
 #include <cstddef>
+#include <string>
+#include <vector>
 
+#include "algo/ring_order.hpp"
 #include "algo/select.hpp"
 #include "comm/communicator.hpp"
 #include "common/log.hpp"
@@ -62,6 +67,37 @@ const char* Communicator::algorithm(wire::Collective collective, size_t count, r
       return "recursive doubling";
   }
   return "unknown";
+}
+
+void Communicator::choose_ring_order() {
+  ring_order_.clear();
+  const std::vector<int> hosts = transport_->host_of_ranks();
+  if (hosts.size() != static_cast<size_t>(size_)) {
+    RR_LOG(LogLevel::kInfo, "rank %d: ring order: rank order (the transport does not say where ranks run)", rank_);
+    return;
+  }
+  const int host_count = *std::max_element(hosts.begin(), hosts.end()) + 1;
+  std::vector<int> order(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) order[static_cast<size_t>(r)] = r;
+  if (settings_.ring_order_by_topology) order = algo::topology_ring_order(hosts);
+  bool is_rank_order = true;
+  for (int p = 0; p < size_; ++p) is_rank_order &= order[static_cast<size_t>(p)] == p;
+  if (!is_rank_order) ring_order_ = order;  // empty: rank order, the schedules' own arithmetic
+  if (rank_ == 0 && log_level() >= LogLevel::kInfo) {
+    std::string text;
+    for (int p = 0; p < size_ && p < 64; ++p) text += (p ? " " : "") + std::to_string(order[static_cast<size_t>(p)]);
+    if (size_ > 64) text += " ...";
+    RR_LOG(LogLevel::kInfo, "rank 0: ring order by %s (RR_RING_ORDER, %s): %d hosts, %d host crossings: %s",
+           settings_.ring_order_by_topology ? "topology" : "rank", settings_.ring_order_source.c_str(), host_count,
+           algo::host_crossings(order, hosts), text.c_str());
+  }
+}
+
+std::vector<int> Communicator::ring_order() const {
+  if (!ring_order_.empty()) return ring_order_;
+  std::vector<int> order(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) order[static_cast<size_t>(r)] = r;
+  return order;
 }
 
 }  // namespace rr

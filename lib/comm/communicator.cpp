@@ -84,6 +84,7 @@ Status Communicator::init() {
            settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str(),
            settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.c_str());
   }
+  choose_ring_order();
   // How ranks wait (exec/wait_policy.hpp): yield the core while this host
   // runs more ranks than there are cores, unless RR_WAIT_POLICY says.
   exec::note_host_ranks(transport_->same_host_ranks());
@@ -316,7 +317,8 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
     return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
                            std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
   }
-  algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases);
+  algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases,
+                              ring_order_.empty() ? nullptr : ring_order_.data());
   exec::RingCall call;
   call.name = name;
   call.sequence = sequence_++;
@@ -413,6 +415,7 @@ Status Communicator::run_chain(exec::ChainKind kind, const char* name, const voi
   call.root = root;
   call.deadline = deadline();
   call.interrupt = this;
+  call.order = ring_order_.empty() ? nullptr : ring_order_.data();
   return fail_operation(chain_->run(call, chunk_elems));
 }
 

@@ -126,6 +126,9 @@ class Communicator : public exec::Interrupt {
   // communicator (comm/algorithm_choice.cpp): "ring", "recursive doubling",
   // "binomial tree", "chain", "direct" or, on one rank, "local copy".
   const char* algorithm(wire::Collective collective, size_t count, rrDataType_t dtype) const;
+  // The rank at each position of the ring (and the chain): each host's
+  // ranks together (RR_RING_ORDER=topology, algo/ring_order.hpp) or rank order.
+  std::vector<int> ring_order() const;
 
   // exec::Interrupt.
   Status check() override;
@@ -212,9 +215,13 @@ class Communicator : public exec::Interrupt {
                   int shift, algo::RingPhases phases, exec::Reducer* reducer = nullptr,
                   const void* reduce_source = nullptr);
 
+  // Sets ring_order_ from where the transport says the ranks run; logs it.
+  void choose_ring_order();
+
   int rank_;
   int size_;
   Settings settings_;
+  std::vector<int> ring_order_;  // empty: rank order
   std::unique_ptr<transport::Transport> transport_;
   std::shared_ptr<void> keepalive_;
   memory::StagingPool pool_;

@@ -63,6 +63,14 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
     s.gpu_reduce_on_device = where == "device";
     s.gpu_reduce_source = "env RR_GPU_REDUCE";
   }
+  if (const char* order = env_str("RR_RING_ORDER")) {
+    const std::string value = order;
+    if (value != "topology" && value != "rank") {
+      return InvalidArgument("RR_RING_ORDER=" + value + ": expected topology or rank");
+    }
+    s.ring_order_by_topology = value == "topology";
+    s.ring_order_source = "env RR_RING_ORDER";
+  }
   if (const char* algo = env_str("RR_ALGO")) {
     if (!algo::parse_algo(algo, &s.allreduce_algo)) {
       return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring or rd (recursive doubling)");

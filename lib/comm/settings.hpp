@@ -50,6 +50,11 @@ struct Settings {
   // RR_MODEL_REDUCE_GBPS (bytes reduced).
   algo::CostModel model;
 
+  // The order the ring and the chain visit the ranks (algo/ring_order.hpp):
+  // each host's ranks one after another (true), or rank order (false).
+  // RR_RING_ORDER=topology|rank.
+  bool ring_order_by_topology = true;
+
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
   std::string pipeline_depth_source = "default";
@@ -59,6 +64,7 @@ struct Settings {
   std::string gpu_reduce_source = "default";
   std::string allreduce_algo_source = "default";
   std::string model_source = "default";
+  std::string ring_order_source = "default";
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;

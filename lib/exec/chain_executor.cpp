@@ -28,8 +28,8 @@ Status ChainExecutor::start(Column& column, size_t slot, size_t chunk) {
   const algo::Range range = algo::split(call_->count, chunks_, chunk);
   const size_t bytes = range.count * elem_bytes_;
   const uint64_t tag = collective_tag(call_->sequence, 0, chunk);
-  const int left = (rank_ + nranks_ - 1) % nranks_;
-  const int right = (rank_ + 1) % nranks_;
+  const int left = left_;
+  const int right = right_;
   if (position_ == 0) {
     // The head of the chain sends its own data and receives nothing.
     column.received = true;
@@ -52,7 +52,7 @@ Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
   *finished = false;
   const algo::Range range = algo::split(call_->count, chunks_, column.chunk);
   const size_t bytes = range.count * elem_bytes_;
-  const int left = (rank_ + nranks_ - 1) % nranks_;
+  const int left = left_;
   if (!column.received && column.recv.done) {
     if (column.recv.failed) {
       return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
@@ -80,7 +80,7 @@ Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
       forward = staged;
     }
     if (position_ < nranks_ - 1) {
-      Status s = transport_->post_send((rank_ + 1) % nranks_, collective_tag(call_->sequence, 0, column.chunk),
+      Status s = transport_->post_send(right_, collective_tag(call_->sequence, 0, column.chunk),
                                        forward, bytes, &column.send);
       if (!s.ok()) {
         column.send.done = true;
@@ -92,7 +92,7 @@ Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
     if (column.send.failed) {
       return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
                          std::to_string(rank_) + " failed to send chunk " + std::to_string(column.chunk) +
-                         " to rank " + std::to_string((rank_ + 1) % nranks_) + ": " +
+                         " to rank " + std::to_string(right_) + ": " +
                          transport_->describe_error(column.send));
     }
     column.active = false;
@@ -111,9 +111,9 @@ Status ChainExecutor::stall(Code code, const std::string& detail) const {
                      ": rank " + std::to_string(rank_);
   if (oldest && !oldest->received) {
     text += " waited for chunk " + std::to_string(oldest->chunk) + " from rank " +
-            std::to_string((rank_ + nranks_ - 1) % nranks_);
+            std::to_string(left_);
   } else if (oldest) {
-    text += " waited for rank " + std::to_string((rank_ + 1) % nranks_) + " to take chunk " +
+    text += " waited for rank " + std::to_string(right_) + " to take chunk " +
             std::to_string(oldest->chunk);
   }
   text += " (" + std::to_string(chunks_done_) + " of " + std::to_string(chunks_) + " chunks done)";
@@ -125,7 +125,7 @@ void ChainExecutor::drain() {
   for (Column& c : columns_) {
     if (c.active && !c.recv.done) transport_->cancel(&c.recv);
   }
-  const bool right_failed = !transport_->peer_status((rank_ + 1) % nranks_).ok();
+  const bool right_failed = !transport_->peer_status(right_).ok();
   const auto limit = Clock::now() + kDrainLimit;
   for (;;) {
     bool pending = false;
@@ -144,8 +144,21 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
   elem_bytes_ = reduce::dtype_size(call.dtype);
   chunks_ = (call.count + chunk_elems - 1) / chunk_elems;
   chunks_done_ = 0;
-  const int head = call.kind == ChainKind::kBroadcast ? call.root : (call.root + 1) % nranks_;
-  position_ = (rank_ - head + nranks_) % nranks_;
+  auto mod = [this](int p) { return ((p % nranks_) + nranks_) % nranks_; };
+  auto ring_position = [&](int r) {
+    if (!call.order) return r;
+    for (int p = 0; p < nranks_; ++p) {
+      if (call.order[p] == r) return p;
+    }
+    return r;
+  };
+  auto at = [&](int p) { return call.order ? call.order[mod(p)] : mod(p); };
+  const int me = ring_position(rank_);
+  left_ = at(me - 1);
+  right_ = at(me + 1);
+  // Broadcast starts at the root; reduce at the rank after it, and ends there.
+  const int head = call.kind == ChainKind::kBroadcast ? ring_position(call.root) : mod(ring_position(call.root) + 1);
+  position_ = mod(me - head);
 
   size_t next = 0;
   Status status;
@@ -188,8 +201,8 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
       need_right |= position_ != nranks_ - 1 && (!column.received || !column.send.done);
     }
     int failed_peer = -1;
-    Status cause = wait.after_still_round(need_left ? (rank_ + nranks_ - 1) % nranks_ : -1,
-                                          need_right ? (rank_ + 1) % nranks_ : -1, transport_moved, &failed_peer);
+    Status cause = wait.after_still_round(need_left ? left_ : -1,
+                                          need_right ? right_ : -1, transport_moved, &failed_peer);
     if (cause.code() == Code::kTimeout) {
       status = stall(Code::kTimeout, "");
     } else if (!cause.ok()) {

@@ -33,6 +33,9 @@ struct ChainCall {
   int root = 0;
   Clock::time_point deadline;
   Interrupt* interrupt = nullptr;  // checked whenever the chain stalls
+  // The ring order (nranks entries, algo/ring_order.hpp), or null: rank
+  // order. The chain runs along it, from the head's position on.
+  const int* order = nullptr;
 };
 
 class ChainExecutor {
@@ -63,7 +66,9 @@ class ChainExecutor {
   std::vector<Column> columns_;
 
   const ChainCall* call_ = nullptr;
-  int position_ = 0;
+  int position_ = 0;  // in the chain: 0 is its head
+  int left_ = 0;      // the ranks before and after this one in the ring order
+  int right_ = 0;
   size_t chunks_ = 0;
   size_t elem_bytes_ = 0;
   size_t chunks_done_ = 0;

@@ -111,6 +111,9 @@ class Transport {
   // Ranks of this transport on this rank's host, itself included, once
   // connected (a transport that cannot tell says 1).
   virtual int same_host_ranks() const { return 1; }
+  // Once connected: each rank's host, as small ints (equal: one host, by the
+  // same test as same_host_ranks()); empty where the transport cannot tell.
+  virtual std::vector<int> host_of_ranks() const { return {}; }
   std::string describe_error(const Completion& c) const;
 
   // Safe to read from any thread while another drives the transport.

@@ -379,6 +379,25 @@ std::vector<uint64_t> bytes_sent_per_peer(rrComm_t comm) {
   return sent;
 }
 
+// Where this rank sits in the ring (rrCommGetRingOrder): its position and
+// the rank after it.
+struct RingPlace {
+  std::vector<int> order;
+  int position = 0;
+  int right = 0;
+};
+
+RingPlace ring_place(rrComm_t comm) {
+  RingPlace place;
+  place.order.assign(static_cast<size_t>(g_size), -1);
+  EXPECT_EQ(rrCommGetRingOrder(comm, place.order.data()), rrSuccess) << rrGetLastError(comm);
+  for (int p = 0; p < g_size; ++p) {
+    if (place.order[static_cast<size_t>(p)] == g_rank) place.position = p;
+  }
+  place.right = place.order[static_cast<size_t>((place.position + 1) % g_size)];
+  return place;
+}
+
 // Before each collective a rank sends its 32-byte operation header to both
 // ring neighbours (one when there are two ranks) to check that all ranks
 // called the same thing (README, "Failures"; lib/comm/wire.hpp).
@@ -414,6 +433,7 @@ TEST(AllReduce, SendsTwoNMinusOneOverNBytes) {
   // the buffer up to the rounding of uneven segments, and nothing else.
   const size_t count = 1000003;  // prime: uneven segments
   const size_t bytes = count * sizeof(float);
+  const RingPlace ring = ring_place(g_comm);
   std::vector<float> send(count, 1.0f), recv(count);
   std::vector<uint64_t> before_sent(static_cast<size_t>(g_size)), before_recv(static_cast<size_t>(g_size));
   for (int p = 0; p < g_size; ++p) {
@@ -426,17 +446,23 @@ TEST(AllReduce, SendsTwoNMinusOneOverNBytes) {
     ASSERT_EQ(rrCommGetPeerBytes(g_comm, p, &s, &r), rrSuccess);
     sent += s - before_sent[static_cast<size_t>(p)];
     received += r - before_recv[static_cast<size_t>(p)];
+    // The data goes to the next rank of the ring's order (RR_RING_ORDER:
+    // each host's ranks together), the argument check's header to the
+    // neighbours by rank number; nothing to anyone else.
     const bool neighbour = p == (g_rank + 1) % g_size || p == (g_rank + g_size - 1) % g_size;
-    if (g_size > 1 && !neighbour) {
-      EXPECT_EQ(s, before_sent[static_cast<size_t>(p)]) << "sent to a non-neighbour " << p;
+    const uint64_t header = g_size > 1 && neighbour ? 32 : 0;
+    if (g_size > 1 && p != ring.right) {
+      EXPECT_EQ(s - before_sent[static_cast<size_t>(p)], header) << "sent data to rank " << p << ", not the ring's next";
     }
   }
-  // Exact figure: over its 2(N-1) steps rank r sends segments r, r-1, ..., r-2N+3 (mod N).
+  // Exact figure: over its 2(N-1) steps the rank at ring position q sends
+  // segments q, q-1, ..., q-2N+3 (mod N); segment s is block order[s].
   uint64_t exact = 0;
   const size_t n = static_cast<size_t>(g_size);
   for (int step = 0; g_size > 1 && step < 2 * (g_size - 1); ++step) {
-    const size_t seg = static_cast<size_t>(((g_rank - step) % g_size + g_size) % g_size);
-    exact += (count / n + (seg < count % n ? 1 : 0)) * sizeof(float);
+    const int seg = ((ring.position - step) % g_size + g_size) % g_size;
+    const size_t block = static_cast<size_t>(ring.order[static_cast<size_t>(seg)]);
+    exact += (count / n + (block < count % n ? 1 : 0)) * sizeof(float);
   }
   EXPECT_EQ(sent, exact + header_bytes_per_call());
   sent -= header_bytes_per_call();

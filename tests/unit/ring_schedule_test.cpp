@@ -38,11 +38,15 @@ struct Message {
   Range range;
 };
 
-// Runs the schedule for (n, count, chunk) and checks it element by element.
-void check_schedule(int n, size_t count, size_t chunk_elems) {
-  SCOPED_TRACE("n=" + std::to_string(n) + " count=" + std::to_string(count) + " chunk=" + std::to_string(chunk_elems));
+// Runs the schedule for (n, count, chunk) and checks it element by element;
+// `order` (empty: rank order) is the ring's order of the ranks.
+void check_schedule(int n, size_t count, size_t chunk_elems, const std::vector<int>& order = {}) {
+  SCOPED_TRACE("n=" + std::to_string(n) + " count=" + std::to_string(count) + " chunk=" + std::to_string(chunk_elems) +
+               (order.empty() ? "" : " (reordered ring)"));
   std::vector<RingSchedule> ranks;
-  for (int r = 0; r < n; ++r) ranks.emplace_back(n, r, count, chunk_elems);
+  for (int r = 0; r < n; ++r) {
+    ranks.emplace_back(n, r, count, chunk_elems, 0, RingPhases::kBoth, order.empty() ? nullptr : order.data());
+  }
   const size_t columns = ranks[0].columns();
   for (const auto& s : ranks) ASSERT_EQ(s.columns(), columns) << "ranks disagree on the column count";
 
@@ -89,7 +93,8 @@ void check_schedule(int n, size_t count, size_t chunk_elems) {
   }
   const uint32_t everyone = n == 32 ? ~0u : (1u << n) - 1;
   for (int r = 0; r < n; ++r) {
-    const Range own_input = ranks[r].segment(r);
+    // The segment a rank starts by sending: the one at its ring position.
+    const Range own_input = ranks[r].segment(ranks[r].position());
     const Range owned = ranks[r].segment(ranks[r].owned_segment());
     for (size_t e = 0; e < count; ++e) {
       ASSERT_EQ(held[r][e], everyone) << "rank " << r << " element " << e;
@@ -119,6 +124,41 @@ TEST(RingSchedule, LargeOddSizes) {
   }
 }
 
+// Orders a ring may take (algo/ring_order.hpp): reversed, two hosts
+// interleaved (cyclic placement: evens, then odds), and shuffled.
+std::vector<std::vector<int>> some_orders(int n) {
+  std::vector<int> reversed, interleaved, shuffled;
+  for (int r = n - 1; r >= 0; --r) reversed.push_back(r);
+  for (int r = 0; r < n; r += 2) interleaved.push_back(r);
+  for (int r = 1; r < n; r += 2) interleaved.push_back(r);
+  for (int r = 0; r < n; ++r) shuffled.push_back(r);
+  uint32_t seed = 2463534242u + static_cast<uint32_t>(n);
+  for (int i = n - 1; i > 0; --i) {
+    seed ^= seed << 13, seed ^= seed >> 17, seed ^= seed << 5;
+    std::swap(shuffled[static_cast<size_t>(i)], shuffled[seed % static_cast<uint32_t>(i + 1)]);
+  }
+  return {reversed, interleaved, shuffled};
+}
+
+TEST(RingSchedule, ReorderedRingReducesEveryElementOnceAndMatchesEverySend) {
+  for (int n = 1; n <= 12; ++n) {
+    for (const std::vector<int>& order : some_orders(n)) {
+      for (size_t count = 0; count <= static_cast<size_t>(n) * 4 + 7; ++count) check_schedule(n, count, 3, order);
+      check_schedule(n, 1001, 13, order);
+    }
+  }
+}
+
+TEST(RingSchedule, ReorderedRingNeighboursFollowTheOrder) {
+  const std::vector<int> order = {0, 4, 1, 5, 2, 6, 3, 7};  // 8 ranks, 4 hosts, cyclic
+  for (int p = 0; p < 8; ++p) {
+    const RingSchedule s(8, order[static_cast<size_t>(p)], 100, 8, 0, RingPhases::kBoth, order.data());
+    EXPECT_EQ(s.position(), p);
+    EXPECT_EQ(s.right(), order[static_cast<size_t>((p + 1) % 8)]);
+    EXPECT_EQ(s.left(), order[static_cast<size_t>((p + 7) % 8)]);
+  }
+}
+
 TEST(RingSchedule, OwnedSegmentIsRightNeighbourOfRank) {
   for (int n = 1; n <= 9; ++n)
     for (int r = 0; r < n; ++r) EXPECT_EQ(RingSchedule(n, r, 100, 8).owned_segment(), (r + 1) % n);
@@ -140,11 +180,17 @@ namespace {
 
 // Reduce-scatter alone, rotated by -1: rank r ends holding every rank's
 // contribution to segment r, having received each element at most once.
+// ... in rank order and in reordered rings: rank r still ends with block r.
 TEST(RingSchedule, RotatedReduceScatterLeavesRankROwningSegmentR) {
   for (int n = 2; n <= 9; ++n) {
+    std::vector<std::vector<int>> orders = some_orders(n);
+    orders.push_back({});
+    for (const std::vector<int>& order : orders)
     for (size_t count : {size_t{0}, size_t{1}, size_t{5}, size_t{37}}) {
       std::vector<RingSchedule> ranks;
-      for (int r = 0; r < n; ++r) ranks.emplace_back(n, r, count, 3, -1, RingPhases::kReduceScatter);
+      for (int r = 0; r < n; ++r) {
+        ranks.emplace_back(n, r, count, 3, -1, RingPhases::kReduceScatter, order.empty() ? nullptr : order.data());
+      }
       std::vector<std::vector<uint32_t>> held(n, std::vector<uint32_t>(count));
       for (int r = 0; r < n; ++r)
         for (auto& e : held[r]) e = 1u << r;
@@ -167,8 +213,12 @@ TEST(RingSchedule, RotatedReduceScatterLeavesRankROwningSegmentR) {
         }
       }
       for (int r = 0; r < n; ++r) {
-        EXPECT_EQ(ranks[r].owned_segment(), r);
-        Range own = ranks[r].segment(r);
+        EXPECT_EQ(ranks[r].owned_segment(), ranks[r].position());
+        // Block r of the buffer, wherever the ring put rank r.
+        const Range own = split(count, static_cast<size_t>(n), static_cast<size_t>(r));
+        const Range owned = ranks[r].segment(ranks[r].owned_segment());
+        EXPECT_EQ(owned.offset, own.offset);
+        EXPECT_EQ(owned.count, own.count);
         for (size_t i = 0; i < own.count; ++i) EXPECT_EQ(held[r][own.offset + i], (1u << n) - 1);
       }
     }
@@ -178,12 +228,20 @@ TEST(RingSchedule, RotatedReduceScatterLeavesRankROwningSegmentR) {
 // All-gather alone: rank r starts with segment r and ends with all of them.
 TEST(RingSchedule, RotatedAllGatherDeliversEverySegmentOnce) {
   for (int n = 2; n <= 9; ++n) {
+    std::vector<std::vector<int>> orders = some_orders(n);
+    orders.push_back({});
+    for (const std::vector<int>& order : orders) {
     const size_t count = 11 * static_cast<size_t>(n);
     std::vector<RingSchedule> ranks;
-    for (int r = 0; r < n; ++r) ranks.emplace_back(n, r, count, 4, -1, RingPhases::kAllGather);
+    for (int r = 0; r < n; ++r) {
+      ranks.emplace_back(n, r, count, 4, -1, RingPhases::kAllGather, order.empty() ? nullptr : order.data());
+    }
     std::vector<std::vector<int>> copies(n, std::vector<int>(count, 0));
     for (int r = 0; r < n; ++r) {
-      Range own = ranks[r].segment(r);
+      // Each rank starts with its own block r.
+      const Range own = split(count, static_cast<size_t>(n), static_cast<size_t>(r));
+      const Range first = ranks[r].segment(ranks[r].send_segment(ranks[r].first_step()));
+      EXPECT_EQ(first.offset, own.offset) << "rank " << r << " starts the all-gather with another block";
       for (size_t i = 0; i < own.count; ++i) copies[r][own.offset + i] = 1;
     }
     ASSERT_EQ(ranks[0].first_step(), n - 1);
@@ -203,6 +261,7 @@ TEST(RingSchedule, RotatedAllGatherDeliversEverySegmentOnce) {
     }
     for (int r = 0; r < n; ++r)
       for (size_t i = 0; i < count; ++i) EXPECT_EQ(copies[r][i], 1) << "rank " << r << " element " << i;
+    }
   }
 }
 

@@ -52,6 +52,7 @@ void add_settings_rows(const Settings& s, Table* table) {
   rows.push_back({"RR_TIMEOUT_MS", std::to_string(s.timeout_ms), s.timeout_ms_source, "timeout_ms"});
   rows.push_back({"RR_CHECK_ARGUMENTS", s.check_arguments ? "1" : "0", s.check_arguments_source, "check_arguments"});
   rows.push_back({"RR_ALGO", algo::algo_name(s.allreduce_algo), s.allreduce_algo_source, kEnvOnly});
+  rows.push_back({"RR_RING_ORDER", s.ring_order_by_topology ? "topology" : "rank", s.ring_order_source, kEnvOnly});
   add_model_rows(s.model, table);
   rows.push_back({"RR_GPU_SEGMENT_BYTES", std::to_string(s.gpu_segment_bytes), s.gpu_segment_bytes_source,
                   "gpu_segment_bytes"});

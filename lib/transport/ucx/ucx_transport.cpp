@@ -1,4 +1,5 @@
 #include "transport/ucx/ucx_transport.hpp"
+
 #include "transport/ucx/shm_sweep.hpp"
 #include "transport/ucx/ucx_log.hpp"
 
@@ -12,6 +13,7 @@
 
 #include <cstring>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -216,11 +218,17 @@ Status UcxTransport::connect(std::vector<std::vector<uint8_t>> addresses,
     return InternalError("ucx transport: expected " + std::to_string(size_) + " addresses");
   }
   const HostIdentity mine = host_identity();
+  std::vector<std::vector<uint8_t>> hosts;  // distinct identities, in rank order
+  host_of_ranks_.assign(static_cast<size_t>(size_), 0);
   for (int r = 0; r < size_; ++r) {
     const std::vector<uint8_t>& a = addresses[static_cast<size_t>(r)];
     if (a.size() <= kAddressHeader) {
       return RemoteError("ucx transport: rank " + std::to_string(r) + " published a malformed address");
     }
+    const std::vector<uint8_t> identity(a.begin(), a.begin() + sizeof(mine.bytes));
+    const auto known = std::find(hosts.begin(), hosts.end(), identity);
+    host_of_ranks_[static_cast<size_t>(r)] = static_cast<int>(known - hosts.begin());
+    if (known == hosts.end()) hosts.push_back(identity);
     Peer& p = peers_[r];
     p.same_host = std::memcmp(a.data(), mine.bytes, sizeof(mine.bytes)) == 0;
     std::memcpy(&p.pid, a.data() + sizeof(mine.bytes), sizeof(p.pid));

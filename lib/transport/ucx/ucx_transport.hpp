@@ -50,6 +50,7 @@ class UcxTransport final : public Transport {
   void deregister_memory(void* ptr) override;
   Status peer_status(int peer) const override;
   int same_host_ranks() const override;
+  std::vector<int> host_of_ranks() const override { return host_of_ranks_; }
   void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
   void expect_peer_loss() override { note_loss(); }
   std::string describe_posted_error(const Completion& c) const override;
@@ -80,6 +81,7 @@ class UcxTransport final : public Transport {
   mutable bool loss_noted_ = false;
   // Whether same-host peers are reached through shared memory (learned from
   // the first same-host endpoint): then their endpoints take error mode NONE.
+  std::vector<int> host_of_ranks_;  // by connect(): equal host identities, equal ints
   bool same_host_shm_ = true;
   bool same_host_checked_ = false;
   Status endpoint(int peer, ucp_ep_h* ep);
