@@ -1,0 +1,130 @@
+// rr-sim (tools/rr_sim) against closed forms: the engine's schedules over
+// the simulated network must take exactly what the alpha-beta model of each
+// says where the model is exact, and the ring order must do what it is for.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "sim.hpp"
+#include "units.hpp"
+
+namespace rrsim {
+namespace {
+
+Machine one_rank_per_host(int n, double alpha, double link) {
+  Machine m;
+  m.ranks = n;
+  m.alpha_s = alpha;
+  m.link_Bps = link;
+  return m;
+}
+
+Engine plain(size_t chunk_bytes) {
+  Engine e;
+  e.chunk_bytes = chunk_bytes;
+  e.check_arguments = false;
+  return e;
+}
+
+// One message per segment: 2(N-1)(alpha + (S/N)/B), the closed form.
+TEST(RrSim, RingOfOneMessagePerSegmentIsTheClosedForm) {
+  for (int n : {2, 3, 4, 8, 16, 1024}) {
+    const size_t bytes = size_t{64} << 20;
+    const double alpha = 5e-6, link = 100e9 / 8;
+    const Result r = simulate_ring(one_rank_per_host(n, alpha, link), plain(bytes), bytes);
+    const double segment = static_cast<double>(bytes / 4 / static_cast<size_t>(n) * 4);
+    const double expect = 2.0 * (n - 1) * (alpha + segment / link);
+    EXPECT_NEAR(r.seconds, expect, expect * 1e-4) << n << " ranks";
+    EXPECT_EQ(r.messages, static_cast<uint64_t>(2 * (n - 1) * n));
+  }
+}
+
+// Chunk columns in flight and no per-message latency: every link stays busy,
+// and the ring meets its bandwidth bound 2(N-1)/N S/B exactly.
+TEST(RrSim, PipelinedRingMeetsTheBandwidthBound) {
+  for (int n : {2, 4, 5}) {
+    for (size_t columns : {size_t{2}, size_t{4}, size_t{8}}) {
+      const size_t chunk = size_t{64} << 10;
+      const size_t bytes = chunk * columns * static_cast<size_t>(n);
+      Engine e = plain(chunk);
+      e.pipeline_depth = static_cast<int>(columns);
+      const double link = 1e9;
+      const Result r = simulate_ring(one_rank_per_host(n, 0.0, link), e, bytes);
+      const double expect = 2.0 * (n - 1) / n * static_cast<double>(bytes) / link;
+      EXPECT_NEAR(r.seconds, expect, expect * 1e-9) << n << " ranks, " << columns << " columns";
+    }
+  }
+}
+
+// A power of two: log2 N exchanges of the whole buffer and its 32-byte
+// header, each reduced once on arrival.
+TEST(RrSim, RecursiveDoublingOnAPowerOfTwo) {
+  for (int n : {2, 4, 8, 64, 4096}) {
+    Machine m = one_rank_per_host(n, 2e-6, 10e9);
+    m.reduce_Bps = 4e9;
+    const size_t bytes = 4096;
+    const Result r = simulate_recursive_doubling(m, plain(size_t{512} << 10), bytes);
+    const double rounds = std::log2(n);
+    const double expect = rounds * (2e-6 + (bytes + 32.0) / 10e9 + bytes / 4e9);
+    EXPECT_NEAR(r.seconds, expect, expect * 1e-9) << n << " ranks";
+    EXPECT_EQ(r.messages, static_cast<uint64_t>(rounds * n));
+  }
+}
+
+// Not a power of two: the fold adds one message and one reduction to the
+// critical path, and the hand-back overlaps the last round (the ranks that
+// did not fold sent their round-0 messages at once, so a folding rank's
+// rounds end one reduction after its own send): (log2 P + 1) x (message +
+// reduction), worked out by hand for 3, 6 and 12 ranks.
+TEST(RrSim, RecursiveDoublingWithTheFold) {
+  for (int n : {3, 6, 12}) {
+    Machine m = one_rank_per_host(n, 2e-6, 10e9);
+    m.reduce_Bps = 4e9;
+    const size_t bytes = 1024;
+    const Result r = simulate_recursive_doubling(m, plain(size_t{512} << 10), bytes);
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    const double message = 2e-6 + (bytes + 32.0) / 10e9, reduce = bytes / 4e9;
+    const double expect = (std::log2(p) + 1) * (message + reduce);
+    EXPECT_NEAR(r.seconds, expect, expect * 1e-9) << n << " ranks";
+    EXPECT_EQ(r.messages, static_cast<uint64_t>(2 * (n - p) + std::log2(p) * p)) << n << " ranks";
+  }
+}
+
+// Several ranks per host, placed cyclically: in rank order every ring hop
+// leaves its host, so each NIC carries K flows; the topology order crosses
+// each NIC once, and is K times faster when the link is the limit.
+TEST(RrSim, TopologyOrderFreesTheHostLinkUnderCyclicPlacement) {
+  Machine m = one_rank_per_host(16, 0.0, 1e9);
+  m.ranks_per_host = 4;
+  m.cyclic = true;
+  m.local_Bps = 100e9;
+  m.local_alpha_s = 0;
+  Engine topology = plain(size_t{1} << 30), rank_order = plain(size_t{1} << 30);
+  rank_order.topology_order = false;
+  const size_t bytes = size_t{64} << 20;
+  const Result fast = simulate_ring(m, topology, bytes);
+  const Result slow = simulate_ring(m, rank_order, bytes);
+  EXPECT_GT(slow.seconds / fast.seconds, 3.5) << "rank order " << slow.seconds << " s, topology " << fast.seconds << " s";
+  EXPECT_EQ(ring_order(m, topology), std::vector<int>({0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}));
+  // Between hosts, the topology ring moves a quarter of the rank order's bytes.
+  EXPECT_EQ(slow.bytes_between_hosts, 4 * fast.bytes_between_hosts);
+}
+
+TEST(RrSim, UnitsParseAsDocumented) {
+  EXPECT_EQ(parse_bytes("--size", "64M"), size_t{64} << 20);
+  EXPECT_EQ(parse_bytes("--size", "4096"), 4096u);
+  EXPECT_DOUBLE_EQ(parse_rate("--link", "100Gbit"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_rate("--link", "100Gbit/s"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_rate("--link", "12.5GB/s"), 12.5e9);
+  EXPECT_DOUBLE_EQ(parse_rate("--link", "1e9"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_seconds("--alpha", "5us"), 5e-6);
+  EXPECT_DOUBLE_EQ(parse_seconds("--alpha", "5e-6"), 5e-6);
+  EXPECT_THROW(parse_rate("--link", "fast"), std::invalid_argument);
+  EXPECT_THROW(parse_seconds("--alpha", "5 parsecs"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace rrsim
