@@ -21,24 +21,32 @@ bool parse_algo(const std::string& text, AllreduceAlgo* out) {
   return false;
 }
 
-double ring_seconds(const CostModel& m, int nranks, size_t bytes) {
+double ring_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape) {
   const double n = static_cast<double>(bytes);
   const double steps = 2.0 * (nranks - 1);
-  return steps * m.alpha_s + steps / nranks * n * m.beta_s_per_byte + (nranks - 1.0) / nranks * n * m.gamma_s_per_byte;
+  const double remote_steps = shape.hosts > 1 ? 2.0 * shape.hosts : 0.0;
+  return (steps - remote_steps) * m.alpha_s + remote_steps * m.remote_alpha() +
+         steps / nranks * n * m.beta_s_per_byte + (nranks - 1.0) / nranks * n * m.gamma_s_per_byte;
 }
 
-double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes) {
+double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape) {
   int pow2 = 1, log2 = 0;
   while (pow2 * 2 <= nranks) pow2 *= 2, ++log2;
   const double fold = pow2 == nranks ? 0.0 : 2.0;
   const double n = static_cast<double>(bytes);
-  return (log2 + fold) * (m.alpha_s + n * m.beta_s_per_byte) + (log2 + fold / 2) * n * m.gamma_s_per_byte;
+  // Rounds between hosts, whose link all of a host's ranks share.
+  int crossing = 0;
+  while (crossing < log2 && (1 << crossing) < shape.hosts) ++crossing;
+  const double sharing = shape.hosts > 1 && shape.ranks_per_host > 1 ? shape.ranks_per_host : 1.0;
+  return (log2 - crossing + fold) * (m.alpha_s + n * m.beta_s_per_byte) +
+         crossing * (m.remote_alpha() + sharing * n * m.beta_s_per_byte) + (log2 + fold / 2) * n * m.gamma_s_per_byte;
 }
 
-AllreduceAlgo choose_allreduce(AllreduceAlgo forced, const CostModel& m, int nranks, size_t bytes) {
+AllreduceAlgo choose_allreduce(AllreduceAlgo forced, const CostModel& m, int nranks, size_t bytes,
+                               const HostShape& shape) {
   if (forced != AllreduceAlgo::kAuto) return forced;
   if (nranks < 2) return AllreduceAlgo::kRing;
-  return recursive_doubling_seconds(m, nranks, bytes) < ring_seconds(m, nranks, bytes)
+  return recursive_doubling_seconds(m, nranks, bytes, shape) < ring_seconds(m, nranks, bytes, shape)
              ? AllreduceAlgo::kRecursiveDoubling
              : AllreduceAlgo::kRing;
 }

@@ -6,6 +6,16 @@
 //   recursive doubling  (log2 P + f) alpha + (log2 P + f) n beta + (log2 P + f/2) n gamma,
 // with P the largest power of two <= N and f = 2 when N != P (the fold and
 // the hand-back). The smaller predicted time wins; RR_ALGO forces one.
+//
+// Across hosts (HostShape: H hosts, at most K ranks on one), messages
+// between hosts cost remote_alpha instead of alpha. The ring, in its
+// topology order, makes 2H of its 2(N-1) hops between hosts, each host's
+// link carrying one flow: 2(N-H) alpha + 2H remote_alpha + the same bytes.
+// ceil(log2 H) of recursive doubling's rounds pair ranks of different hosts,
+// and in each of them all K ranks of a host send their whole buffer through
+// its one link at once: remote_alpha + K n beta. (rr-sim, tools/rr_sim,
+// showed what the single-host model got wrong: at 1 024 ranks of 8 per host
+// it kept recursive doubling up to 2 MiB, 3.7 x slower there than the ring.)
 
 #include <cstddef>
 #include <string>
@@ -18,6 +28,9 @@ struct CostModel {
   double alpha_s = 2e-6;          // per message: UCX's shared-memory latency plus a wake-up on this machine
   double beta_s_per_byte = 1.5e-10;  // moving a byte: ~6.5 GB/s, single-thread memcpy here
   double gamma_s_per_byte = 2.5e-10;  // reducing a byte: ~4 GB/s for float32 sum
+  // Per message between hosts; <= 0: alpha_s (one host, or a network as fast).
+  double remote_alpha_s = 0;
+  double remote_alpha() const { return remote_alpha_s > 0 ? remote_alpha_s : alpha_s; }
 };
 
 // "ring", "rd" (recursive doubling) or "auto".
@@ -25,12 +38,19 @@ const char* algo_name(AllreduceAlgo algo);
 // Parses RR_ALGO's value; false for anything else.
 bool parse_algo(const std::string& text, AllreduceAlgo* out);
 
+// Where the ranks run: how many hosts, and the most ranks on one of them.
+struct HostShape {
+  int hosts = 1;
+  int ranks_per_host = 1;
+};
+
 // The model's predicted time of each schedule, in seconds.
-double ring_seconds(const CostModel& m, int nranks, size_t bytes);
-double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes);
+double ring_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
+double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
 
 // The schedule for an allreduce of `bytes` on `nranks`: `forced` unless it
 // is kAuto, else the model's faster one.
-AllreduceAlgo choose_allreduce(AllreduceAlgo forced, const CostModel& m, int nranks, size_t bytes);
+AllreduceAlgo choose_allreduce(AllreduceAlgo forced, const CostModel& m, int nranks, size_t bytes,
+                               const HostShape& shape = {});
 
 }  // namespace rr::algo

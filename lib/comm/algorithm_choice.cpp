@@ -16,15 +16,18 @@
 namespace rr {
 
 algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer) {
-  algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes);
+  algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
   // The staged (device) path reduces through its own reducer, chunk by
   // chunk on the ring.
   if (has_reducer) chosen = algo::AllreduceAlgo::kRing;
   if (chosen != last_algo_ || bytes > last_algo_bytes_ * 2 || bytes * 2 < last_algo_bytes_) {
-    RR_LOG(LogLevel::kInfo, "rank %d: allreduce of %zu bytes on %d ranks: %s (model: ring %.1f us, rd %.1f us; RR_ALGO=%s)",
-           rank_, bytes, size_, chosen == algo::AllreduceAlgo::kRing ? "ring" : "recursive doubling",
-           algo::ring_seconds(settings_.model, size_, bytes) * 1e6,
-           algo::recursive_doubling_seconds(settings_.model, size_, bytes) * 1e6,
+    RR_LOG(LogLevel::kInfo,
+           "rank %d: allreduce of %zu bytes on %d ranks (%d hosts, up to %d per host): %s (model: ring %.1f us, "
+           "rd %.1f us; RR_ALGO=%s)",
+           rank_, bytes, size_, host_shape_.hosts, host_shape_.ranks_per_host,
+           chosen == algo::AllreduceAlgo::kRing ? "ring" : "recursive doubling",
+           algo::ring_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
+           algo::recursive_doubling_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
            algo::algo_name(settings_.allreduce_algo));
     last_algo_ = chosen;
     last_algo_bytes_ = bytes;
@@ -48,7 +51,7 @@ const char* Communicator::algorithm(wire::Collective collective, size_t count, r
   if (size_ == 1) return "local copy";
   switch (collective) {
     case wire::Collective::kAllReduce: {
-      const algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes);
+      const algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
       return chosen == algo::AllreduceAlgo::kRecursiveDoubling ? "recursive doubling" : "ring";
     }
     case wire::Collective::kReduceScatter:
@@ -77,6 +80,11 @@ void Communicator::choose_ring_order() {
     return;
   }
   const int host_count = *std::max_element(hosts.begin(), hosts.end()) + 1;
+  // The selector's picture of the hosts (algo/select.hpp): how many, and the most ranks on one.
+  std::vector<int> on_host(static_cast<size_t>(host_count), 0);
+  for (int h : hosts) ++on_host[static_cast<size_t>(h)];
+  host_shape_.hosts = host_count;
+  host_shape_.ranks_per_host = *std::max_element(on_host.begin(), on_host.end());
   std::vector<int> order(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) order[static_cast<size_t>(r)] = r;
   if (settings_.ring_order_by_topology) order = algo::topology_ring_order(hosts);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algo/ring.hpp"
+#include "algo/select.hpp"
 #include "comm/control.hpp"
 #include "comm/operation_queue.hpp"
 #include "comm/staged_collectives.hpp"
@@ -222,6 +223,7 @@ class Communicator : public exec::Interrupt {
   int size_;
   Settings settings_;
   std::vector<int> ring_order_;  // empty: rank order
+  algo::HostShape host_shape_;   // where the ranks run, for the allreduce selector
   std::unique_ptr<transport::Transport> transport_;
   std::shared_ptr<void> keepalive_;
   memory::StagingPool pool_;

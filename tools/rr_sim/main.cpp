@@ -111,9 +111,13 @@ int main(int argc, char** argv) {
   const rrsim::Machine& m = o.machine;
   // The engine's selector, fed the simulated machine's constants.
   rr::algo::CostModel model;
-  model.alpha_s = m.alpha_s;
+  model.alpha_s = m.local_alpha_s;
+  model.remote_alpha_s = m.alpha_s;
   model.beta_s_per_byte = 1.0 / m.link_Bps;
   model.gamma_s_per_byte = m.reduce_Bps > 0 ? 1.0 / m.reduce_Bps : 0.0;
+  rr::algo::HostShape shape;
+  shape.hosts = m.hosts();
+  shape.ranks_per_host = m.ranks_per_host;
   const std::vector<int> order = rrsim::ring_order(m, o.engine);
   std::printf("# rr-sim: %d ranks on %d hosts (%d per host, %s), alpha %s, link %s, local alpha %s, local link %s, "
               "reduce %s\n",
@@ -136,7 +140,7 @@ int main(int argc, char** argv) {
     const size_t bytes = static_cast<size_t>(size) / 4 * 4;
     std::string algo = o.algo;
     if (algo == "auto") {
-      algo = rr::algo::choose_allreduce(rr::algo::AllreduceAlgo::kAuto, model, m.ranks, bytes) ==
+      algo = rr::algo::choose_allreduce(rr::algo::AllreduceAlgo::kAuto, model, m.ranks, bytes, shape) ==
                      rr::algo::AllreduceAlgo::kRecursiveDoubling
                  ? "rd"
                  : "ring";
