@@ -39,9 +39,13 @@ class RecursiveDoubling {
   // counters, divided by the buffer's size, must show exactly this).
   int messages_sent() const { return sits_out_for() >= 0 ? 1 : rounds() + (folds_in() >= 0 ? 1 : 0); }
 
- private:
+  // The power of two that takes part, this rank's place among those (for a
+  // rank that sits out: its odd partner's), and the rank at virtual rank v.
+  int pow2() const { return pow2_; }
   int virtual_rank() const { return rank_ < 2 * rem_ ? rank_ / 2 : rank_ - rem_; }
   int real(int v) const { return v < rem_ ? 2 * v + 1 : v + rem_; }
+
+ private:
 
   int nranks_;
   int rank_;

@@ -4,6 +4,9 @@
 // gamma seconds per byte reduced. On N ranks, for n bytes:
 //   ring                2(N-1) alpha + 2(N-1)/N n beta + (N-1)/N n gamma
 //   recursive doubling  (log2 P + f) alpha + (log2 P + f) n beta + (log2 P + f/2) n gamma,
+//   halving-doubling    (2 log2 P + f) alpha + (2(P-1)/P + f) n beta + ((P-1)/P + f/2) n gamma
+//                       plus one neighbour round trip (its argument check);
+//                       predicted and logged, taken only when RR_ALGO=hd,
 // with P the largest power of two <= N and f = 2 when N != P (the fold and
 // the hand-back). The smaller predicted time wins; RR_ALGO forces one.
 //
@@ -22,7 +25,7 @@
 
 namespace rr::algo {
 
-enum class AllreduceAlgo { kAuto, kRing, kRecursiveDoubling };
+enum class AllreduceAlgo { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling };
 
 struct CostModel {
   double alpha_s = 2e-6;          // per message: UCX's shared-memory latency plus a wake-up on this machine
@@ -33,7 +36,7 @@ struct CostModel {
   double remote_alpha() const { return remote_alpha_s > 0 ? remote_alpha_s : alpha_s; }
 };
 
-// "ring", "rd" (recursive doubling) or "auto".
+// "ring", "rd" (recursive doubling), "hd" (halving-doubling) or "auto".
 const char* algo_name(AllreduceAlgo algo);
 // Parses RR_ALGO's value; false for anything else.
 bool parse_algo(const std::string& text, AllreduceAlgo* out);
@@ -47,6 +50,7 @@ struct HostShape {
 // The model's predicted time of each schedule, in seconds.
 double ring_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
 double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
+double halving_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
 
 // The schedule for an allreduce of `bytes` on `nranks`: `forced` unless it
 // is kAuto, else the model's faster one.

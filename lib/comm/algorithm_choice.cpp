@@ -15,6 +15,19 @@
 
 namespace rr {
 
+namespace {
+
+// How rrCommGetAlgorithm and the log name each allreduce schedule.
+const char* display_name(algo::AllreduceAlgo chosen) {
+  switch (chosen) {
+    case algo::AllreduceAlgo::kRecursiveDoubling: return "recursive doubling";
+    case algo::AllreduceAlgo::kHalvingDoubling: return "halving-doubling";
+    default: return "ring";
+  }
+}
+
+}  // namespace
+
 algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer) {
   algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
   // The staged (device) path reduces through its own reducer, chunk by
@@ -23,11 +36,11 @@ algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer)
   if (chosen != last_algo_ || bytes > last_algo_bytes_ * 2 || bytes * 2 < last_algo_bytes_) {
     RR_LOG(LogLevel::kInfo,
            "rank %d: allreduce of %zu bytes on %d ranks (%d hosts, up to %d per host): %s (model: ring %.1f us, "
-           "rd %.1f us; RR_ALGO=%s)",
-           rank_, bytes, size_, host_shape_.hosts, host_shape_.ranks_per_host,
-           chosen == algo::AllreduceAlgo::kRing ? "ring" : "recursive doubling",
+           "rd %.1f us, hd %.1f us; RR_ALGO=%s)",
+           rank_, bytes, size_, host_shape_.hosts, host_shape_.ranks_per_host, display_name(chosen),
            algo::ring_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
            algo::recursive_doubling_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
+           algo::halving_doubling_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
            algo::algo_name(settings_.allreduce_algo));
     last_algo_ = chosen;
     last_algo_bytes_ = bytes;
@@ -52,7 +65,7 @@ const char* Communicator::algorithm(wire::Collective collective, size_t count, r
   switch (collective) {
     case wire::Collective::kAllReduce: {
       const algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
-      return chosen == algo::AllreduceAlgo::kRecursiveDoubling ? "recursive doubling" : "ring";
+      return display_name(chosen);
     }
     case wire::Collective::kReduceScatter:
     case wire::Collective::kAllGather:

@@ -344,13 +344,14 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     reduce::finish(recv, send, count, dtype, op, 1);
     return Status::Ok();
   }
-  if (allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr) ==
-      algo::AllreduceAlgo::kRecursiveDoubling) {
+  const algo::AllreduceAlgo chosen = allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr);
+  if (chosen == algo::AllreduceAlgo::kRecursiveDoubling) {
     // Its messages carry the argument check: no round trip before the data.
     return allreduce_recursive_doubling(send, recv, count, dtype, op,
                                         call_header(wire::Collective::kAllReduce, count, dtype, op));
   }
   RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
+  if (chosen == algo::AllreduceAlgo::kHalvingDoubling) return allreduce_halving_doubling(send, recv, count, dtype, op);
   return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, reducer, reduce_source);
 }
 

@@ -209,6 +209,8 @@ class Communicator : public exec::Interrupt {
   algo::AllreduceAlgo allreduce_algo(size_t bytes, bool has_reducer);
   // Every message starts with `header` (the call's, for the argument
   // check: comm/recursive_doubling.cpp); barrier() runs it too, as a one-byte max.
+  // After agree(): algo/halving_doubling.hpp, in comm/halving_doubling.cpp.
+  Status allreduce_halving_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op);
   Status allreduce_recursive_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
                                       rrRedOp_t op, const wire::OpHeader& header);
   // Runs the ring over `count` elements of `dtype` with the given phases.

@@ -73,7 +73,7 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   }
   if (const char* algo = env_str("RR_ALGO")) {
     if (!algo::parse_algo(algo, &s.allreduce_algo)) {
-      return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring or rd (recursive doubling)");
+      return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring, rd (recursive doubling) or hd (halving-doubling)");
     }
     s.allreduce_algo_source = "env RR_ALGO";
   }

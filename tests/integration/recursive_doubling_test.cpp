@@ -92,11 +92,11 @@ TEST(RecursiveDoubling, BarrierIsAOneByteExchangeCarryingItsHeader) {
 // rrCommGetAlgorithm says what the calls above took (rr-bench labels its rows by it).
 TEST(RecursiveDoubling, TheChoiceIsReported) {
   const char* algorithm = nullptr;
-  const bool ring = forced("ring");
+  const char* forced_name = forced("ring") ? "ring" : forced("rd") ? "recursive doubling" : forced("hd") ? "halving-doubling" : nullptr;
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", 2, rrFloat32, &algorithm), rrSuccess) << rrGetLastError(g_comm);
-  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : ring ? "ring" : "recursive doubling");
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced_name ? forced_name : "recursive doubling");
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", size_t{64} << 20, rrFloat32, &algorithm), rrSuccess);
-  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced("rd") ? "recursive doubling" : "ring");
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced_name ? forced_name : "ring");
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "barrier", 0, rrUint8, &algorithm), rrSuccess);
   EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "recursive doubling");
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allgather", 1000, rrFloat32, &algorithm), rrSuccess);

@@ -95,6 +95,22 @@ TEST(RrSim, RecursiveDoublingWithTheFold) {
   }
 }
 
+// Halving-doubling on a power of two, one piece per round: log2 P halving
+// rounds of S/2, S/4, ... (each reduced), log2 P doubling rounds back up:
+// 2 log2 P alpha + 2(P-1)/P S/B + (P-1)/P S/R.
+TEST(RrSim, HalvingDoublingOnAPowerOfTwo) {
+  for (int n : {2, 4, 8, 64, 1024}) {
+    Machine m = one_rank_per_host(n, 2e-6, 10e9);
+    m.reduce_Bps = 4e9;
+    const size_t bytes = size_t{4} << 20;
+    const Result r = simulate_halving_doubling(m, plain(bytes), bytes);
+    const double share = (n - 1.0) / n;
+    const double expect = 2 * std::log2(n) * 2e-6 + 2 * share * bytes / 10e9 + share * bytes / 4e9;
+    EXPECT_NEAR(r.seconds, expect, expect * 1e-9) << n << " ranks";
+    EXPECT_EQ(r.messages, static_cast<uint64_t>(2 * std::log2(n) * n));
+  }
+}
+
 // Several ranks per host, placed cyclically: in rank order every ring hop
 // leaves its host, so each NIC carries K flows; the topology order crosses
 // each NIC once, and is K times faster when the link is the limit.

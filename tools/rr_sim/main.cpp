@@ -2,7 +2,7 @@
 // schedules over a simulated network (sim.hpp), in rr-bench's columns.
 //
 //   rr-sim --ranks N --size BYTES [-e MAX -f FACTOR] --alpha SECONDS --link RATE
-//          [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|auto]
+//          [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|auto]
 //          [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]
 //          [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]
 //          [--no-check] [--json FILE]
@@ -35,7 +35,7 @@ struct Options {
   if (!why.empty()) std::fprintf(stderr, "rr-sim: %s\n", why.c_str());
   std::fprintf(stderr,
                "usage: rr-sim --ranks N --size BYTES [-e MAX -f FACTOR] --alpha SECONDS --link RATE\n"
-               "              [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|auto]\n"
+               "              [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|auto]\n"
                "              [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]\n"
                "              [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]\n"
                "              [--no-check] [--json FILE]\n"
@@ -71,7 +71,9 @@ Options parse(int argc, char** argv) {
         o.machine.cyclic = v == "cyclic";
       } else if (flag == "--algo") {
         o.algo = value();
-        if (o.algo != "ring" && o.algo != "rd" && o.algo != "auto") usage("--algo " + o.algo + ": expected ring, rd or auto");
+        if (o.algo != "ring" && o.algo != "rd" && o.algo != "hd" && o.algo != "auto") {
+          usage("--algo " + o.algo + ": expected ring, rd, hd or auto");
+        }
       } else if (flag == "--ring-order") {
         const std::string v = value();
         if (v != "topology" && v != "rank") usage("--ring-order " + v + ": expected topology or rank");
@@ -96,6 +98,10 @@ Options parse(int argc, char** argv) {
   if (o.max_bytes < o.min_bytes) o.max_bytes = o.min_bytes;
   if (o.factor <= 1) usage("-f must be more than 1");
   return o;
+}
+
+const char* algorithm_name(const std::string& algo) {
+  return algo == "rd" ? "recursive doubling" : algo == "hd" ? "halving-doubling" : "ring";
 }
 
 struct Row {
@@ -145,12 +151,13 @@ int main(int argc, char** argv) {
                  ? "rd"
                  : "ring";
     }
-    const rrsim::Result r = algo == "rd" ? rrsim::simulate_recursive_doubling(m, o.engine, bytes)
-                                         : rrsim::simulate_ring(m, o.engine, bytes);
+    const rrsim::Result r = algo == "rd"   ? rrsim::simulate_recursive_doubling(m, o.engine, bytes)
+                            : algo == "hd" ? rrsim::simulate_halving_doubling(m, o.engine, bytes)
+                                           : rrsim::simulate_ring(m, o.engine, bytes);
     const double algbw = r.seconds > 0 ? static_cast<double>(bytes) / r.seconds / 1e9 : 0.0;
     const double busbw = algbw * (m.ranks > 1 ? 2.0 * (m.ranks - 1) / m.ranks : 0.0);
     std::printf("  %10zu  %12zu  %10.2f  %8.3f  %8.3f  %10llu  %s\n", bytes, bytes / 4, r.seconds * 1e6, algbw, busbw,
-                static_cast<unsigned long long>(r.messages), algo == "rd" ? "recursive doubling" : "ring");
+                static_cast<unsigned long long>(r.messages), algorithm_name(algo));
     std::fflush(stdout);
     rows.push_back(Row{bytes, algo, r});
     if (size * o.factor > static_cast<double>(o.max_bytes) + 0.5) break;
@@ -177,7 +184,7 @@ int main(int argc, char** argv) {
                    "%s\n    {\"backend\": \"rr-sim\", \"algorithm\": \"%s\", \"collective\": \"allreduce\", "
                    "\"size\": %zu, \"count\": %zu, \"time_us\": %.6g, \"algbw_GBps\": %.6g, \"busbw_GBps\": %.6g, "
                    "\"messages\": %llu, \"bytes_between_hosts\": %llu}",
-                   i ? "," : "", row.algo == "rd" ? "recursive doubling" : "ring", row.bytes, row.bytes / 4,
+                   i ? "," : "", algorithm_name(row.algo), row.bytes, row.bytes / 4,
                    row.r.seconds * 1e6, algbw, busbw, static_cast<unsigned long long>(row.r.messages),
                    static_cast<unsigned long long>(row.r.bytes_between_hosts));
     }

@@ -57,6 +57,11 @@ struct Result {
 // An allreduce of `bytes` (elements of `elem` bytes) from time 0 on every rank.
 Result simulate_ring(const Machine& m, const Engine& e, size_t bytes, size_t elem = 4);
 Result simulate_recursive_doubling(const Machine& m, const Engine& e, size_t bytes, size_t elem = 4);
+// Recursive halving then doubling (algo/halving_doubling.hpp): the argument
+// check's neighbour exchange first, the reduce-scatter's halves in
+// slot-sized pieces (each reduced before the next moves), the all-gather's
+// in one message each.
+Result simulate_halving_doubling(const Machine& m, const Engine& e, size_t bytes, size_t elem = 4);
 
 // The ring's order of the ranks under `e` (algo/ring_order.hpp on m's hosts).
 std::vector<int> ring_order(const Machine& m, const Engine& e);
