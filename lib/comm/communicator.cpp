@@ -1,6 +1,7 @@
 #include "comm/communicator.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <vector>
 
@@ -391,9 +392,22 @@ Status Communicator::check_peer(const char* what, const char* name, int peer) co
 }
 
 Status Communicator::run_batch(exec::Batch& batch, const std::string& name) {
-  Status status = batch.run(name, deadline(), this);
+  return run_batch(batch, name, deadline());
+}
+
+Status Communicator::run_batch(exec::Batch& batch, const std::string& name, exec::Clock::time_point until,
+                               size_t* first_received) {
+  Status status = batch.run(name, until, this);
+  if (first_received != nullptr) *first_received = status.ok() ? batch.transfer(0).done.bytes : 0;
   batch.clear();
   return fail_operation(status);  // transfers may still be in flight, or peers out of step
+}
+
+const std::string& Communicator::name_operation(const char* collective, uint64_t sequence, const char* schedule) {
+  char digits[24];
+  const size_t digit_count = static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), sequence).ptr - digits);
+  operation_name_.assign(collective).append(" #").append(digits, digit_count).append(" (").append(schedule).append(")");
+  return operation_name_;
 }
 
 Status Communicator::run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,

@@ -189,8 +189,16 @@ class Communicator : public exec::Interrupt {
   // swaps what each sends the other and expects from it.
   Status agree_counts(const size_t* sendcounts, const size_t* recvcounts);
   // Runs `batch_` as operation `name`, marking the communicator unusable when
-  // a failure may have left transfers in flight.
+  // a failure may have left transfers in flight. With `until`, that deadline
+  // instead of one timeout from now; *first_received: the bytes the batch's
+  // first transfer (a receive) took.
   Status run_batch(exec::Batch& batch, const std::string& name);
+  Status run_batch(exec::Batch& batch, const std::string& name, exec::Clock::time_point until,
+                   size_t* first_received = nullptr);
+  // "<collective> #<sequence> (<schedule>)", written into operation_name_
+  // for calls whose data path must neither allocate nor format (snprintf was
+  // a tenth of an 8-byte recursive doubling call).
+  const std::string& name_operation(const char* collective, uint64_t sequence, const char* schedule);
   Status run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
                    rrDataType_t dtype, rrRedOp_t op, int root);
   // Broadcasts and reduces up to this size take a binomial tree (log2 N hops,

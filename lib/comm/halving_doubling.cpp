@@ -6,7 +6,6 @@
 // straight into the output.
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -24,16 +23,8 @@ Status Communicator::allreduce_halving_doubling(const void* send, void* recv, si
   const size_t elem = reduce::dtype_size(dtype);
   const algo::HalvingDoubling plan(size_, rank_);
   const uint64_t sequence = sequence_++;
-  char digits[24];
-  const size_t digit_count = static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), sequence).ptr - digits);
-  std::string& name = operation_name_;
-  name.assign("allreduce #").append(digits, digit_count).append(" (halving-doubling)");
+  const std::string& name = name_operation("allreduce", sequence, "halving-doubling");
   const exec::Clock::time_point until = deadline();
-  auto exchange = [&]() -> Status {
-    Status status = batch_->run(name, until, this);
-    batch_->clear();
-    return fail_operation(status);
-  };
   uint8_t* data = static_cast<uint8_t*>(recv);
   uint8_t* scratch = static_cast<uint8_t*>(pool_.slot(0));
   const size_t piece_elems = std::max<size_t>(1, pool_.slot_bytes() / elem);
@@ -52,7 +43,7 @@ Status Communicator::allreduce_halving_doubling(const void* send, void* recv, si
     if (!reduce) {
       batch_->add_recv(partner, exec::collective_tag(sequence, step, 0), data + in.offset * elem, in.count * elem);
       batch_->add_send(partner, exec::collective_tag(sequence, step, 0), data + out.offset * elem, out.count * elem);
-      return exchange();
+      return run_batch(*batch_, name, until);
     }
     const size_t pieces = std::max((out.count + piece_elems - 1) / piece_elems, (in.count + piece_elems - 1) / piece_elems);
     for (size_t piece = 0; piece < pieces; ++piece) {
@@ -62,7 +53,7 @@ Status Communicator::allreduce_halving_doubling(const void* send, void* recv, si
       const uint64_t tag = exec::collective_tag(sequence, step, piece);
       batch_->add_recv(partner, tag, scratch, n_in * elem);
       batch_->add_send(partner, tag, data + (out.offset + first) * elem, n_out * elem);
-      RR_RETURN_IF_ERROR(exchange());
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name, until));
       uint8_t* into = data + (in.offset + first) * elem;
       if (n_in > 0) reduce::reduce(into, into, scratch, n_in, dtype, op);
     }
@@ -77,9 +68,9 @@ Status Communicator::allreduce_halving_doubling(const void* send, void* recv, si
       const size_t n = std::min(piece_elems, count - first);
       batch_->add_send(partner, exec::collective_tag(sequence, 0, piece), data + first * elem, n * elem);
     }
-    RR_RETURN_IF_ERROR(exchange());
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name, until));
     batch_->add_recv(partner, exec::collective_tag(sequence, 1, 0), data, count * elem);
-    RR_RETURN_IF_ERROR(exchange());
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name, until));
   } else {
     if (plan.folds_in() >= 0) RR_RETURN_IF_ERROR(swap(plan.folds_in(), 0, algo::Range{0, 0}, all, true));
     const int rounds = plan.rounds();
@@ -93,7 +84,7 @@ Status Communicator::allreduce_halving_doubling(const void* send, void* recv, si
     }
     if (plan.folds_in() >= 0) {
       batch_->add_send(plan.folds_in(), exec::collective_tag(sequence, 1, 0), data, count * elem);
-      RR_RETURN_IF_ERROR(exchange());
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name, until));
     }
   }
   reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, by every rank alike

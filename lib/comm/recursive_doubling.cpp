@@ -3,7 +3,6 @@
 // than on the ring. One staging slot holds the partner's buffer each round.
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -20,14 +19,8 @@ Status Communicator::allreduce_recursive_doubling(const void* send, void* recv, 
   const size_t elem = reduce::dtype_size(dtype);
   const algo::RecursiveDoubling plan(size_, rank_);
   const uint64_t sequence = sequence_++;
-  // The name errors quote, written into a string kept from call to call:
-  // the data path allocates nothing (nor formats: snprintf was a tenth of
-  // an 8-byte call's time).
-  char digits[24];
-  const size_t digit_count = static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), sequence).ptr - digits);
-  std::string& name = operation_name_;
-  name.assign(wire::collective_name(header.collective));
-  name.append(" #").append(digits, digit_count).append(" (recursive doubling)");
+  const std::string& name =
+      name_operation(wire::collective_name(header.collective), sequence, "recursive doubling");
   const exec::Clock::time_point until = deadline();  // one clock read per call
   // Each message is a frame: this call's operation header, then the data.
   // Frames go out of slot 1 (its header written once) and come into slot 0,
@@ -44,13 +37,6 @@ Status Communicator::allreduce_recursive_doubling(const void* send, void* recv, 
   // this frame where it expects a header, and fails at once instead of waiting.
   auto tag = [sequence](int step, size_t piece) {
     return exec::collective_tag(sequence, piece == 0 && (step == 0 || step == 2) ? exec::kHeaderStep : step, piece);
-  };
-  // Runs the batch; *got: what its first transfer (the receive) took.
-  auto exchange = [&](size_t* got) -> Status {
-    Status status = batch_->run(name, until, this);
-    if (got != nullptr) *got = status.ok() ? batch_->transfer(0).done.bytes : 0;
-    batch_->clear();
-    return fail_operation(status);  // transfers may still be in flight, or peers out of step
   };
   // The frame of `got` bytes in `in` came from `peer`, which should have sent `bytes` of data.
   auto check_frame = [&](int peer, size_t got, size_t bytes) -> Status {
@@ -88,16 +74,16 @@ Status Communicator::allreduce_recursive_doubling(const void* send, void* recv, 
       // Hand the input over, then take the result back.
       const int partner = plan.sits_out_for();
       send_frame(partner, 0);
-      RR_RETURN_IF_ERROR(exchange(nullptr));
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name, until));
       batch_->add_recv_up_to(partner, tag(1, piece), in, frame_room);
-      RR_RETURN_IF_ERROR(exchange(&got));
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name, until, &got));
       RR_RETURN_IF_ERROR(check_frame(partner, got, bytes));
       std::memcpy(data, in + kHeader, bytes);
       continue;
     }
     if (plan.folds_in() >= 0) {
       batch_->add_recv_up_to(plan.folds_in(), tag(0, piece), in, frame_room);
-      RR_RETURN_IF_ERROR(exchange(&got));
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name, until, &got));
       RR_RETURN_IF_ERROR(check_frame(plan.folds_in(), got, bytes));
       reduce::reduce(data, data, in + kHeader, n, dtype, op);
     }
@@ -105,13 +91,13 @@ Status Communicator::allreduce_recursive_doubling(const void* send, void* recv, 
       const int partner = plan.partner(round);
       batch_->add_recv_up_to(partner, tag(2 + round, piece), in, frame_room);
       send_frame(partner, 2 + round);
-      RR_RETURN_IF_ERROR(exchange(&got));
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name, until, &got));
       RR_RETURN_IF_ERROR(check_frame(partner, got, bytes));
       reduce::reduce(data, data, in + kHeader, n, dtype, op);
     }
     if (plan.folds_in() >= 0) {
       send_frame(plan.folds_in(), 1);
-      RR_RETURN_IF_ERROR(exchange(nullptr));
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name, until));
     }
   }
   reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, by every rank alike
