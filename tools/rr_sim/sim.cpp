@@ -47,6 +47,48 @@ std::vector<double> argument_check(const Machine& m, const Engine& e, Network& n
   return heard;
 }
 
+// Ranks that move in lock-step rounds (recursive doubling, halving-doubling):
+// in each, every sender's message enters the network in the order the
+// senders became ready; then each receiver is ready again once its message
+// arrived, plus what it spends on it.
+class Lockstep {
+ public:
+  Lockstep(Network& net, std::vector<double> ready)
+      : net_(net), ready_(std::move(ready)), arrival_(ready_.size(), 0.0), by_time_(ready_.size()) {
+    std::iota(by_time_.begin(), by_time_.end(), 0);
+  }
+
+  // Every rank r with to(r) >= 0 sends bytes(r) to it; with 0 bytes nothing
+  // moves, and the receiver only waits for r to be ready.
+  template <typename To, typename Bytes>
+  void send(To to, Bytes bytes) {
+    std::sort(by_time_.begin(), by_time_.end(), [&](int a, int b) {
+      return std::tie(ready_[static_cast<size_t>(a)], a) < std::tie(ready_[static_cast<size_t>(b)], b);
+    });
+    for (int r : by_time_) {
+      const int q = to(r);
+      if (q < 0) continue;
+      const size_t size = bytes(r);
+      const double when = ready_[static_cast<size_t>(r)];
+      arrival_[static_cast<size_t>(q)] = size == 0 ? when : net_.deliver(r, q, when, size);
+    }
+  }
+  // Every rank r with takes(r) is ready once what was sent to it arrived,
+  // plus spend(r) seconds.
+  template <typename Takes, typename Spend>
+  void receive(Takes takes, Spend spend) {
+    for (size_t r = 0; r < ready_.size(); ++r) {
+      if (takes(static_cast<int>(r))) ready_[r] = std::max(ready_[r], arrival_[r]) + spend(static_cast<int>(r));
+    }
+  }
+  double finish() const { return *std::max_element(ready_.begin(), ready_.end()); }
+
+ private:
+  Network& net_;
+  std::vector<double> ready_, arrival_;
+  std::vector<int> by_time_;
+};
+
 }  // namespace
 
 std::vector<int> ring_order(const Machine& m, const Engine& e) {
@@ -119,56 +161,31 @@ Result simulate_recursive_doubling(const Machine& m, const Engine& e, size_t byt
   std::vector<rr::algo::RecursiveDoubling> plan;
   plan.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) plan.emplace_back(n, r);
-  const int rounds = plan[static_cast<size_t>(n - 1)].rounds();  // the last rank never sits out
-  std::vector<double> ready(static_cast<size_t>(n), 0.0);
-  std::vector<double> arrival(static_cast<size_t>(n), 0.0);
-  std::vector<int> by_time(static_cast<size_t>(n));
-  std::iota(by_time.begin(), by_time.end(), 0);
-  // Sends reach the network in the order they become ready.
-  auto in_time_order = [&] {
-    std::sort(by_time.begin(), by_time.end(), [&](int a, int b) {
-      return std::tie(ready[static_cast<size_t>(a)], a) < std::tie(ready[static_cast<size_t>(b)], b);
-    });
-  };
+  auto at = [&](int r) -> const rr::algo::RecursiveDoubling& { return plan[static_cast<size_t>(r)]; };
+  auto active = [&](int r) { return at(r).sits_out_for() < 0; };
+  auto sits_out = [&](int r) { return !active(r); };
+  auto folds_in = [&](int r) { return at(r).folds_in() >= 0; };
+  auto nothing = [](int) { return 0.0; };
+  const int rounds = at(n - 1).rounds();  // the last rank never sits out
+  Lockstep ranks(net, std::vector<double>(static_cast<size_t>(n), 0.0));
   // comm/recursive_doubling.cpp: frames of the header and a slot's worth of data.
   const size_t piece_elems = std::max<size_t>(1, (e.chunk_bytes - kHeaderBytes) / elem);
   for (size_t first = 0; first < count; first += piece_elems) {
     const size_t data = std::min(piece_elems, count - first) * elem;
-    const size_t frame = kHeaderBytes + data;
-    in_time_order();
-    for (int r : by_time) {  // the fold: even ranks of the first pairs hand their input over
-      const int partner = plan[static_cast<size_t>(r)].sits_out_for();
-      if (partner >= 0) arrival[static_cast<size_t>(partner)] = net.deliver(r, partner, ready[static_cast<size_t>(r)], frame);
-    }
-    for (int r = 0; r < n; ++r) {
-      if (plan[static_cast<size_t>(r)].folds_in() >= 0) {
-        ready[static_cast<size_t>(r)] = std::max(ready[static_cast<size_t>(r)], arrival[static_cast<size_t>(r)]) +
-                                        net.reduce_seconds(data);
-      }
-    }
+    auto frame = [&](int) { return kHeaderBytes + data; };
+    auto reduce = [&](int) { return net.reduce_seconds(data); };
+    // The fold: even ranks of the first pairs hand their input over.
+    ranks.send([&](int r) { return at(r).sits_out_for(); }, frame);
+    ranks.receive(folds_in, reduce);
     for (int round = 0; round < rounds; ++round) {
-      in_time_order();
-      for (int r : by_time) {
-        if (plan[static_cast<size_t>(r)].sits_out_for() >= 0) continue;
-        const int partner = plan[static_cast<size_t>(r)].partner(round);
-        arrival[static_cast<size_t>(partner)] = net.deliver(r, partner, ready[static_cast<size_t>(r)], frame);
-      }
-      for (int r = 0; r < n; ++r) {
-        if (plan[static_cast<size_t>(r)].sits_out_for() >= 0) continue;
-        ready[static_cast<size_t>(r)] = std::max(ready[static_cast<size_t>(r)], arrival[static_cast<size_t>(r)]) +
-                                        net.reduce_seconds(data);
-      }
+      ranks.send([&](int r) { return active(r) ? at(r).partner(round) : -1; }, frame);
+      ranks.receive(active, reduce);
     }
-    in_time_order();
-    for (int r : by_time) {  // and take the result back
-      const int partner = plan[static_cast<size_t>(r)].folds_in();
-      if (partner >= 0) arrival[static_cast<size_t>(partner)] = net.deliver(r, partner, ready[static_cast<size_t>(r)], frame);
-    }
-    for (int r = 0; r < n; ++r) {
-      if (plan[static_cast<size_t>(r)].sits_out_for() >= 0) ready[static_cast<size_t>(r)] = arrival[static_cast<size_t>(r)];
-    }
+    // And take the result back.
+    ranks.send([&](int r) { return at(r).folds_in(); }, frame);
+    ranks.receive(sits_out, nothing);
   }
-  result.seconds = *std::max_element(ready.begin(), ready.end());
+  result.seconds = ranks.finish();
   result.messages = net.messages();
   result.bytes_between_hosts = net.bytes_between_hosts();
   return result;
@@ -183,84 +200,56 @@ Result simulate_halving_doubling(const Machine& m, const Engine& e, size_t bytes
   std::vector<rr::algo::HalvingDoubling> plan;
   plan.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) plan.emplace_back(n, r);
-  const size_t p = static_cast<size_t>(plan[0].blocks());
+  auto at = [&](int r) -> const rr::algo::HalvingDoubling& { return plan[static_cast<size_t>(r)]; };
+  auto active = [&](int r) { return at(r).sits_out_for() < 0; };
+  auto nothing = [](int) { return 0.0; };
+  const size_t p = static_cast<size_t>(at(0).blocks());
   auto elements = [&](rr::algo::HalvingDoubling::Blocks b) {
     const rr::algo::Range from = rr::algo::split(count, p, static_cast<size_t>(b.first));
     const rr::algo::Range to = rr::algo::split(count, p, static_cast<size_t>(b.last - 1));
     return to.offset + to.count - from.offset;
   };
   const size_t piece_elems = std::max<size_t>(1, e.chunk_bytes / elem);
-  std::vector<double> ready = argument_check(m, e, net);
-  std::vector<double> arrival(static_cast<size_t>(n), 0.0);
-  std::vector<int> by_time(static_cast<size_t>(n));
-  std::iota(by_time.begin(), by_time.end(), 0);
-  auto in_time_order = [&] {
-    std::sort(by_time.begin(), by_time.end(), [&](int a, int b) {
-      return std::tie(ready[static_cast<size_t>(a)], a) < std::tie(ready[static_cast<size_t>(b)], b);
-    });
-  };
-  auto active = [&](int r) { return plan[static_cast<size_t>(r)].sits_out_for() < 0; };
-  // One exchange between partners: what each sends, what each adds up.
+  Lockstep ranks(net, argument_check(m, e, net));
+  // One round between partners: what each sends, and whether each adds up
+  // what it gets, piece by piece (the runner reduces each before the next
+  // moves), or takes it in one message.
   auto exchange = [&](auto partner_of, auto elements_sent, bool reduce) {
-    // Pieces one after another (the runner reduces each before the next moves).
     size_t pieces = 1;
     for (int r = 0; r < n; ++r) {
-      if (active(r)) pieces = std::max(pieces, reduce ? (elements_sent(r) + piece_elems - 1) / piece_elems : size_t{1});
+      if (active(r) && reduce) pieces = std::max(pieces, (elements_sent(r) + piece_elems - 1) / piece_elems);
     }
     for (size_t piece = 0; piece < pieces; ++piece) {
-      in_time_order();
-      for (int r : by_time) {
-        if (!active(r)) continue;
-        const size_t sent = elements_sent(r);
+      auto piece_of = [&](size_t total) {
         const size_t first = piece * piece_elems;
-        const size_t this_piece = !reduce ? sent : first < sent ? std::min(piece_elems, sent - first) : 0;
-        const int q = partner_of(r);
-        arrival[static_cast<size_t>(q)] =
-            this_piece == 0 ? ready[static_cast<size_t>(r)] : net.deliver(r, q, ready[static_cast<size_t>(r)], this_piece * elem);
-      }
-      for (int r = 0; r < n; ++r) {
-        if (!active(r)) continue;
-        const size_t got = elements_sent(partner_of(r));
-        const size_t first = piece * piece_elems;
-        const size_t this_piece = !reduce ? got : first < got ? std::min(piece_elems, got - first) : 0;
-        ready[static_cast<size_t>(r)] = std::max(ready[static_cast<size_t>(r)], arrival[static_cast<size_t>(r)]) +
-                                        (reduce ? net.reduce_seconds(this_piece * elem) : 0.0);
-      }
+        return !reduce ? total : first < total ? std::min(piece_elems, total - first) : 0;
+      };
+      ranks.send([&](int r) { return active(r) ? partner_of(r) : -1; },
+                 [&](int r) { return piece_of(elements_sent(r)) * elem; });
+      ranks.receive(active, [&](int r) {
+        return reduce ? net.reduce_seconds(piece_of(elements_sent(partner_of(r))) * elem) : 0.0;
+      });
     }
   };
   // The fold: the even ranks of the first pairs hand their input over in pieces.
   for (size_t first = 0; first < count; first += piece_elems) {
-    const size_t n_piece = std::min(piece_elems, count - first);
-    in_time_order();
-    for (int r : by_time) {
-      const int partner = plan[static_cast<size_t>(r)].sits_out_for();
-      if (partner >= 0) arrival[static_cast<size_t>(partner)] = net.deliver(r, partner, ready[static_cast<size_t>(r)], n_piece * elem);
-    }
-    for (int r = 0; r < n; ++r) {
-      if (plan[static_cast<size_t>(r)].folds_in() >= 0) {
-        ready[static_cast<size_t>(r)] = std::max(ready[static_cast<size_t>(r)], arrival[static_cast<size_t>(r)]) +
-                                        net.reduce_seconds(n_piece * elem);
-      }
-    }
+    const size_t piece = std::min(piece_elems, count - first) * elem;
+    ranks.send([&](int r) { return at(r).sits_out_for(); }, [&](int) { return piece; });
+    ranks.receive([&](int r) { return at(r).folds_in() >= 0; }, [&](int) { return net.reduce_seconds(piece); });
   }
-  const int rounds = plan[static_cast<size_t>(n - 1)].rounds();
+  const int rounds = at(n - 1).rounds();
   for (int k = 0; k < rounds; ++k) {
-    exchange([&](int r) { return plan[static_cast<size_t>(r)].scatter_partner(k); },
-             [&](int r) { return elements(plan[static_cast<size_t>(r)].scatter_send(k)); }, true);
+    exchange([&](int r) { return at(r).scatter_partner(k); }, [&](int r) { return elements(at(r).scatter_send(k)); },
+             true);
   }
   for (int k = 0; k < rounds; ++k) {
-    exchange([&](int r) { return plan[static_cast<size_t>(r)].gather_partner(k); },
-             [&](int r) { return elements(plan[static_cast<size_t>(r)].gather_send(k)); }, false);
+    exchange([&](int r) { return at(r).gather_partner(k); }, [&](int r) { return elements(at(r).gather_send(k)); },
+             false);
   }
-  in_time_order();
-  for (int r : by_time) {  // the hand-back, one message
-    const int partner = plan[static_cast<size_t>(r)].folds_in();
-    if (partner >= 0) arrival[static_cast<size_t>(partner)] = net.deliver(r, partner, ready[static_cast<size_t>(r)], count * elem);
-  }
-  for (int r = 0; r < n; ++r) {
-    if (!active(r)) ready[static_cast<size_t>(r)] = arrival[static_cast<size_t>(r)];
-  }
-  result.seconds = *std::max_element(ready.begin(), ready.end());
+  // The hand-back, one message.
+  ranks.send([&](int r) { return at(r).folds_in(); }, [&](int) { return count * elem; });
+  ranks.receive([&](int r) { return !active(r); }, nothing);
+  result.seconds = ranks.finish();
   result.messages = net.messages();
   result.bytes_between_hosts = net.bytes_between_hosts();
   return result;
