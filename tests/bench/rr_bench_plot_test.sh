@@ -7,13 +7,7 @@ set -u
 PLOT=${1:?usage: rr_bench_plot_test.sh plot rr-bench rr-run}
 BENCH=${2:?}
 RUN=${3:?}
-/usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
-  { echo "SKIP: no matplotlib for /usr/bin/python3 (apt-get install python3-matplotlib)"; exit 77; }
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failed=0
-fail() { echo "FAIL: $1"; sed 's/^/  | /' "$TMP/out"; failed=1; }
-is_png() { [[ -s $1 && $(head -c 8 "$1" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]; }
+source "$(dirname "${BASH_SOURCE[0]}")/plot_common.sh"
 
 timeout 60 "$RUN" -n 2 --timeout 50 -- "$BENCH" --backend ringreduce -b 1K -e 64K -f 8 -n 1 -w 0 \
   --json "$TMP/run.json" --csv "$TMP/run.csv" >"$TMP/out" 2>&1 </dev/null || fail "rr-bench run"

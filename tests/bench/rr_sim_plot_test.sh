@@ -6,13 +6,7 @@
 set -u
 PLOT=${1:?usage: rr_sim_plot_test.sh plot rr-sim}
 SIM=${2:?}
-/usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
-  { echo "SKIP: no matplotlib for /usr/bin/python3 (apt-get install python3-matplotlib)"; exit 77; }
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failed=0
-fail() { echo "FAIL: $1"; sed 's/^/  | /' "$TMP/out"; failed=1; }
-is_png() { [[ -s $1 && $(head -c 8 "$1" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]; }
+source "$(dirname "${BASH_SOURCE[0]}")/plot_common.sh"
 
 for n in 2 4 8 16 32; do
   for algo in ring rd; do
