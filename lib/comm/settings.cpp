@@ -35,6 +35,20 @@ Status env_rate(const char* name, double* seconds_per_byte, std::string* source)
   return Status::Ok();
 }
 
+// A variable that takes one of two words: *second = (value == second), and
+// *source names it; both untouched when it is unset.
+Status env_either(const char* name, const char* first, const char* second, bool* is_second, std::string* source) {
+  const char* text = env_str(name);
+  if (!text) return Status::Ok();
+  const std::string value = text;
+  if (value != first && value != second) {
+    return InvalidArgument(std::string(name) + "=" + value + ": expected " + first + " or " + second);
+  }
+  *is_second = value == second;
+  *source = std::string("env ") + name;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status resolve_settings(const rrConfig_t* config, Settings* out) {
@@ -55,22 +69,10 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   RR_RETURN_IF_ERROR(env_size("RR_GPU_SEGMENT_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes,
                               &size_value, &found));
   if (found) s.gpu_segment_bytes = size_value, s.gpu_segment_bytes_source = "env RR_GPU_SEGMENT_BYTES";
-  if (const char* reduce_on = env_str("RR_GPU_REDUCE")) {
-    const std::string where = reduce_on;
-    if (where != "host" && where != "device") {
-      return InvalidArgument("RR_GPU_REDUCE=" + where + ": expected host or device");
-    }
-    s.gpu_reduce_on_device = where == "device";
-    s.gpu_reduce_source = "env RR_GPU_REDUCE";
-  }
-  if (const char* order = env_str("RR_RING_ORDER")) {
-    const std::string value = order;
-    if (value != "topology" && value != "rank") {
-      return InvalidArgument("RR_RING_ORDER=" + value + ": expected topology or rank");
-    }
-    s.ring_order_by_topology = value == "topology";
-    s.ring_order_source = "env RR_RING_ORDER";
-  }
+  RR_RETURN_IF_ERROR(env_either("RR_GPU_REDUCE", "host", "device", &s.gpu_reduce_on_device, &s.gpu_reduce_source));
+  bool by_rank = !s.ring_order_by_topology;
+  RR_RETURN_IF_ERROR(env_either("RR_RING_ORDER", "topology", "rank", &by_rank, &s.ring_order_source));
+  s.ring_order_by_topology = !by_rank;
   if (const char* algo = env_str("RR_ALGO")) {
     if (!algo::parse_algo(algo, &s.allreduce_algo)) {
       return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring, rd (recursive doubling) or hd (halving-doubling)");
