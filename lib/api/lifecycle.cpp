@@ -294,8 +294,8 @@ RR_API rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* by
                 "peer=" + std::to_string(peer) + " out of range for " + std::to_string(comm->impl->size()) + " ranks");
   }
   if (!bytes_sent || !bytes_received) return fail(comm, rr::Code::kInvalidArgument, "bytes_sent or bytes_received is NULL");
-  *bytes_sent = comm->impl->transport().bytes_sent(peer);
-  *bytes_received = comm->impl->transport().bytes_received(peer);
+  *bytes_sent = comm->impl->bytes_sent(peer);
+  *bytes_received = comm->impl->bytes_received(peer);
   return rrSuccess;
 }
 

@@ -26,6 +26,9 @@ const char* display_name(algo::AllreduceAlgo chosen) {
   }
 }
 
+// The ring over the same-host slot rings is named apart (rr-bench's rows).
+constexpr const char* kSameHostRing = "ring (shared memory)";
+
 }  // namespace
 
 algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer) {
@@ -65,11 +68,12 @@ const char* Communicator::algorithm(wire::Collective collective, size_t count, r
   switch (collective) {
     case wire::Collective::kAllReduce: {
       const algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
+      if (chosen == algo::AllreduceAlgo::kRing && uses_same_host_path()) return kSameHostRing;
       return display_name(chosen);
     }
     case wire::Collective::kReduceScatter:
     case wire::Collective::kAllGather:
-      return "ring";
+      return uses_same_host_path() ? kSameHostRing : "ring";
     case wire::Collective::kBroadcast:
       return broadcast_by_tree(bytes) ? "binomial tree" : "chain";
     case wire::Collective::kReduce:

@@ -86,6 +86,7 @@ Status Communicator::init() {
            settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.c_str());
   }
   choose_ring_order();
+  RR_RETURN_IF_ERROR(setup_same_host_path());
   // How ranks wait (exec/wait_policy.hpp): yield the core while this host
   // runs more ranks than there are cores, unless RR_WAIT_POLICY says.
   exec::note_host_ranks(transport_->same_host_ranks());
@@ -318,6 +319,14 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
     return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
                            std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
   }
+  // Host memory between ranks of one host moves through the slot rings, a
+  // slot per chunk; the staged (device) path keeps the transport's ring.
+  const bool same_host = shm_ring_ && reducer == nullptr;
+  if (same_host) chunk_elems = std::max<size_t>(1, shm_ring_->chunk_bytes() / elem_bytes);
+  if (same_host && largest_segment / chunk_elems >= kMaxColumns) {
+    return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
+                           std::to_string(shm_ring_->chunk_bytes()) + " bytes; raise RR_SHM_SLOT_BYTES");
+  }
   algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases,
                               ring_order_.empty() ? nullptr : ring_order_.data());
   exec::RingCall call;
@@ -333,6 +342,7 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   call.reducer = reducer;
   call.reduce_source = reduce_source;
   // On failure peers may be mid-operation: this ring is no longer in step.
+  if (same_host) return fail_operation(shm_ring_->run(schedule, call));
   return fail_operation(ring_->run(schedule, call));
 }
 

@@ -23,9 +23,11 @@
 #include "exec/batch.hpp"
 #include "exec/chain_executor.hpp"
 #include "exec/ring_executor.hpp"
+#include "exec/shm_ring_executor.hpp"
 #include "exec/wait_policy.hpp"
 #include "memory/staging_pool.hpp"
 #include "ringreduce/ringreduce.h"
+#include "transport/shm/slot_ring.hpp"
 #include "transport/transport.hpp"
 
 namespace rr {
@@ -127,6 +129,13 @@ class Communicator : public exec::Interrupt {
   // communicator (comm/algorithm_choice.cpp): "ring", "recursive doubling",
   // "binomial tree", "chain", "direct" or, on one rank, "local copy".
   const char* algorithm(wire::Collective collective, size_t count, rrDataType_t dtype) const;
+  // Bytes this rank sent to and received from `peer`: the transport's and
+  // the same-host slot rings' together (rrCommGetPeerBytes).
+  uint64_t bytes_sent(int peer) const;
+  uint64_t bytes_received(int peer) const;
+  // Whether the ring's host-memory calls run on same-host slot rings
+  // (comm/same_host_path.cpp) instead of the transport.
+  bool uses_same_host_path() const { return shm_ring_ != nullptr; }
   // The rank at each position of the ring (and the chain): each host's
   // ranks together (RR_RING_ORDER=topology, algo/ring_order.hpp) or rank order.
   std::vector<int> ring_order() const;
@@ -228,6 +237,11 @@ class Communicator : public exec::Interrupt {
 
   // Sets ring_order_ from where the transport says the ranks run; logs it.
   void choose_ring_order();
+  // When every rank runs on this host: each makes the slot ring its left
+  // neighbour will send on, attaches to its right neighbour's, and all use
+  // them only if every rank could (rank 0 collects the votes). Collective;
+  // called by init() after choose_ring_order(). Logs the outcome.
+  Status setup_same_host_path();
 
   int rank_;
   int size_;
@@ -238,6 +252,12 @@ class Communicator : public exec::Interrupt {
   std::shared_ptr<void> keepalive_;
   memory::StagingPool pool_;
   std::unique_ptr<exec::RingExecutor> ring_;
+  // The same-host path, when set up: the ring from the left neighbour (this
+  // rank made it), the right neighbour's, and the executor on them.
+  std::unique_ptr<transport::shm::SlotRing> shm_from_left_;
+  std::unique_ptr<transport::shm::SlotRing> shm_to_right_;
+  std::unique_ptr<exec::ShmRingExecutor> shm_ring_;
+  int shm_left_ = -1, shm_right_ = -1;
   std::unique_ptr<exec::ChainExecutor> chain_;
   std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
   std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group

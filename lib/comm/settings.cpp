@@ -73,6 +73,18 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   bool by_rank = !s.ring_order_by_topology;
   RR_RETURN_IF_ERROR(env_either("RR_RING_ORDER", "topology", "rank", &by_rank, &s.ring_order_source));
   s.ring_order_by_topology = !by_rank;
+  bool by_ucx = !s.same_host_shm;
+  RR_RETURN_IF_ERROR(env_either("RR_SAME_HOST", "shm", "ucx", &by_ucx, &s.same_host_source));
+  s.same_host_shm = !by_ucx;
+  RR_RETURN_IF_ERROR(env_size("RR_SHM_SLOT_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes, &size_value, &found));
+  if (found) {
+    if (size_value % 64 != 0) {
+      return InvalidArgument("RR_SHM_SLOT_BYTES=" + std::to_string(size_value) + ": expected a multiple of 64");
+    }
+    s.shm_slot_bytes = size_value, s.shm_slot_bytes_source = "env RR_SHM_SLOT_BYTES";
+  }
+  RR_RETURN_IF_ERROR(env_int("RR_SHM_SLOTS", 2, Settings::kMaxShmSlots, &int_value, &found));
+  if (found) s.shm_slots = static_cast<int>(int_value), s.shm_slots_source = "env RR_SHM_SLOTS";
   if (const char* algo = env_str("RR_ALGO")) {
     if (!algo::parse_algo(algo, &s.allreduce_algo)) {
       return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring, rd (recursive doubling) or hd (halving-doubling)");

@@ -55,6 +55,18 @@ struct Settings {
   // RR_RING_ORDER=topology|rank.
   bool ring_order_by_topology = true;
 
+  // The ring's data path when every rank runs on this host: slot rings in
+  // shared memory (true; exec/shm_ring_executor.hpp), or UCX (false, as
+  // between hosts). RR_SAME_HOST=shm|ucx.
+  bool same_host_shm = true;
+  // Each rank's ring from its left neighbour: RR_SHM_SLOTS slots of
+  // RR_SHM_SLOT_BYTES. 4 x 64 KiB: a chunk large enough that handing it
+  // over (two cache lines of counters) is noise beside reducing it, few
+  // enough that a rank's two rings (512 KiB) stay in its L2 cache, so the
+  // chunks go from one core's cache to the next without touching DRAM.
+  size_t shm_slot_bytes = size_t{64} << 10;
+  int shm_slots = 4;
+
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
   std::string pipeline_depth_source = "default";
@@ -65,10 +77,14 @@ struct Settings {
   std::string allreduce_algo_source = "default";
   std::string model_source = "default";
   std::string ring_order_source = "default";
+  std::string same_host_source = "default";
+  std::string shm_slot_bytes_source = "default";
+  std::string shm_slots_source = "default";
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
   static constexpr int kMaxPipelineDepth = 64;
+  static constexpr int kMaxShmSlots = 64;
 };
 
 // Resolves the settings for a new communicator; `config` may be null.

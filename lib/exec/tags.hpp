@@ -31,6 +31,10 @@ constexpr uint64_t kSequenceBits = 7;
 constexpr uint64_t kP2pTag = uint64_t{1} << (kColumnBits + kStepBits + kSequenceBits);
 constexpr uint64_t kControlTag = kP2pTag | 1;
 constexpr int kHeaderStep = (1 << kStepBits) - 1;
+// A communicator's setup messages (the same-host slot rings' offers and the
+// vote on them, comm/same_host_path.cpp), sent before its first operation:
+// no schedule reaches this step either (a ring's last is 2 x (2^15 - 1) - 1).
+constexpr int kSetupStep = kHeaderStep - 1;
 constexpr int kMaxP2pTag = 0x7fffffff;
 
 // A point-to-point message's tag; p2p_tag(0) == kP2pTag. `tag` is 0..kMaxP2pTag.

@@ -54,6 +54,17 @@ constexpr auto kDrainLimit = std::chrono::milliseconds(100);
 // measured like sleeping (once a rank has armed UCX's event descriptor, its
 // peers signal it on every message), hence the choice by oversubscription.
 enum class WaitMode { kAuto, kSleep, kYield, kSpin };
+
+// What a sleeping wait sleeps on when the transport's event descriptor
+// would not wake it (the same-host slot rings: a futex on the counter the
+// rank waits for).
+class Sleeper {
+ public:
+  virtual void sleep(int timeout_ms) = 0;
+
+ protected:
+  ~Sleeper() = default;
+};
 // "auto", "sleep", "yield" or "spin"; false for anything else.
 bool parse_wait_mode(const char* text, WaitMode* out);
 const char* wait_mode_name(WaitMode mode);
@@ -72,8 +83,9 @@ class WaitPolicy {
  public:
   using Clock = std::chrono::steady_clock;
 
-  WaitPolicy(transport::Transport* transport, Clock::time_point deadline, Interrupt* interrupt = nullptr)
-      : transport_(transport), deadline_(deadline), interrupt_(interrupt) {}
+  WaitPolicy(transport::Transport* transport, Clock::time_point deadline, Interrupt* interrupt = nullptr,
+             Sleeper* sleeper = nullptr)
+      : transport_(transport), deadline_(deadline), interrupt_(interrupt), sleeper_(sleeper) {}
 
   // Something moved: go back to spinning.
   void reset() {
@@ -144,8 +156,13 @@ class WaitPolicy {
       sched_yield();
       return;
     }
-    // Sleep until the transport signals, bounded so the deadline is checked.
-    transport_->wait_for_events(kSleepMs);
+    // Sleep until the transport (or the sleeper's peer) signals, bounded so
+    // the deadline is checked.
+    if (sleeper_) {
+      sleeper_->sleep(kSleepMs);
+    } else {
+      transport_->wait_for_events(kSleepMs);
+    }
   }
 
  private:
@@ -158,6 +175,7 @@ class WaitPolicy {
   transport::Transport* transport_;
   Clock::time_point deadline_;
   Interrupt* interrupt_;
+  Sleeper* sleeper_;
   WaitMode mode_ = effective_wait_mode();
   int idle_rounds_ = 0;
   bool peer_loss_seen_ = false;

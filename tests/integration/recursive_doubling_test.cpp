@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -89,18 +93,35 @@ TEST(RecursiveDoubling, BarrierIsAOneByteExchangeCarryingItsHeader) {
                        (g_size > 1 ? kHeaderBytes + 1 : 0));
 }
 
+// Whether every rank runs on this host (by hostname, as fake_hosts.sh sets it).
+bool all_ranks_on_this_host() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  const uint64_t mine = std::hash<std::string>()(name);
+  std::vector<uint64_t> all(static_cast<size_t>(g_size));
+  EXPECT_EQ(rrAllGather(&mine, all.data(), 1, rrUint64, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  for (uint64_t h : all) {
+    if (h != mine) return false;
+  }
+  return true;
+}
+
 // rrCommGetAlgorithm says what the calls above took (rr-bench labels its rows by it).
 TEST(RecursiveDoubling, TheChoiceIsReported) {
   const char* algorithm = nullptr;
-  const char* forced_name = forced("ring") ? "ring" : forced("rd") ? "recursive doubling" : forced("hd") ? "halving-doubling" : nullptr;
+  // The ring's chunks go through shared-memory slot rings when every rank
+  // is on this host, unless RR_SAME_HOST=ucx.
+  const char* same_host = std::getenv("RR_SAME_HOST");
+  const char* ring = all_ranks_on_this_host() && !(same_host && std::string(same_host) == "ucx") ? "ring (shared memory)" : "ring";
+  const char* forced_name = forced("ring") ? ring : forced("rd") ? "recursive doubling" : forced("hd") ? "halving-doubling" : nullptr;
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", 2, rrFloat32, &algorithm), rrSuccess) << rrGetLastError(g_comm);
   EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced_name ? forced_name : "recursive doubling");
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", size_t{64} << 20, rrFloat32, &algorithm), rrSuccess);
-  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced_name ? forced_name : "ring");
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced_name ? forced_name : ring);
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "barrier", 0, rrUint8, &algorithm), rrSuccess);
   EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "recursive doubling");
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allgather", 1000, rrFloat32, &algorithm), rrSuccess);
-  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "ring");
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : ring);
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "broadcast", size_t{16} << 20, rrFloat32, &algorithm), rrSuccess);
   EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "chain");
   EXPECT_EQ(rrCommGetAlgorithm(g_comm, "allreduse", 2, rrFloat32, &algorithm), rrInvalidArgument);

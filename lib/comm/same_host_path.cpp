@@ -1,0 +1,143 @@
+// The same-host data path: when every rank of a communicator runs on this
+// host, the ring moves its chunks through shared-memory slot rings
+// (transport/shm/slot_ring.hpp, exec/shm_ring_executor.hpp) instead of UCX.
+// Set up once per communicator, at init; every rank uses it or none does.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algo/ring.hpp"
+#include "comm/communicator.hpp"
+#include "common/log.hpp"
+#include "exec/tags.hpp"
+
+namespace rr {
+
+namespace {
+
+// What a rank tells its left neighbour: whether it made a ring, and where
+// to find it (its pid and the ring's descriptor there).
+struct RingOffer {
+  uint32_t magic = 0;
+  int32_t usable = 0;
+  int32_t pid = -1;
+  int32_t fd = -1;
+  uint64_t slots = 0;
+  uint64_t slot_bytes = 0;
+};
+constexpr uint32_t kOfferMagic = 0x72726f66;  // "rrof"
+
+// Setup tags: the offers, the votes to rank 0, rank 0's answer.
+constexpr uint64_t setup_tag(size_t message) { return exec::collective_tag(0, exec::kSetupStep, message); }
+
+}  // namespace
+
+Status Communicator::setup_same_host_path() {
+  if (size_ < 2 || transport_->same_host_ranks() != size_) return Status::Ok();  // UCX between hosts
+  const std::vector<int> order = ring_order();
+  const algo::RingSchedule ring(size_, rank_, 1, 1, 0, algo::RingPhases::kBoth, order.data());
+  const int left = ring.left();
+  const int right = ring.right();
+  const std::string name = "rank " + std::to_string(rank_) + ": setting up the same-host path";
+
+  // This rank's ring, for its left neighbour to send on.
+  std::string why_not;  // this rank's reason to stay on UCX, for the log
+  std::unique_ptr<transport::shm::SlotRing> from_left;
+  RingOffer mine;
+  mine.magic = kOfferMagic;
+  mine.pid = static_cast<int32_t>(getpid());
+  mine.slots = static_cast<uint64_t>(settings_.shm_slots);
+  // RR_SHM_SLOT_BYTES when set; else the default, or the communicator's
+  // chunk when that is smaller (a small chunk_bytes is how tests reach
+  // many chunk columns with small buffers, on either path).
+  mine.slot_bytes = settings_.shm_slot_bytes;
+  if (settings_.shm_slot_bytes_source == "default") {
+    mine.slot_bytes = std::min<uint64_t>(mine.slot_bytes, (settings_.chunk_bytes + 63) / 64 * 64);
+  }
+  if (!settings_.same_host_shm) {
+    why_not = "RR_SAME_HOST=ucx on rank " + std::to_string(rank_);
+  } else {
+    Status made = transport::shm::SlotRing::create(mine.slots, mine.slot_bytes, &from_left);
+    if (made.ok()) {
+      mine.usable = 1;
+      mine.fd = from_left->fd();
+    } else {
+      why_not = "rank " + std::to_string(rank_) + ": " + made.message();
+    }
+  }
+  RingOffer theirs;
+  batch_->add_send(left, setup_tag(0), &mine, sizeof(mine));
+  batch_->add_recv(right, setup_tag(0), &theirs, sizeof(theirs));
+  RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+
+  // The right neighbour's ring, to send on.
+  std::unique_ptr<transport::shm::SlotRing> to_right;
+  uint8_t vote = 0;
+  // Every rank cuts its chunks to its own slot: they must all be the same size.
+  if (mine.usable && theirs.magic == kOfferMagic && theirs.usable && theirs.slot_bytes != mine.slot_bytes) {
+    why_not = "rank " + std::to_string(right) + "'s slots hold " + std::to_string(theirs.slot_bytes) + " bytes, rank " +
+              std::to_string(rank_) + "'s " + std::to_string(mine.slot_bytes) + " (RR_SHM_SLOT_BYTES or chunk_bytes differ)";
+  } else if (mine.usable && theirs.magic == kOfferMagic && theirs.usable) {
+    Status attached = transport::shm::SlotRing::attach(theirs.pid, theirs.fd, theirs.slots, theirs.slot_bytes, &to_right);
+    if (attached.ok()) {
+      vote = 1;
+    } else {
+      why_not = "rank " + std::to_string(rank_) + " attaching to rank " + std::to_string(right) + "'s ring: " +
+                attached.message();
+    }
+  } else if (why_not.empty()) {
+    why_not = "rank " + std::to_string(right) + " offered no ring";
+  }
+
+  // Every rank or none: rank 0 collects the votes and answers with their minimum.
+  uint8_t all = vote;
+  if (rank_ == 0) {
+    std::vector<uint8_t> votes(static_cast<size_t>(size_), 1);
+    for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(1), &votes[static_cast<size_t>(r)], 1);
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+    for (uint8_t v : votes) all &= v;
+    for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(2), &all, 1);
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  } else {
+    batch_->add_send(0, setup_tag(1), &vote, 1);
+    batch_->add_recv(0, setup_tag(2), &all, 1);
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  }
+  if (!all) {
+    if (!why_not.empty() || rank_ == 0) {
+      RR_LOG(LogLevel::kInfo, "rank %d: same-host ring data path: UCX (%s)", rank_,
+             why_not.empty() ? "another rank could not use shared-memory slot rings" : why_not.c_str());
+    }
+    return Status::Ok();
+  }
+  // Every left neighbour has its copy of the descriptor by now.
+  from_left->close_fd();
+  shm_from_left_ = std::move(from_left);
+  shm_to_right_ = std::move(to_right);
+  shm_left_ = left;
+  shm_right_ = right;
+  shm_ring_ = std::make_unique<exec::ShmRingExecutor>(transport_.get(), shm_from_left_.get(), shm_to_right_.get());
+  if (rank_ == 0) {
+    RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s)",
+           settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.c_str());
+  }
+  return Status::Ok();
+}
+
+uint64_t Communicator::bytes_sent(int peer) const {
+  uint64_t bytes = transport_->bytes_sent(peer);
+  if (shm_ring_ && peer == shm_right_) bytes += shm_ring_->bytes_sent();
+  return bytes;
+}
+
+uint64_t Communicator::bytes_received(int peer) const {
+  uint64_t bytes = transport_->bytes_received(peer);
+  if (shm_ring_ && peer == shm_left_) bytes += shm_ring_->bytes_received();
+  return bytes;
+}
+
+}  // namespace rr

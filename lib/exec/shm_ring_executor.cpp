@@ -1,0 +1,152 @@
+#include "exec/shm_ring_executor.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "reduce/reduce.hpp"
+
+namespace rr::exec {
+
+namespace {
+
+const char* phase(const algo::RingSchedule& s, int step) {
+  return s.is_reduce_step(step) ? "reduce-scatter" : "all-gather";
+}
+
+int phase_step(const algo::RingSchedule& s, int step) {
+  return s.is_reduce_step(step) ? step : step - (s.nranks() - 1);
+}
+
+}  // namespace
+
+ShmRingExecutor::ShmRingExecutor(transport::Transport* transport, transport::shm::SlotRing* from_left,
+                                 transport::shm::SlotRing* to_right)
+    : transport_(transport), from_left_(from_left), to_right_(to_right) {}
+
+void ShmRingExecutor::sleep(int timeout_ms) {
+  if (sleeping_on_left_) {
+    from_left_->wait_readable(timeout_ms);
+  } else {
+    to_right_->wait_writable(timeout_ms);
+  }
+}
+
+Status ShmRingExecutor::still(WaitPolicy& wait, int peer, bool receiving, int step, size_t column) {
+  const algo::RingSchedule& s = *schedule_;
+  // Notices from peers and posts handed over by other threads travel on the transport.
+  const bool moved = wait.checks_due() && transport_->progress();
+  sleeping_on_left_ = receiving;
+  int failed_peer = -1;
+  Status cause = wait.after_still_round(receiving ? peer : -1, receiving ? -1 : peer, moved, &failed_peer);
+  if (cause.ok()) return cause;
+  std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
+                     (cause.code() == Code::kTimeout ? " timed out" : " failed") + ": rank " +
+                     std::to_string(s.rank()) +
+                     (receiving ? " waited for chunk " + std::to_string(column) + " of " + phase(s, step) + " step " +
+                                      std::to_string(phase_step(s, step)) + " from rank " + std::to_string(peer)
+                                : " waited for rank " + std::to_string(peer) + " to take a chunk before chunk " +
+                                      std::to_string(column) + " of " + phase(s, step) + " step " +
+                                      std::to_string(phase_step(s, step))) +
+                     " (same-host shared memory)";
+  if (cause.code() == Code::kTimeout) return Status(Code::kTimeout, text);
+  return Status(cause.code(), text + ": " + cause.message());
+}
+
+Status ShmRingExecutor::take(WaitPolicy& wait, int step, size_t column, const void** data, size_t* bytes) {
+  while ((*data = from_left_->front(bytes)) == nullptr) {
+    RR_RETURN_IF_ERROR(still(wait, schedule_->left(), true, step, column));
+  }
+  wait.reset();
+  return Status::Ok();
+}
+
+Status ShmRingExecutor::free_slot(WaitPolicy& wait, int step, size_t column, void** slot) {
+  while ((*slot = to_right_->back()) == nullptr) {
+    RR_RETURN_IF_ERROR(still(wait, schedule_->right(), false, step, column));
+  }
+  wait.reset();
+  return Status::Ok();
+}
+
+Status ShmRingExecutor::run(const algo::RingSchedule& s, const RingCall& call) {
+  schedule_ = &s;
+  call_ = &call;
+  const size_t elem = reduce::dtype_size(call.dtype);
+  const auto* send = static_cast<const uint8_t*>(call.send);
+  auto* recv = static_cast<uint8_t*>(call.recv);
+  const bool scatter = s.phases() == algo::RingPhases::kReduceScatter;
+  // Where this rank's output starts: reduce-scatter's recv holds only the owned segment.
+  const size_t recv_base = scatter ? s.segment(s.owned_segment()).offset : 0;
+  WaitPolicy wait(transport_, call.deadline, call.interrupt, this);
+  Status status;
+
+  for (size_t column = 0; column < s.columns() && status.ok(); ++column) {
+    // Send to the right: this rank's own chunk first (all-gather's send
+    // holds only this rank's segment).
+    const int first = s.first_step();
+    const algo::Range own = s.chunk(s.send_segment(first), column);
+    if (own.count != 0) {
+      const size_t send_base = s.phases() == algo::RingPhases::kAllGather ? s.segment(s.send_segment(first)).offset : 0;
+      void* slot = nullptr;
+      status = free_slot(wait, first, column, &slot);
+      if (!status.ok()) break;
+      std::memcpy(slot, send + (own.offset - send_base) * elem, own.count * elem);
+      to_right_->push(own.count * elem);
+      bytes_sent_ += own.count * elem;
+    }
+    for (int step = first; step < s.end_step(); ++step) {
+      // What arrives at this step is what the next step forwards (the same
+      // segment): an empty chunk is skipped on both sides.
+      const algo::Range in = s.chunk(s.recv_segment(step), column);
+      if (in.count == 0) continue;
+      const size_t bytes = in.count * elem;
+      // Wait for the left.
+      const void* arrived = nullptr;
+      size_t arrived_bytes = 0;
+      status = take(wait, step, column, &arrived, &arrived_bytes);
+      if (!status.ok()) break;
+      if (arrived_bytes != bytes) {
+        status = RemoteError(std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
+                             std::to_string(s.left()) + " sent " + std::to_string(arrived_bytes) + " bytes for chunk " +
+                             std::to_string(column) + " of " + phase(s, step) + " step " +
+                             std::to_string(phase_step(s, step)) + ", rank " + std::to_string(s.rank()) +
+                             " expected " + std::to_string(bytes) + " (do the ranks pass the same count and datatype?)");
+        break;
+      }
+      // A slot for the right, unless this is the last step.
+      const bool forward = step + 1 < s.end_step();
+      void* out = nullptr;
+      if (forward) {
+        status = free_slot(wait, step + 1, column, &out);
+        if (!status.ok()) break;
+      }
+      if (s.is_reduce_step(step)) {
+        const uint8_t* mine = send + in.offset * elem;
+        if (s.is_last_reduce_step(step)) {
+          // Reduce into the output: this segment is final here (avg divides now).
+          uint8_t* dst = recv + (in.offset - recv_base) * elem;
+          reduce::reduce_last(dst, mine, arrived, in.count, call.dtype, call.op, s.nranks());
+          if (forward) std::memcpy(out, dst, bytes);
+        } else {
+          // Reduce straight into the right neighbour's slot: partial sums never touch DRAM.
+          reduce::reduce(out, mine, arrived, in.count, call.dtype, call.op);
+        }
+      } else {
+        // All-gather: keep it, and pass it on.
+        std::memcpy(recv + in.offset * elem, arrived, bytes);
+        if (forward) std::memcpy(out, arrived, bytes);
+      }
+      from_left_->pop();
+      bytes_received_ += bytes;
+      if (forward) {
+        to_right_->push(bytes);
+        bytes_sent_ += bytes;
+      }
+    }
+  }
+  schedule_ = nullptr;
+  call_ = nullptr;
+  return status;
+}
+
+}  // namespace rr::exec

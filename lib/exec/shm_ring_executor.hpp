@@ -1,0 +1,73 @@
+#pragma once
+// Runs a ring schedule over same-host slot rings (transport/shm/slot_ring.hpp)
+// instead of the transport: the chunk from the left neighbour is read where
+// it lies in shared memory, reduced with this rank's values straight into
+// the slot for the right neighbour, and only the final result is written to
+// the output. Per rank and tensor byte that is one read of the input and
+// one write of the output; the slots stay in the caches. No system call, no
+// page pinning, no staging copy per chunk.
+//
+// Every rank walks the same columns and steps in the same order, so each
+// ring carries its chunks in one order and a rank never waits for a chunk
+// the left neighbour has not yet been able to send. With at least two
+// slots per ring that cannot deadlock: all ranks blocked on full rings
+// would need more chunks in flight than the ring ever holds (each rank is
+// at most one chunk ahead of what it took in).
+//
+// Liveness, the deadline and the interrupt are watched as the transport
+// executors do (exec/wait_policy.hpp); the transport is still progressed
+// while waiting, for the control channel's notices and queued posts.
+
+#include <cstdint>
+
+#include "algo/ring.hpp"
+#include "common/status.hpp"
+#include "exec/ring_executor.hpp"
+#include "exec/wait_policy.hpp"
+#include "transport/shm/slot_ring.hpp"
+#include "transport/transport.hpp"
+
+namespace rr::exec {
+
+class ShmRingExecutor : private Sleeper {
+ public:
+  // `from_left`: the ring this rank receives on (it made it); `to_right`:
+  // the right neighbour's, which this rank attached to.
+  ShmRingExecutor(transport::Transport* transport, transport::shm::SlotRing* from_left,
+                  transport::shm::SlotRing* to_right);
+
+  // The most bytes one chunk may have: the schedule's chunk_elems times the
+  // element size must not exceed it.
+  size_t chunk_bytes() const { return to_right_->slot_bytes(); }
+
+  // Runs `schedule` (any phases) on `call`, whose reductions happen on the
+  // host (call.reducer is null). A failure leaves the rings out of step:
+  // the communicator must not run on them again.
+  Status run(const algo::RingSchedule& schedule, const RingCall& call);
+
+  // Bytes pushed to the right neighbour and taken from the left, ever.
+  uint64_t bytes_sent() const { return bytes_sent_; }
+  uint64_t bytes_received() const { return bytes_received_; }
+
+ private:
+  // Waits for the next chunk from the left; *bytes is its length.
+  Status take(WaitPolicy& wait, int step, size_t column, const void** data, size_t* bytes);
+  // Waits for a free slot in the right neighbour's ring.
+  Status free_slot(WaitPolicy& wait, int step, size_t column, void** slot);
+  // After a still round: progress, liveness of `peer`, deadline, interrupt.
+  Status still(WaitPolicy& wait, int peer, bool receiving, int step, size_t column);
+  void sleep(int timeout_ms) override;
+
+  transport::Transport* transport_;
+  transport::shm::SlotRing* from_left_;
+  transport::shm::SlotRing* to_right_;
+  bool sleeping_on_left_ = true;  // which ring sleep() waits on
+  uint64_t bytes_sent_ = 0;
+  uint64_t bytes_received_ = 0;
+
+  // The call being run (for error messages).
+  const algo::RingSchedule* schedule_ = nullptr;
+  const RingCall* call_ = nullptr;
+};
+
+}  // namespace rr::exec

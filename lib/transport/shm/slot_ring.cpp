@@ -1,0 +1,136 @@
+#include "transport/shm/slot_ring.hpp"
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <ctime>
+#include <string>
+
+namespace rr::transport::shm {
+
+namespace {
+
+std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
+
+}  // namespace
+
+SlotRing::~SlotRing() {
+  if (mapping_) munmap(mapping_, mapping_bytes_);
+  close_fd();
+}
+
+void SlotRing::close_fd() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+Status SlotRing::map(int fd, size_t slots, size_t slot_bytes, bool fresh, std::unique_ptr<SlotRing>* out) {
+  const size_t bytes = kDataOffset + slots * slot_bytes;
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return InternalError("shared-memory ring: " + errno_text("fstat"));
+  if (static_cast<size_t>(st.st_size) != bytes) {
+    return InternalError("shared-memory ring: segment holds " + std::to_string(st.st_size) + " bytes, expected " +
+                         std::to_string(bytes));
+  }
+  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapping == MAP_FAILED) return InternalError("shared-memory ring: " + errno_text("mmap"));
+  std::unique_ptr<SlotRing> ring(new SlotRing());
+  ring->fd_ = fd;
+  ring->mapping_ = mapping;
+  ring->mapping_bytes_ = bytes;
+  ring->control_ = static_cast<Control*>(mapping);
+  ring->data_ = static_cast<uint8_t*>(mapping) + kDataOffset;
+  ring->slots_ = slots;
+  ring->slot_bytes_ = slot_bytes;
+  Control* control = ring->control_;
+  if (fresh) {
+    // A new memfd reads as zeros: the counters start at 0.
+    control->slots = slots;
+    control->slot_bytes = slot_bytes;
+    std::atomic_thread_fence(std::memory_order_release);
+    control->magic = kMagic;
+  } else if (control->magic != kMagic || control->slots != slots || control->slot_bytes != slot_bytes) {
+    return InternalError("shared-memory ring: the segment is not a ring of " + std::to_string(slots) + " x " +
+                         std::to_string(slot_bytes) + " bytes");
+  } else {
+    ring->head_ = control->head.load(std::memory_order_acquire);
+    ring->tail_seen_ = control->tail.load(std::memory_order_acquire);
+  }
+  *out = std::move(ring);
+  return Status::Ok();
+}
+
+Status SlotRing::create(size_t slots, size_t slot_bytes, std::unique_ptr<SlotRing>* out) {
+  if (slots < 2 || slots > kMaxSlots || slot_bytes == 0 || slot_bytes % 64 != 0) {
+    return InvalidArgument("shared-memory ring: " + std::to_string(slots) + " slots of " +
+                           std::to_string(slot_bytes) + " bytes (expected 2.." + std::to_string(kMaxSlots) +
+                           " slots of a multiple of 64 bytes)");
+  }
+  const int fd = static_cast<int>(syscall(SYS_memfd_create, "ringreduce-slots", MFD_CLOEXEC));
+  if (fd < 0) return InternalError("shared-memory ring: " + errno_text("memfd_create"));
+  if (ftruncate(fd, static_cast<off_t>(kDataOffset + slots * slot_bytes)) != 0) {
+    const Status failed = InternalError("shared-memory ring of " + std::to_string(slots * slot_bytes) +
+                                        " bytes: " + errno_text("ftruncate"));
+    close(fd);
+    return failed;
+  }
+  Status mapped = map(fd, slots, slot_bytes, true, out);
+  if (!mapped.ok()) close(fd);
+  return mapped;
+}
+
+Status SlotRing::attach(int pid, int fd, size_t slots, size_t slot_bytes, std::unique_ptr<SlotRing>* out) {
+  if (slots < 2 || slots > kMaxSlots || slot_bytes == 0 || slot_bytes % 64 != 0 || pid <= 0 || fd < 0) {
+    return InvalidArgument("shared-memory ring: a peer offered pid " + std::to_string(pid) + " fd " +
+                           std::to_string(fd) + ", " + std::to_string(slots) + " slots of " +
+                           std::to_string(slot_bytes) + " bytes");
+  }
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return InternalError("shared-memory ring: " + errno_text("pidfd_open"));
+  const int local = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  const int getfd_errno = errno;
+  close(pidfd);
+  if (local < 0) {
+    errno = getfd_errno;
+    return InternalError("shared-memory ring: " + errno_text("pidfd_getfd"));
+  }
+  Status mapped = map(local, slots, slot_bytes, false, out);
+  if (!mapped.ok()) {
+    close(local);
+    return mapped;
+  }
+  (*out)->close_fd();  // the mapping is all the sender needs
+  return Status::Ok();
+}
+
+void SlotRing::wake(std::atomic<uint32_t>* counter, std::atomic<uint32_t>* sleeps) {
+  sleeps->store(0, std::memory_order_relaxed);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(counter), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void SlotRing::sleep_on(std::atomic<uint32_t>* counter, uint32_t seen, std::atomic<uint32_t>* sleeps,
+                        int timeout_ms) {
+  // Say so before the last look: the other side then either saw the flag
+  // after its store (and wakes us) or stored before our look (no sleep).
+  sleeps->store(1, std::memory_order_seq_cst);
+  if (counter->load(std::memory_order_seq_cst) == seen) {
+    timespec limit{timeout_ms / 1000, static_cast<long>(timeout_ms % 1000) * 1000000L};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(counter), FUTEX_WAIT, seen, &limit, nullptr, 0);
+  }
+  sleeps->store(0, std::memory_order_relaxed);
+}
+
+void SlotRing::wait_readable(int timeout_ms) { sleep_on(&control_->head, tail_, &control_->reader_sleeps, timeout_ms); }
+
+void SlotRing::wait_writable(int timeout_ms) {
+  // Full means tail == head - slots; wait for tail to move from there.
+  sleep_on(&control_->tail, head_ - static_cast<uint32_t>(slots_), &control_->writer_sleeps, timeout_ms);
+}
+
+}  // namespace rr::transport::shm

@@ -1,0 +1,152 @@
+// Faults on the same-host data path (the ring over shared-memory slot rings,
+// lib/exec/shm_ring_executor.hpp): a peer killed or stopped while the ring
+// runs on the slots, an abort of a call waiting on them, and every rank
+// killed at once. Each test first checks that the ring did take the slots,
+// so that a fallback to UCX cannot pass for them; the fixture checks that
+// nothing is left in /dev/shm.
+
+#include <gtest/gtest.h>
+#include <ringreduce/ringreduce.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "free_port.hpp"
+#include "world.hpp"
+
+namespace {
+
+using namespace fault_world;
+
+constexpr size_t kElements = size_t{16} << 20;  // 64 MiB of float32: many slots in flight
+
+// Exits the rank (status 8) unless a 64 MiB allreduce takes the slot rings.
+void require_same_host_path(rrComm_t comm) {
+  const char* algorithm = nullptr;
+  if (rrCommGetAlgorithm(comm, "allreduce", kElements, rrFloat32, &algorithm) != rrSuccess ||
+      std::strcmp(algorithm, "ring (shared memory)") != 0) {
+    _exit(8);
+  }
+}
+
+// Allreduces until one fails; the victim raises `signal` `delay` into them.
+Body strike_mid_ring(int victim, int signal, std::chrono::milliseconds delay) {
+  return [=](int rank, rrComm_t comm, Outcome* out) {
+    require_same_host_path(comm);
+    std::vector<float> data(kElements, 1.0f);
+    if (rank == victim) {
+      std::thread([=] {
+        std::this_thread::sleep_for(delay);
+        raise(signal);
+      }).detach();
+    }
+    for (int i = 0; i < 1000; ++i) {
+      const auto t0 = Clock::now();
+      out->result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+      out->seconds = seconds_since(t0);
+      if (out->result != rrSuccess) break;
+    }
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  };
+}
+
+using SameHostPath = NoShmLeft;
+
+TEST_F(SameHostPath, KilledPeerIsNamedByTheSurvivors) {
+  // 3 ranks: rank 1 dies while chunks sit in its slots. Rank 2 waits on its
+  // ring from rank 1, rank 0 on rank 1 taking its chunks (or on the notice).
+  auto outcomes = run_world(3, 60000, {1}, strike_mid_ring(1, SIGKILL, std::chrono::milliseconds(30)));
+  print(outcomes, {1});
+  for (int r : {0, 2}) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_EQ(o.result, rrRemoteError) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, "rank 1")) << o.error;
+    EXPECT_LT(o.seconds, 10.0) << "far sooner than the 60 s timeout: " << o.error;
+  }
+  // Rank 2 reads from rank 1's slots: it sees the death itself.
+  EXPECT_TRUE(has(outcomes[2], "same-host shared memory")) << outcomes[2].error;
+}
+
+TEST_F(SameHostPath, StoppedPeerBecomesATimeout) {
+  const int timeout_ms = 1500;
+  auto outcomes = run_world(2, timeout_ms, {1}, strike_mid_ring(1, SIGSTOP, std::chrono::milliseconds(30)));
+  print(outcomes, {1});
+  const Outcome& o = outcomes[0];
+  EXPECT_EQ(o.result, rrTimeout) << o.error;
+  EXPECT_TRUE(has(o, "rank 1") && has(o, "same-host shared memory")) << o.error;
+  EXPECT_LT(o.seconds, timeout_ms / 1000.0 + 0.5) << o.error;
+}
+
+TEST_F(SameHostPath, AbortEndsACallWaitingOnTheSlots) {
+  // Rank 1 stops for good in the middle of a ring (a call lasts
+  // milliseconds, its argument check microseconds); rank 0's allreduce
+  // then waits on the slots until another thread aborts the communicator.
+  auto outcomes = run_world(2, 60000, {1}, [](int rank, rrComm_t comm, Outcome* out) {
+    require_same_host_path(comm);
+    std::vector<float> data(kElements, 1.0f);
+    if (rank == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        raise(SIGSTOP);
+      }).detach();
+    } else {
+      std::thread([comm] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        rrCommAbort(comm);
+      }).detach();
+    }
+    for (int i = 0; i < 1000; ++i) {
+      const auto t0 = Clock::now();
+      out->result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+      out->seconds = seconds_since(t0);
+      if (out->result != rrSuccess) break;
+    }
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes, {1});
+  EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
+  EXPECT_TRUE(has(outcomes[0], "aborted")) << outcomes[0].error;
+  EXPECT_LT(outcomes[0].seconds, 5.0) << "the abort ended the wait, not the 60 s timeout";
+}
+
+TEST_F(SameHostPath, EveryRankKilledLeavesNoSegment) {
+  // SIGKILL of every rank in the middle of the ring: no survivor cleans up,
+  // and none needs to (the rings are anonymous memory). The fixture
+  // compares /dev/shm before and after.
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const int n = 3;
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(60);  // a rank that never got to its strike still ends
+      rrComm_t comm = nullptr;
+      if (rrCommInitUrl(&comm, url.c_str(), n, r, nullptr) != rrSuccess) _exit(3);
+      require_same_host_path(comm);
+      std::vector<float> data(kElements, 1.0f);
+      if (rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
+      std::thread([r] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 + 5 * r));
+        raise(SIGKILL);
+      }).detach();
+      for (;;) (void)rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+    }
+    ranks.push_back(pid);
+  }
+  for (pid_t pid : ranks) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "a rank ended otherwise than by its own SIGKILL (status " << status << ")";
+  }
+}
+
+}  // namespace
