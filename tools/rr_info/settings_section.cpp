@@ -55,6 +55,9 @@ void add_settings_rows(const Settings& s, Table* table) {
   rows.push_back({"RR_CHECK_ARGUMENTS", s.check_arguments ? "1" : "0", s.check_arguments_source, "check_arguments"});
   rows.push_back({"RR_ALGO", algo::algo_name(s.allreduce_algo), s.allreduce_algo_source, kEnvOnly});
   rows.push_back({"RR_RING_ORDER", s.ring_order_by_topology ? "topology" : "rank", s.ring_order_source, kEnvOnly});
+  rows.push_back({"RR_SAME_HOST", s.same_host_shm ? "shm" : "ucx", s.same_host_source, kEnvOnly});
+  rows.push_back({"RR_SHM_SLOT_BYTES", std::to_string(s.shm_slot_bytes), s.shm_slot_bytes_source, kEnvOnly});
+  rows.push_back({"RR_SHM_SLOTS", std::to_string(s.shm_slots), s.shm_slots_source, kEnvOnly});
   add_model_rows(s.model, table);
   rows.push_back({"RR_GPU_SEGMENT_BYTES", std::to_string(s.gpu_segment_bytes), s.gpu_segment_bytes_source,
                   "gpu_segment_bytes"});
