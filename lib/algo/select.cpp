@@ -23,15 +23,33 @@ bool parse_algo(const std::string& text, AllreduceAlgo* out) {
   return false;
 }
 
-double ring_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape) {
-  const double n = static_cast<double>(bytes);
-  const double steps = 2.0 * (nranks - 1);
-  const double remote_steps = shape.hosts > 1 ? 2.0 * shape.hosts : 0.0;
-  return (steps - remote_steps) * m.alpha_s + remote_steps * m.remote_alpha() +
-         steps / nranks * n * m.beta_s_per_byte + (nranks - 1.0) / nranks * n * m.gamma_s_per_byte;
+namespace {
+
+// On one host whose ranks each have a core, every message (a slot hand-over,
+// or UCX's shared-memory eager message) is a cache line or two passed
+// between cores: slot_alpha. Sharing cores, each costs a context switch: alpha.
+CostModel on_this_host(const CostModel& m, const HostShape& shape) {
+  CostModel local = m;
+  if (shape.slot_rings && shape.hosts <= 1 && !shape.shares_cores) local.alpha_s = m.slot_alpha_s;
+  return local;
 }
 
-double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape) {
+}  // namespace
+
+double ring_seconds(const CostModel& model, int nranks, size_t bytes, const HostShape& shape) {
+  const CostModel m = on_this_host(model, shape);
+  const double n = static_cast<double>(bytes);
+  const double steps = 2.0 * (nranks - 1);
+  const double data = steps / nranks * n * m.beta_s_per_byte + (nranks - 1.0) / nranks * n * m.gamma_s_per_byte;
+  if (shape.slot_rings && shape.hosts <= 1) {
+    return m.alpha_s + steps * m.alpha_s + data;
+  }
+  const double remote_steps = shape.hosts > 1 ? 2.0 * shape.hosts : 0.0;
+  return (steps - remote_steps) * m.alpha_s + remote_steps * m.remote_alpha() + data;
+}
+
+double recursive_doubling_seconds(const CostModel& model, int nranks, size_t bytes, const HostShape& shape) {
+  const CostModel m = on_this_host(model, shape);
   int pow2 = 1, log2 = 0;
   while (pow2 * 2 <= nranks) pow2 *= 2, ++log2;
   const double fold = pow2 == nranks ? 0.0 : 2.0;
@@ -44,7 +62,8 @@ double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes, 
          crossing * (m.remote_alpha() + sharing * n * m.beta_s_per_byte) + (log2 + fold / 2) * n * m.gamma_s_per_byte;
 }
 
-double halving_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape) {
+double halving_doubling_seconds(const CostModel& model, int nranks, size_t bytes, const HostShape& shape) {
+  const CostModel m = on_this_host(model, shape);
   int pow2 = 1, log2 = 0;
   while (pow2 * 2 <= nranks) pow2 *= 2, ++log2;
   const double fold = pow2 == nranks ? 0.0 : 2.0;

@@ -10,6 +10,11 @@
 // with P the largest power of two <= N and f = 2 when N != P (the fold and
 // the hand-back). The smaller predicted time wins; RR_ALGO forces one.
 //
+// On one host with slot rings the ring costs one more message (its argument
+// check's round trip, which recursive doubling carries in its data) besides
+// its 2(N-1) hand-overs, and each message costs slot_alpha instead of alpha
+// unless ranks share cores.
+//
 // Across hosts (HostShape: H hosts, at most K ranks on one), messages
 // between hosts cost remote_alpha instead of alpha. The ring, in its
 // topology order, makes 2H of its 2(N-1) hops between hosts, each host's
@@ -33,6 +38,11 @@ struct CostModel {
   double gamma_s_per_byte = 2.5e-10;  // reducing a byte: ~4 GB/s for float32 sum
   // Per message between hosts; <= 0: alpha_s (one host, or a network as fast).
   double remote_alpha_s = 0;
+  // Per message on one host whose ranks each have a core (a slot ring's
+  // hand-over, or UCX's shared-memory eager message: a cache line or two
+  // passed between cores), when the ring runs on slot rings; alpha_s (a
+  // context switch per message) stays for ranks that share cores.
+  double slot_alpha_s = 0.3e-6;
   double remote_alpha() const { return remote_alpha_s > 0 ? remote_alpha_s : alpha_s; }
 };
 
@@ -45,6 +55,11 @@ bool parse_algo(const std::string& text, AllreduceAlgo* out);
 struct HostShape {
   int hosts = 1;
   int ranks_per_host = 1;
+  // One host whose ring runs on shared-memory slot rings (exec/shm_ring_executor.hpp):
+  // the ring then pays its argument check's round trip (alpha) and a slot
+  // hand-over per step; `shares_cores` when the host runs more ranks than cores.
+  bool slot_rings = false;
+  bool shares_cores = false;
 };
 
 // The model's predicted time of each schedule, in seconds.

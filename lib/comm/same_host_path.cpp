@@ -14,6 +14,7 @@
 #include "comm/communicator.hpp"
 #include "common/log.hpp"
 #include "exec/tags.hpp"
+#include "exec/wait_policy.hpp"
 
 namespace rr {
 
@@ -121,6 +122,9 @@ Status Communicator::setup_same_host_path() {
   shm_left_ = left;
   shm_right_ = right;
   shm_ring_ = std::make_unique<exec::ShmRingExecutor>(transport_.get(), shm_from_left_.get(), shm_to_right_.get());
+  // The allreduce selector prices the ring by its slot hand-overs now.
+  host_shape_.slot_rings = true;
+  host_shape_.shares_cores = size_ > exec::usable_cores();
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s)",
            settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.c_str());

@@ -99,6 +99,7 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   }
   RR_RETURN_IF_ERROR(env_positive("RR_MODEL_ALPHA_US", 1e-6, &s.model.alpha_s, &s.model_source));
   RR_RETURN_IF_ERROR(env_positive("RR_MODEL_REMOTE_ALPHA_US", 1e-6, &s.model.remote_alpha_s, &s.model_source));
+  RR_RETURN_IF_ERROR(env_positive("RR_MODEL_SLOT_ALPHA_US", 1e-6, &s.model.slot_alpha_s, &s.model_source));
   RR_RETURN_IF_ERROR(env_rate("RR_MODEL_MOVE_GBPS", &s.model.beta_s_per_byte, &s.model_source));
   RR_RETURN_IF_ERROR(env_rate("RR_MODEL_REDUCE_GBPS", &s.model.gamma_s_per_byte, &s.model_source));
   s.debug_level = static_cast<int>(log_level());

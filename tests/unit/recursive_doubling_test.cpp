@@ -95,4 +95,30 @@ TEST(Select, SmallMessagesTakeRecursiveDoublingLargeOnesTheRing) {
   EXPECT_FALSE(rr::algo::parse_algo("tree", &parsed));
 }
 
+// One host with slot rings: each rank on a core of its own passes messages
+// at slot_alpha, so the ring takes over at a few KiB (measured: 4 KiB on 2
+// ranks, bench/RESULTS.md); ranks sharing cores pay alpha per hand-over,
+// so recursive doubling keeps sizes ten times larger.
+TEST(Select, SlotRingsMoveTheCrossoverByWhetherRanksShareCores) {
+  using rr::algo::AllreduceAlgo;
+  const rr::algo::CostModel model;
+  rr::algo::HostShape own_cores;
+  own_cores.slot_rings = true;
+  rr::algo::HostShape shared = own_cores;
+  shared.shares_cores = true;
+  EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 2, 1024, own_cores), AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 2, 8192, own_cores), AllreduceAlgo::kRing);
+  EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 4, 8192, shared), AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 4, 65536, shared), AllreduceAlgo::kRing);
+  for (int n = 2; n <= 8; ++n) {
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, 8, own_cores), AllreduceAlgo::kRecursiveDoubling) << n;
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, 8, shared), AllreduceAlgo::kRecursiveDoubling) << n;
+  }
+  // The closed form: the check's message and 2(N-1) hand-overs at slot_alpha.
+  EXPECT_DOUBLE_EQ(rr::algo::ring_seconds(model, 2, 1000000, own_cores),
+                   3 * model.slot_alpha_s + 1e6 * model.beta_s_per_byte + 0.5e6 * model.gamma_s_per_byte);
+  EXPECT_DOUBLE_EQ(rr::algo::ring_seconds(model, 2, 1000000, shared),
+                   3 * model.alpha_s + 1e6 * model.beta_s_per_byte + 0.5e6 * model.gamma_s_per_byte);
+}
+
 }  // namespace

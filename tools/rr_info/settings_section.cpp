@@ -41,6 +41,8 @@ void add_model_rows(const algo::CostModel& model, Table* table) {
   table->rows.push_back({"RR_MODEL_ALPHA_US", number(model.alpha_s * 1e6), env_source("RR_MODEL_ALPHA_US"), kEnvOnly});
   table->rows.push_back({"RR_MODEL_REMOTE_ALPHA_US", number(model.remote_alpha() * 1e6),
                          env_source("RR_MODEL_REMOTE_ALPHA_US"), kEnvOnly});
+  table->rows.push_back({"RR_MODEL_SLOT_ALPHA_US", number(model.slot_alpha_s * 1e6), env_source("RR_MODEL_SLOT_ALPHA_US"),
+                         kEnvOnly});
   table->rows.push_back(
       {"RR_MODEL_MOVE_GBPS", number(1.0 / (model.beta_s_per_byte * 1e9)), env_source("RR_MODEL_MOVE_GBPS"), kEnvOnly});
   table->rows.push_back({"RR_MODEL_REDUCE_GBPS", number(1.0 / (model.gamma_s_per_byte * 1e9)),
