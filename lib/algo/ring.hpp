@@ -61,6 +61,9 @@ class RingSchedule {
   RingPhases phases() const { return phases_; }
   bool is_reduce_step(int step) const { return step < nranks_ - 1; }
   bool is_last_reduce_step(int step) const { return step == nranks_ - 2; }
+  // For messages: the half a step belongs to, and its number within that half.
+  const char* phase_name(int step) const { return is_reduce_step(step) ? "reduce-scatter" : "all-gather"; }
+  int phase_step(int step) const { return is_reduce_step(step) ? step : step - (nranks_ - 1); }
 
   // Chunk columns: every segment is cut into this many chunks.
   size_t columns() const { return columns_; }

@@ -11,18 +11,6 @@
 
 namespace rr::exec {
 
-namespace {
-
-const char* phase(const algo::RingSchedule& s, int step) {
-  return s.is_reduce_step(step) ? "reduce-scatter" : "all-gather";
-}
-
-int phase_step(const algo::RingSchedule& s, int step) {
-  return s.is_reduce_step(step) ? step : step - (s.nranks() - 1);
-}
-
-}  // namespace
-
 RingExecutor::RingExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth,
                            int nranks)
     : transport_(transport),
@@ -143,15 +131,15 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
     if (done.failed) {
       return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
                          std::to_string(s.rank()) + " failed to receive chunk " +
-                         std::to_string(column.index) + " of " + phase(s, step) + " step " +
-                         std::to_string(phase_step(s, step)) + " from rank " + std::to_string(s.left()) +
+                         std::to_string(column.index) + " of " + s.phase_name(step) + " step " +
+                         std::to_string(s.phase_step(step)) + " from rank " + std::to_string(s.left()) +
                          ": " + transport_->describe_error(done));
     }
     if (chunk.count != 0 && done.bytes != chunk.count * elem_bytes_) {
       return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
                          std::to_string(s.left()) + " sent " + std::to_string(done.bytes) +
-                         " bytes for chunk " + std::to_string(column.index) + " of " + phase(s, step) +
-                         " step " + std::to_string(phase_step(s, step)) + ", rank " +
+                         " bytes for chunk " + std::to_string(column.index) + " of " + s.phase_name(step) +
+                         " step " + std::to_string(s.phase_step(step)) + ", rank " +
                          std::to_string(s.rank()) + " expected " + std::to_string(chunk.count * elem_bytes_) +
                          " (do the ranks pass the same count and datatype?)");
     }
@@ -210,12 +198,12 @@ Status RingExecutor::describe_stall(Code code, int failed_peer) const {
                                " chunk columns done)";
   if (!oldest) return Status(code, text + progress);
   if (oldest->step < s.end_step() && failed_peer != s.right()) {
-    text += " waited for chunk " + std::to_string(oldest->index) + " of " + phase(s, oldest->step) + " step " +
-            std::to_string(phase_step(s, oldest->step)) + " from rank " + std::to_string(s.left());
+    text += " waited for chunk " + std::to_string(oldest->index) + " of " + s.phase_name(oldest->step) + " step " +
+            std::to_string(s.phase_step(oldest->step)) + " from rank " + std::to_string(s.left());
   } else {
     const int step = oldest->step < s.end_step() ? oldest->step : s.end_step() - 1;
     text += " waited for rank " + std::to_string(s.right()) + " to take chunk " + std::to_string(oldest->index) +
-            " of " + phase(s, step) + " step " + std::to_string(phase_step(s, step));
+            " of " + s.phase_name(step) + " step " + std::to_string(s.phase_step(step));
   }
   return Status(code, text + progress);
 }

@@ -7,18 +7,6 @@
 
 namespace rr::exec {
 
-namespace {
-
-const char* phase(const algo::RingSchedule& s, int step) {
-  return s.is_reduce_step(step) ? "reduce-scatter" : "all-gather";
-}
-
-int phase_step(const algo::RingSchedule& s, int step) {
-  return s.is_reduce_step(step) ? step : step - (s.nranks() - 1);
-}
-
-}  // namespace
-
 ShmRingExecutor::ShmRingExecutor(transport::Transport* transport, transport::shm::SlotRing* from_left,
                                  transport::shm::SlotRing* to_right)
     : transport_(transport), from_left_(from_left), to_right_(to_right) {}
@@ -42,11 +30,11 @@ Status ShmRingExecutor::still(WaitPolicy& wait, int peer, bool receiving, int st
   std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
                      (cause.code() == Code::kTimeout ? " timed out" : " failed") + ": rank " +
                      std::to_string(s.rank()) +
-                     (receiving ? " waited for chunk " + std::to_string(column) + " of " + phase(s, step) + " step " +
-                                      std::to_string(phase_step(s, step)) + " from rank " + std::to_string(peer)
+                     (receiving ? " waited for chunk " + std::to_string(column) + " of " + s.phase_name(step) + " step " +
+                                      std::to_string(s.phase_step(step)) + " from rank " + std::to_string(peer)
                                 : " waited for rank " + std::to_string(peer) + " to take a chunk before chunk " +
-                                      std::to_string(column) + " of " + phase(s, step) + " step " +
-                                      std::to_string(phase_step(s, step))) +
+                                      std::to_string(column) + " of " + s.phase_name(step) + " step " +
+                                      std::to_string(s.phase_step(step))) +
                      " (same-host shared memory)";
   if (cause.code() == Code::kTimeout) return Status(Code::kTimeout, text);
   return Status(cause.code(), text + ": " + cause.message());
@@ -108,8 +96,8 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, const RingCall& call) {
       if (arrived_bytes != bytes) {
         status = RemoteError(std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
                              std::to_string(s.left()) + " sent " + std::to_string(arrived_bytes) + " bytes for chunk " +
-                             std::to_string(column) + " of " + phase(s, step) + " step " +
-                             std::to_string(phase_step(s, step)) + ", rank " + std::to_string(s.rank()) +
+                             std::to_string(column) + " of " + s.phase_name(step) + " step " +
+                             std::to_string(s.phase_step(step)) + ", rank " + std::to_string(s.rank()) +
                              " expected " + std::to_string(bytes) + " (do the ranks pass the same count and datatype?)");
         break;
       }
