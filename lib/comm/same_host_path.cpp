@@ -52,11 +52,15 @@ Status Communicator::setup_same_host_path() {
   mine.magic = kOfferMagic;
   mine.pid = static_cast<int32_t>(getpid());
   mine.slots = static_cast<uint64_t>(settings_.shm_slots);
-  // RR_SHM_SLOT_BYTES when set; else the default, or the communicator's
-  // chunk when that is smaller (a small chunk_bytes is how tests reach
-  // many chunk columns with small buffers, on either path).
+  // RR_SHM_SLOT_BYTES when set. Else the default, four times larger when
+  // ranks share cores (each hand-over then waits for a context switch:
+  // 256 KiB measured 1.2-1.9 x faster than 64 KiB at 4 ranks on 2 cores,
+  // bench/RESULTS.md), or the communicator's chunk when that is smaller (a
+  // small chunk_bytes is how tests reach many chunk columns with small
+  // buffers, on either path).
   mine.slot_bytes = settings_.shm_slot_bytes;
   if (settings_.shm_slot_bytes_source == "default") {
+    if (size_ > exec::usable_cores()) mine.slot_bytes *= 4;
     mine.slot_bytes = std::min<uint64_t>(mine.slot_bytes, (settings_.chunk_bytes + 63) / 64 * 64);
   }
   if (!settings_.same_host_shm) {

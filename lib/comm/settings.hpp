@@ -64,6 +64,8 @@ struct Settings {
   // over (two cache lines of counters) is noise beside reducing it, few
   // enough that a rank's two rings (512 KiB) stay in its L2 cache, so the
   // chunks go from one core's cache to the next without touching DRAM.
+  // Unset, the slots are 256 KiB where ranks share cores (fewer hand-overs,
+  // each a context switch; comm/same_host_path.cpp).
   size_t shm_slot_bytes = size_t{64} << 10;
   int shm_slots = 4;
 
