@@ -45,7 +45,8 @@ Status connect_all(bootstrap::Rendezvous& rv, const Settings& settings, bootstra
   // Nobody leaves setup until everybody is connected, so a rank that returns
   // can rely on its peers existing, and the serving rank may drop its store.
   *heard = true;
-  return bootstrap::barrier(rv, kReadyBarrier, deadline);
+  RR_RETURN_IF_ERROR(bootstrap::barrier(rv, kReadyBarrier, deadline));
+  return (*comm)->greet_neighbours(deadline);
 }
 
 Status build(bootstrap::Rendezvous rv, const Settings& settings, bootstrap::Clock::time_point deadline,

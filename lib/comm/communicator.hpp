@@ -47,6 +47,15 @@ class Communicator : public exec::Interrupt {
 
   // Sizes the staging pool and the executor; call once before any collective.
   Status init();
+  // Exchanges one byte with each ring neighbour (the peers the transport
+  // connected at once), so that those connections finish their handshake on
+  // both sides before the communicator is handed out. A communicator nobody
+  // progressed after it was made keeps them half open: reset then (a peer's
+  // sockets shut), UCX 1.13's TCP lane reconnects them under its feet and
+  // trips its own assertions (tcp_cm.c:519, tcp_iface.c:307) the next time
+  // this communicator is progressed, even by rrCommAbort's notice
+  // (bench/RESULTS.md, "Chaos"). Call once every rank has its communicator.
+  Status greet_neighbours(exec::Clock::time_point until);
 
   int rank() const { return rank_; }
   int size() const { return size_; }

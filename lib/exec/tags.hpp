@@ -4,6 +4,7 @@
 //   collectives:     [0 : 1][op sequence : 7][step : 16][column : 24]
 //   point-to-point:  [1 : 1][0 : 15][user tag : 31][0 : 1]
 //   notices:         [1 : 1][0 : 46][1 : 1]                    (kControlTag)
+//   greeting:        [1 : 1][0 : 45][1 : 1][1 : 1]             (kGreetingTag)
 //
 // Point-to-point messages set the top bit and carry the caller's tag
 // (0..2^31-1; untagged calls are tag 0), so messages between one pair with
@@ -30,6 +31,8 @@ constexpr uint64_t kStepBits = 16;
 constexpr uint64_t kSequenceBits = 7;
 constexpr uint64_t kP2pTag = uint64_t{1} << (kColumnBits + kStepBits + kSequenceBits);
 constexpr uint64_t kControlTag = kP2pTag | 1;
+// Communicator::greet_neighbours(): once per communicator, before any call.
+constexpr uint64_t kGreetingTag = kP2pTag | 3;
 constexpr int kHeaderStep = (1 << kStepBits) - 1;
 // A communicator's setup messages (the same-host slot rings' offers and the
 // vote on them, comm/same_host_path.cpp), sent before its first operation:
