@@ -98,25 +98,6 @@ Status Communicator::init() {
   return Status::Ok();
 }
 
-Status Communicator::greet_neighbours(exec::Clock::time_point until) {
-  if (size_ == 1) return Status::Ok();
-  const int left = (rank_ + size_ - 1) % size_;
-  const int right = (rank_ + 1) % size_;
-  // Hear from both, speak to both: a rank that heard a neighbour has sent
-  // everything that neighbour's handshake waits for, so either may leave first.
-  batch_->add_recv(left, exec::kGreetingTag, header_left_, 1);
-  if (right != left) batch_->add_recv(right, exec::kGreetingTag, header_right_, 1);
-  batch_->add_send(right, exec::kGreetingTag, header_out_, 1);
-  if (right != left) batch_->add_send(left, exec::kGreetingTag, header_out_, 1);
-  // Deaf to notices: a neighbour that was greeted may be in its first call
-  // already, and a notice about that call (a mismatch, say) is for this
-  // rank's first call too, not for its setup; it waits in the inbox.
-  static const std::string kName = "connection setup";
-  const Status greeted = batch_->run(kName, until, nullptr);
-  batch_->clear();
-  return fail_operation(greeted);
-}
-
 Status Communicator::enqueue_on_stream(const char* call, void* stream, int device,
                                        const std::function<StagedCollectives::Plan(const StagedCollectives& staged)>& make) {
 #if RR_HAVE_CUDA
