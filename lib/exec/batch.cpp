@@ -65,6 +65,10 @@ Status Batch::post(const std::string& what) {
     t.done.reset();
     t.done.done = true;  // not posted yet: nothing to wait for
   }
+  // Posts another thread handed over while an operation ran go first:
+  // messages of one sender and tag match in the order they were posted
+  // (a grouped receive of 0 bytes must not overtake an earlier rrIrecv).
+  transport_->post_queued();
   // Receives first: every rank's sends then find a matching receive posted.
   for (int pass = 0; pass < 2; ++pass) {
     for (Transfer& t : transfers_) {

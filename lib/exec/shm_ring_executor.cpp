@@ -69,6 +69,10 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, const RingCall& call) {
   Status status;
 
   for (size_t column = 0; column < s.columns() && status.ok(); ++column) {
+    // The slots move without the transport: progress it once a column
+    // anyway, so that posts other threads handed over (transport::post_later)
+    // are made while a long ring runs, not after it.
+    transport_->progress();
     // Send to the right: this rank's own chunk first (all-gather's send
     // holds only this rank's segment).
     const int first = s.first_step();

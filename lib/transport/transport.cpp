@@ -20,6 +20,7 @@ void Transport::post_later(bool is_send, int peer, uint64_t tag, void* buf, size
 }
 
 void Transport::post_queued() {
+  if (!has_later_.load(std::memory_order_acquire)) return;  // the common case: no lock
   std::vector<Later> posts;
   {
     std::lock_guard<std::mutex> lock(later_mutex_);
