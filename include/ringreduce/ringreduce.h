@@ -313,8 +313,10 @@ rrResult_t rrCommGetPoolStats(const rrComm_t comm, size_t* pool_bytes, uint64_t*
  * "reducescatter", "allgather", "broadcast", "reduce", "gather", "scatter",
  * "alltoall", "alltoallv", "barrier") on `count` elements of `datatype` takes
  * on this communicator, as the settings (RR_ALGO, RR_MODEL_*, RR_CHUNK_BYTES)
- * choose it: "ring", "recursive doubling", "halving-doubling", "binomial tree", "chain",
- * "direct" or, on one rank, "local copy". *algorithm is a static string.
+ * choose it: "ring", "ring (shared memory)" (the ring on same-host slot
+ * rings, RR_SAME_HOST), "recursive doubling", "halving-doubling", "binomial
+ * tree", "chain", "direct" or, on one rank, "local copy". *algorithm is a
+ * static string.
  * (Device buffers take the ring for allreduce, through the staging pool.) */
 rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective, size_t count, rrDataType_t datatype,
                               const char** algorithm);
