@@ -41,9 +41,8 @@ double ring_seconds(const CostModel& model, int nranks, size_t bytes, const Host
   const double n = static_cast<double>(bytes);
   const double steps = 2.0 * (nranks - 1);
   const double data = steps / nranks * n * m.beta_s_per_byte + (nranks - 1.0) / nranks * n * m.gamma_s_per_byte;
-  if (shape.slot_rings && shape.hosts <= 1) {
-    return m.alpha_s + steps * m.alpha_s + data;
-  }
+  // Slot rings: the argument check's message, then one per step.
+  if (shape.slot_rings && shape.hosts <= 1) return (steps + 1) * m.alpha_s + data;
   const double remote_steps = shape.hosts > 1 ? 2.0 * shape.hosts : 0.0;
   return (steps - remote_steps) * m.alpha_s + remote_steps * m.remote_alpha() + data;
 }

@@ -312,21 +312,21 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
                               rrRedOp_t op, int shift, algo::RingPhases phases, exec::Reducer* reducer,
                               const void* reduce_source) {
   const size_t elem_bytes = reduce::dtype_size(dtype);
-  size_t chunk_elems = settings_.chunk_bytes / elem_bytes;
-  if (chunk_elems == 0) chunk_elems = 1;
   const size_t largest_segment = (count + static_cast<size_t>(size_) - 1) / static_cast<size_t>(size_);
-  if (largest_segment / chunk_elems >= kMaxColumns) {
+  // The ring's tag holds 24 bits of chunk column: chunks of `bytes` must cut
+  // the largest segment into fewer; *elems is how many elements one holds.
+  auto chunks_fit = [&](size_t bytes, const char* knob, size_t* elems) {
+    *elems = std::max<size_t>(1, bytes / elem_bytes);
+    if (largest_segment / *elems < kMaxColumns) return Status::Ok();
     return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
-                           std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
-  }
+                           std::to_string(bytes) + " bytes; raise " + knob);
+  };
+  size_t chunk_elems = 0;
+  RR_RETURN_IF_ERROR(chunks_fit(settings_.chunk_bytes, "RR_CHUNK_BYTES", &chunk_elems));
   // Host memory between ranks of one host moves through the slot rings, a
   // slot per chunk; the staged (device) path keeps the transport's ring.
   const bool same_host = shm_ring_ && reducer == nullptr;
-  if (same_host) chunk_elems = std::max<size_t>(1, shm_ring_->chunk_bytes() / elem_bytes);
-  if (same_host && largest_segment / chunk_elems >= kMaxColumns) {
-    return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
-                           std::to_string(shm_ring_->chunk_bytes()) + " bytes; raise RR_SHM_SLOT_BYTES");
-  }
+  if (same_host) RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
   algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases,
                               ring_order_.empty() ? nullptr : ring_order_.data());
   exec::RingCall call;

@@ -44,6 +44,7 @@ Status Communicator::setup_same_host_path() {
   const int left = ring.left();
   const int right = ring.right();
   const std::string name = "rank " + std::to_string(rank_) + ": setting up the same-host path";
+  const bool shares_cores = size_ > exec::usable_cores();
 
   // This rank's ring, for its left neighbour to send on.
   std::string why_not;  // this rank's reason to stay on UCX, for the log
@@ -60,7 +61,7 @@ Status Communicator::setup_same_host_path() {
   // buffers, on either path).
   mine.slot_bytes = settings_.shm_slot_bytes;
   if (settings_.shm_slot_bytes_source == "default") {
-    if (size_ > exec::usable_cores()) mine.slot_bytes *= 4;
+    if (shares_cores) mine.slot_bytes *= 4;
     mine.slot_bytes = std::min<uint64_t>(mine.slot_bytes, (settings_.chunk_bytes + 63) / 64 * 64);
   }
   if (!settings_.same_host_shm) {
@@ -82,11 +83,12 @@ Status Communicator::setup_same_host_path() {
   // The right neighbour's ring, to send on.
   std::unique_ptr<transport::shm::SlotRing> to_right;
   uint8_t vote = 0;
+  const bool both_offer = mine.usable && theirs.magic == kOfferMagic && theirs.usable;
   // Every rank cuts its chunks to its own slot: they must all be the same size.
-  if (mine.usable && theirs.magic == kOfferMagic && theirs.usable && theirs.slot_bytes != mine.slot_bytes) {
+  if (both_offer && theirs.slot_bytes != mine.slot_bytes) {
     why_not = "rank " + std::to_string(right) + "'s slots hold " + std::to_string(theirs.slot_bytes) + " bytes, rank " +
               std::to_string(rank_) + "'s " + std::to_string(mine.slot_bytes) + " (RR_SHM_SLOT_BYTES or chunk_bytes differ)";
-  } else if (mine.usable && theirs.magic == kOfferMagic && theirs.usable) {
+  } else if (both_offer) {
     Status attached = transport::shm::SlotRing::attach(theirs.pid, theirs.fd, theirs.slots, theirs.slot_bytes, &to_right);
     if (attached.ok()) {
       vote = 1;
@@ -128,7 +130,7 @@ Status Communicator::setup_same_host_path() {
   shm_ring_ = std::make_unique<exec::ShmRingExecutor>(transport_.get(), shm_from_left_.get(), shm_to_right_.get());
   // The allreduce selector prices the ring by its slot hand-overs now.
   host_shape_.slot_rings = true;
-  host_shape_.shares_cores = size_ > exec::usable_cores();
+  host_shape_.shares_cores = shares_cores;
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s)",
            settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.c_str());

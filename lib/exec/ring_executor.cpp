@@ -11,6 +11,15 @@
 
 namespace rr::exec {
 
+Status wrong_chunk_length(const algo::RingSchedule& s, const RingCall& call, int step, size_t column, size_t got,
+                          size_t expected) {
+  return RemoteError(std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
+                     std::to_string(s.left()) + " sent " + std::to_string(got) + " bytes for chunk " +
+                     std::to_string(column) + " of " + s.phase_name(step) + " step " +
+                     std::to_string(s.phase_step(step)) + ", rank " + std::to_string(s.rank()) + " expected " +
+                     std::to_string(expected) + " (do the ranks pass the same count and datatype?)");
+}
+
 RingExecutor::RingExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth,
                            int nranks)
     : transport_(transport),
@@ -136,12 +145,7 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
                          ": " + transport_->describe_error(done));
     }
     if (chunk.count != 0 && done.bytes != chunk.count * elem_bytes_) {
-      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
-                         std::to_string(s.left()) + " sent " + std::to_string(done.bytes) +
-                         " bytes for chunk " + std::to_string(column.index) + " of " + s.phase_name(step) +
-                         " step " + std::to_string(s.phase_step(step)) + ", rank " +
-                         std::to_string(s.rank()) + " expected " + std::to_string(chunk.count * elem_bytes_) +
-                         " (do the ranks pass the same count and datatype?)");
+      return wrong_chunk_length(s, *call_, step, column.index, done.bytes, chunk.count * elem_bytes_);
     }
     if (s.is_reduce_step(step) && chunk.count != 0) {
       // dst = mine op arrived. The last reduce step also finishes avg, so the

@@ -42,6 +42,12 @@ struct RingCall {
   const void* reduce_source = nullptr;
 };
 
+// The error for a chunk of the wrong length: the left neighbour of
+// `schedule`'s rank sent `got` bytes for `column` of `step` where this
+// rank expected `expected` (ranks that passed different counts or types).
+Status wrong_chunk_length(const algo::RingSchedule& schedule, const RingCall& call, int step, size_t column,
+                          size_t got, size_t expected);
+
 class RingExecutor {
  public:
   // `pool` must hold at least 2 x depth slots; the executor keeps per-column

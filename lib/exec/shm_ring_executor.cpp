@@ -98,11 +98,7 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, const RingCall& call) {
       status = take(wait, step, column, &arrived, &arrived_bytes);
       if (!status.ok()) break;
       if (arrived_bytes != bytes) {
-        status = RemoteError(std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
-                             std::to_string(s.left()) + " sent " + std::to_string(arrived_bytes) + " bytes for chunk " +
-                             std::to_string(column) + " of " + s.phase_name(step) + " step " +
-                             std::to_string(s.phase_step(step)) + ", rank " + std::to_string(s.rank()) +
-                             " expected " + std::to_string(bytes) + " (do the ranks pass the same count and datatype?)");
+        status = wrong_chunk_length(s, call, step, column, arrived_bytes, bytes);
         break;
       }
       // A slot for the right, unless this is the last step.

@@ -66,8 +66,12 @@ Status SlotRing::map(int fd, size_t slots, size_t slot_bytes, bool fresh, std::u
   return Status::Ok();
 }
 
+bool SlotRing::shape_ok(size_t slots, size_t slot_bytes) {
+  return slots >= 2 && slots <= kMaxSlots && slot_bytes != 0 && slot_bytes % 64 == 0;
+}
+
 Status SlotRing::create(size_t slots, size_t slot_bytes, std::unique_ptr<SlotRing>* out) {
-  if (slots < 2 || slots > kMaxSlots || slot_bytes == 0 || slot_bytes % 64 != 0) {
+  if (!shape_ok(slots, slot_bytes)) {
     return InvalidArgument("shared-memory ring: " + std::to_string(slots) + " slots of " +
                            std::to_string(slot_bytes) + " bytes (expected 2.." + std::to_string(kMaxSlots) +
                            " slots of a multiple of 64 bytes)");
@@ -86,7 +90,7 @@ Status SlotRing::create(size_t slots, size_t slot_bytes, std::unique_ptr<SlotRin
 }
 
 Status SlotRing::attach(int pid, int fd, size_t slots, size_t slot_bytes, std::unique_ptr<SlotRing>* out) {
-  if (slots < 2 || slots > kMaxSlots || slot_bytes == 0 || slot_bytes % 64 != 0 || pid <= 0 || fd < 0) {
+  if (!shape_ok(slots, slot_bytes) || pid <= 0 || fd < 0) {
     return InvalidArgument("shared-memory ring: a peer offered pid " + std::to_string(pid) + " fd " +
                            std::to_string(fd) + ", " + std::to_string(slots) + " slots of " +
                            std::to_string(slot_bytes) + " bytes");

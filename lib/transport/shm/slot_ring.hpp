@@ -108,6 +108,8 @@ class SlotRing {
   static constexpr size_t kDataOffset = 4096;
 
   SlotRing() = default;
+  // 2..kMaxSlots slots of a nonzero multiple of 64 bytes.
+  static bool shape_ok(size_t slots, size_t slot_bytes);
   [[nodiscard]] static Status map(int fd, size_t slots, size_t slot_bytes, bool fresh, std::unique_ptr<SlotRing>* out);
   static void wake(std::atomic<uint32_t>* counter, std::atomic<uint32_t>* sleeps);
   static void sleep_on(std::atomic<uint32_t>* counter, uint32_t seen, std::atomic<uint32_t>* sleeps, int timeout_ms);
