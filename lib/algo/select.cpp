@@ -7,6 +7,7 @@ const char* algo_name(AllreduceAlgo algo) {
     case AllreduceAlgo::kRing: return "ring";
     case AllreduceAlgo::kRecursiveDoubling: return "rd";
     case AllreduceAlgo::kHalvingDoubling: return "hd";
+    case AllreduceAlgo::kOneShot: return "oneshot";
     case AllreduceAlgo::kAuto: break;
   }
   return "auto";
@@ -14,7 +15,7 @@ const char* algo_name(AllreduceAlgo algo) {
 
 bool parse_algo(const std::string& text, AllreduceAlgo* out) {
   for (AllreduceAlgo a : {AllreduceAlgo::kAuto, AllreduceAlgo::kRing, AllreduceAlgo::kRecursiveDoubling,
-                          AllreduceAlgo::kHalvingDoubling}) {
+                          AllreduceAlgo::kHalvingDoubling, AllreduceAlgo::kOneShot}) {
     if (text == algo_name(a)) {
       *out = a;
       return true;
@@ -76,10 +77,28 @@ double halving_doubling_seconds(const CostModel& model, int nranks, size_t bytes
          (share + fold / 2) * n * m.gamma_s_per_byte;
 }
 
+double one_shot_seconds(const CostModel& model, int nranks, size_t bytes, const HostShape& shape) {
+  // Priced as on slot rings: a hand-over between cores, or a context switch when ranks share them.
+  HostShape local = shape;
+  local.slot_rings = true;
+  const CostModel m = on_this_host(model, local);
+  const double n = static_cast<double>(bytes);
+  return m.alpha_s + n * m.beta_s_per_byte + (nranks - 1.0) * n * m.gamma_s_per_byte;
+}
+
 AllreduceAlgo choose_allreduce(AllreduceAlgo forced, const CostModel& m, int nranks, size_t bytes,
                                const HostShape& shape) {
+  const bool has_board = shape.board_bytes != 0 && shape.hosts <= 1;
+  if (forced == AllreduceAlgo::kOneShot && !has_board) forced = AllreduceAlgo::kAuto;
   if (forced != AllreduceAlgo::kAuto) return forced;
   if (nranks < 2) return AllreduceAlgo::kRing;
+  if (has_board && bytes <= shape.board_bytes) {
+    const double one_shot = one_shot_seconds(m, nranks, bytes, shape);
+    if (one_shot <= ring_seconds(m, nranks, bytes, shape) &&
+        one_shot <= recursive_doubling_seconds(m, nranks, bytes, shape)) {
+      return AllreduceAlgo::kOneShot;
+    }
+  }
   // Halving-doubling only when forced: this model adds its transfers and
   // reductions, which its runner does one after the other, but also the
   // ring's, which overlaps them across its columns, so the model would pick

@@ -15,6 +15,13 @@
 // its 2(N-1) hand-overs, and each message costs slot_alpha instead of alpha
 // unless ranks share cores.
 //
+// On one host with a shared-memory board (comm/one_shot.cpp), the one-shot
+// schedule publishes each rank's buffer once and every rank reads and
+// reduces all N, in rank order: one hand-over, whatever N,
+//   one-shot            alpha + n beta + (N-1) n gamma,
+// up to the board's capacity per call (RR_SHM_BOARD_BYTES). It is taken
+// whenever it is predicted no slower than the others.
+//
 // Across hosts (HostShape: H hosts, at most K ranks on one), messages
 // between hosts cost remote_alpha instead of alpha. The ring, in its
 // topology order, makes 2H of its 2(N-1) hops between hosts, each host's
@@ -30,7 +37,7 @@
 
 namespace rr::algo {
 
-enum class AllreduceAlgo { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling };
+enum class AllreduceAlgo { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling, kOneShot };
 
 struct CostModel {
   double alpha_s = 2e-6;          // per message: UCX's shared-memory latency plus a wake-up on this machine
@@ -46,7 +53,7 @@ struct CostModel {
   double remote_alpha() const { return remote_alpha_s > 0 ? remote_alpha_s : alpha_s; }
 };
 
-// "ring", "rd" (recursive doubling), "hd" (halving-doubling) or "auto".
+// "ring", "rd" (recursive doubling), "hd" (halving-doubling), "oneshot" or "auto".
 const char* algo_name(AllreduceAlgo algo);
 // Parses RR_ALGO's value; false for anything else.
 bool parse_algo(const std::string& text, AllreduceAlgo* out);
@@ -60,15 +67,21 @@ struct HostShape {
   // hand-over per step; `shares_cores` when the host runs more ranks than cores.
   bool slot_rings = false;
   bool shares_cores = false;
+  // One host with a shared-memory board holding this many bytes per
+  // publication (0: none): the one-shot schedule's largest call.
+  size_t board_bytes = 0;
 };
 
 // The model's predicted time of each schedule, in seconds.
 double ring_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
 double recursive_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
 double halving_doubling_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
+double one_shot_seconds(const CostModel& m, int nranks, size_t bytes, const HostShape& shape = {});
 
 // The schedule for an allreduce of `bytes` on `nranks`: `forced` unless it
-// is kAuto, else the model's faster one.
+// is kAuto, else the model's faster one. One-shot needs the board: forced
+// without one (across hosts, RR_SAME_HOST=ucx), the model chooses instead;
+// forced beyond its capacity, it goes in pieces of that size.
 AllreduceAlgo choose_allreduce(AllreduceAlgo forced, const CostModel& m, int nranks, size_t bytes,
                                const HostShape& shape = {});
 

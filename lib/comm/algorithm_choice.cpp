@@ -17,17 +17,19 @@ namespace rr {
 
 namespace {
 
+// The ring over the same-host slot rings is named apart (rr-bench's rows).
+constexpr const char* kSameHostRing = "ring (shared memory)";
+constexpr const char* kOneShot = "one-shot (shared memory)";
+
 // How rrCommGetAlgorithm and the log name each allreduce schedule.
 const char* display_name(algo::AllreduceAlgo chosen) {
   switch (chosen) {
     case algo::AllreduceAlgo::kRecursiveDoubling: return "recursive doubling";
     case algo::AllreduceAlgo::kHalvingDoubling: return "halving-doubling";
+    case algo::AllreduceAlgo::kOneShot: return kOneShot;
     default: return "ring";
   }
 }
-
-// The ring over the same-host slot rings is named apart (rr-bench's rows).
-constexpr const char* kSameHostRing = "ring (shared memory)";
 
 }  // namespace
 
@@ -39,11 +41,13 @@ algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer)
   if (chosen != last_algo_ || bytes > last_algo_bytes_ * 2 || bytes * 2 < last_algo_bytes_) {
     RR_LOG(LogLevel::kInfo,
            "rank %d: allreduce of %zu bytes on %d ranks (%d hosts, up to %d per host): %s (model: ring %.1f us, "
-           "rd %.1f us, hd %.1f us; RR_ALGO=%s)",
+           "rd %.1f us, hd %.1f us, one-shot %.1f us%s; RR_ALGO=%s)",
            rank_, bytes, size_, host_shape_.hosts, host_shape_.ranks_per_host, display_name(chosen),
            algo::ring_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
            algo::recursive_doubling_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
            algo::halving_doubling_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
+           algo::one_shot_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
+           host_shape_.board_bytes == 0 ? ", no board" : bytes > host_shape_.board_bytes ? ", above the board" : "",
            algo::algo_name(settings_.allreduce_algo));
     last_algo_ = chosen;
     last_algo_bytes_ = bytes;
@@ -84,7 +88,8 @@ const char* Communicator::algorithm(wire::Collective collective, size_t count, r
     case wire::Collective::kAllToAllv:
       return "direct";
     case wire::Collective::kBarrier:
-      return "recursive doubling";
+      return has_board() && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling ? kOneShot
+                                                                                                : "recursive doubling";
   }
   return "unknown";
 }

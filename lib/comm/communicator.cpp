@@ -47,6 +47,8 @@ Communicator::~Communicator() {
   stream_order_.reset();
 #endif
   control_.reset();
+  board_exec_.reset();
+  board_.reset();
   ring_.reset();
   chain_.reset();
   batch_.reset();
@@ -261,6 +263,7 @@ wire::OpHeader Communicator::call_header(wire::Collective collective, size_t cou
 Status Communicator::agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
   if (!settings_.check_arguments || size_ == 1) return Status::Ok();
   const wire::OpHeader mine = call_header(collective, count, dtype, op, root);
+  RR_RETURN_IF_ERROR(announce(mine));
   wire::encode_header(mine, header_out_);
   const int left = (rank_ + size_ - 1) % size_;
   const int right = (rank_ + 1) % size_;
@@ -356,6 +359,10 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     return Status::Ok();
   }
   const algo::AllreduceAlgo chosen = allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr);
+  if (chosen == algo::AllreduceAlgo::kOneShot) {
+    // Its publications carry the argument check.
+    return allreduce_one_shot(send, recv, count, dtype, op, call_header(wire::Collective::kAllReduce, count, dtype, op));
+  }
   if (chosen == algo::AllreduceAlgo::kRecursiveDoubling) {
     // Its messages carry the argument check: no round trip before the data.
     return allreduce_recursive_doubling(send, recv, count, dtype, op,
@@ -504,14 +511,18 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
 }
 
 Status Communicator::barrier() {
-  // An allreduce of one byte by recursive doubling, whose messages carry the
-  // barrier's header: no rank leaves before every rank has arrived, in
-  // ceil(log2 N) exchanges (plus two for the fold).
+  // An allreduce of one byte whose messages carry the barrier's header: no
+  // rank leaves before every rank has arrived. One publication each on the
+  // same-host board, else recursive doubling's ceil(log2 N) exchanges (plus
+  // two for the fold).
   uint8_t token = 0;
   RR_RETURN_IF_ERROR(check_usable());
   if (size_ == 1) return Status::Ok();
-  return allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax,
-                                      call_header(wire::Collective::kBarrier, 0, rrUint8, rrSum));
+  const wire::OpHeader header = call_header(wire::Collective::kBarrier, 0, rrUint8, rrSum);
+  if (board_exec_ && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling) {
+    return allreduce_one_shot(&token, &token, 1, rrUint8, rrMax, header);
+  }
+  return allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax, header);
 }
 
 Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {

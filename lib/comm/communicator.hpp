@@ -21,12 +21,14 @@
 #include "comm/settings.hpp"
 #include "common/status.hpp"
 #include "exec/batch.hpp"
+#include "exec/board_executor.hpp"
 #include "exec/chain_executor.hpp"
 #include "exec/ring_executor.hpp"
 #include "exec/shm_ring_executor.hpp"
 #include "exec/wait_policy.hpp"
 #include "memory/staging_pool.hpp"
 #include "ringreduce/ringreduce.h"
+#include "transport/shm/board.hpp"
 #include "transport/shm/slot_ring.hpp"
 #include "transport/transport.hpp"
 
@@ -145,6 +147,8 @@ class Communicator : public exec::Interrupt {
   // Whether the ring's host-memory calls run on same-host slot rings
   // (comm/same_host_path.cpp) instead of the transport.
   bool uses_same_host_path() const { return shm_ring_ != nullptr; }
+  // Whether small calls may take the one-shot schedules on a same-host board.
+  bool has_board() const { return board_exec_ != nullptr; }
   // The rank at each position of the ring (and the chain): each host's
   // ranks together (RR_RING_ORDER=topology, algo/ring_order.hpp) or rank order.
   std::vector<int> ring_order() const;
@@ -239,6 +243,19 @@ class Communicator : public exec::Interrupt {
   Status allreduce_halving_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op);
   Status allreduce_recursive_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
                                       rrRedOp_t op, const wire::OpHeader& header);
+  // The one-shot schedule on the same-host board (comm/one_shot.cpp): its
+  // publications carry `header` (the argument check); barrier() runs it too,
+  // as a one-byte max.
+  Status allreduce_one_shot(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
+                            const wire::OpHeader& header);
+  // Publishes `header` on the board, without data, when there is one: a
+  // peer waiting there in a one-shot call then sees what this rank called.
+  Status announce(const wire::OpHeader& header);
+  // `peer`'s publication `buffer` of `bytes` for the call this rank made
+  // as `mine`, which should hold `expected` bytes of data: not ok (the
+  // operation failed) unless it does.
+  Status check_publication(const std::string& name, const wire::OpHeader& mine, int peer, const uint8_t* buffer,
+                           uint32_t bytes, uint32_t expected);
   // Runs the ring over `count` elements of `dtype` with the given phases.
   Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
                   int shift, algo::RingPhases phases, exec::Reducer* reducer = nullptr,
@@ -267,6 +284,9 @@ class Communicator : public exec::Interrupt {
   std::unique_ptr<transport::shm::SlotRing> shm_to_right_;
   std::unique_ptr<exec::ShmRingExecutor> shm_ring_;
   int shm_left_ = -1, shm_right_ = -1;
+  // The board of the one-shot schedules, when set up (comm/same_host_path.cpp).
+  std::unique_ptr<transport::shm::Board> board_;
+  std::unique_ptr<exec::BoardExecutor> board_exec_;
   std::unique_ptr<exec::ChainExecutor> chain_;
   std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
   std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group

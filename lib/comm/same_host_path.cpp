@@ -1,7 +1,9 @@
 // The same-host data path: when every rank of a communicator runs on this
 // host, the ring moves its chunks through shared-memory slot rings
-// (transport/shm/slot_ring.hpp, exec/shm_ring_executor.hpp) instead of UCX.
-// Set up once per communicator, at init; every rank uses it or none does.
+// (transport/shm/slot_ring.hpp, exec/shm_ring_executor.hpp) instead of UCX,
+// and small calls take the one-shot schedules on a shared board
+// (transport/shm/board.hpp, comm/one_shot.cpp). Set up once per
+// communicator, at init; for each of the two, every rank uses it or none does.
 
 #include <unistd.h>
 
@@ -32,7 +34,21 @@ struct RingOffer {
 };
 constexpr uint32_t kOfferMagic = 0x72726f66;  // "rrof"
 
-// Setup tags: the offers, the votes to rank 0, rank 0's answer.
+// What rank 0 tells every rank: whether it made a board, and where.
+struct BoardOffer {
+  uint32_t magic = 0;
+  int32_t usable = 0;
+  int32_t pid = -1;
+  int32_t fd = -1;
+  uint64_t capacity = 0;
+};
+constexpr uint32_t kBoardMagic = 0x7272626f;  // "rrbo"
+
+// A rank's vote: a bit for each part it can use.
+constexpr uint8_t kVoteRings = 1;
+constexpr uint8_t kVoteBoard = 2;
+
+// Setup tags: the offers, the votes to rank 0, rank 0's answer, its board offer.
 constexpr uint64_t setup_tag(size_t message) { return exec::collective_tag(0, exec::kSetupStep, message); }
 
 }  // namespace
@@ -75,14 +91,43 @@ Status Communicator::setup_same_host_path() {
       why_not = "rank " + std::to_string(rank_) + ": " + made.message();
     }
   }
+  // Rank 0's board, for every rank.
+  std::string board_why_not;
+  std::unique_ptr<transport::shm::Board> board;
+  BoardOffer board_offer;
+  if (!settings_.same_host_shm) {
+    board_why_not = "RR_SAME_HOST=ucx on rank " + std::to_string(rank_);
+  } else if (settings_.shm_board_bytes == 0) {
+    board_why_not = "RR_SHM_BOARD_BYTES=0 on rank " + std::to_string(rank_);
+  } else if (rank_ == 0) {
+    Status made = transport::shm::Board::create(size_, settings_.shm_board_bytes, &board);
+    if (made.ok()) {
+      board_offer = {kBoardMagic, 1, static_cast<int32_t>(getpid()), board->fd(), settings_.shm_board_bytes};
+    } else {
+      board_why_not = "rank 0: " + made.message();
+    }
+  }
   RingOffer theirs;
   batch_->add_send(left, setup_tag(0), &mine, sizeof(mine));
   batch_->add_recv(right, setup_tag(0), &theirs, sizeof(theirs));
+  for (int r = 1; r < size_ && rank_ == 0; ++r) batch_->add_send(r, setup_tag(3), &board_offer, sizeof(board_offer));
+  if (rank_ != 0) batch_->add_recv(0, setup_tag(3), &board_offer, sizeof(board_offer));
   RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  if (rank_ != 0 && board_why_not.empty()) {
+    if (board_offer.magic != kBoardMagic || !board_offer.usable) {
+      board_why_not = "rank 0 made no board";
+    } else if (board_offer.capacity != settings_.shm_board_bytes) {
+      board_why_not = "rank 0's board holds " + std::to_string(board_offer.capacity) + " bytes per call, rank " +
+                      std::to_string(rank_) + "'s RR_SHM_BOARD_BYTES is " + std::to_string(settings_.shm_board_bytes);
+    } else {
+      Status attached = transport::shm::Board::attach(board_offer.pid, board_offer.fd, size_, board_offer.capacity, &board);
+      if (!attached.ok()) board_why_not = "rank " + std::to_string(rank_) + " attaching to rank 0's board: " + attached.message();
+    }
+  }
 
   // The right neighbour's ring, to send on.
   std::unique_ptr<transport::shm::SlotRing> to_right;
-  uint8_t vote = 0;
+  uint8_t vote = board ? kVoteBoard : 0;
   const bool both_offer = mine.usable && theirs.magic == kOfferMagic && theirs.usable;
   // Every rank cuts its chunks to its own slot: they must all be the same size.
   if (both_offer && theirs.slot_bytes != mine.slot_bytes) {
@@ -91,7 +136,7 @@ Status Communicator::setup_same_host_path() {
   } else if (both_offer) {
     Status attached = transport::shm::SlotRing::attach(theirs.pid, theirs.fd, theirs.slots, theirs.slot_bytes, &to_right);
     if (attached.ok()) {
-      vote = 1;
+      vote |= kVoteRings;
     } else {
       why_not = "rank " + std::to_string(rank_) + " attaching to rank " + std::to_string(right) + "'s ring: " +
                 attached.message();
@@ -100,10 +145,10 @@ Status Communicator::setup_same_host_path() {
     why_not = "rank " + std::to_string(right) + " offered no ring";
   }
 
-  // Every rank or none: rank 0 collects the votes and answers with their minimum.
+  // Every rank or none: rank 0 collects the votes and answers with what all can use.
   uint8_t all = vote;
   if (rank_ == 0) {
-    std::vector<uint8_t> votes(static_cast<size_t>(size_), 1);
+    std::vector<uint8_t> votes(static_cast<size_t>(size_), kVoteRings | kVoteBoard);
     for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(1), &votes[static_cast<size_t>(r)], 1);
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
     for (uint8_t v : votes) all &= v;
@@ -114,7 +159,22 @@ Status Communicator::setup_same_host_path() {
     batch_->add_recv(0, setup_tag(2), &all, 1);
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   }
-  if (!all) {
+  // Every rank has its copy of the board's descriptor by now.
+  if (board) board->close_fd();
+  if (all & kVoteBoard) {
+    board_ = std::move(board);
+    board_exec_ = std::make_unique<exec::BoardExecutor>(transport_.get(), board_.get(), rank_);
+    host_shape_.board_bytes = board_->capacity();
+    host_shape_.shares_cores = shares_cores;
+    if (rank_ == 0) {
+      RR_LOG(LogLevel::kInfo, "rank 0: same-host small calls: one-shot on a shared-memory board, %zu bytes per call "
+             "(RR_SHM_BOARD_BYTES, %s)", board_->capacity(), settings_.shm_board_bytes_source.c_str());
+    }
+  } else if (!board_why_not.empty() || rank_ == 0) {
+    RR_LOG(LogLevel::kInfo, "rank %d: same-host small calls: UCX (%s)", rank_,
+           board_why_not.empty() ? "another rank could not use the shared-memory board" : board_why_not.c_str());
+  }
+  if (!(all & kVoteRings)) {
     if (!why_not.empty() || rank_ == 0) {
       RR_LOG(LogLevel::kInfo, "rank %d: same-host ring data path: UCX (%s)", rank_,
              why_not.empty() ? "another rank could not use shared-memory slot rings" : why_not.c_str());
@@ -138,15 +198,18 @@ Status Communicator::setup_same_host_path() {
   return Status::Ok();
 }
 
+// A publication on the board is read by every peer: it counts as sent to each.
 uint64_t Communicator::bytes_sent(int peer) const {
   uint64_t bytes = transport_->bytes_sent(peer);
   if (shm_ring_ && peer == shm_right_) bytes += shm_ring_->bytes_sent();
+  if (board_exec_ && peer != rank_) bytes += board_exec_->bytes_published();
   return bytes;
 }
 
 uint64_t Communicator::bytes_received(int peer) const {
   uint64_t bytes = transport_->bytes_received(peer);
   if (shm_ring_ && peer == shm_left_) bytes += shm_ring_->bytes_received();
+  if (board_exec_) bytes += board_exec_->bytes_read(peer);
   return bytes;
 }
 

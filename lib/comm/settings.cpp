@@ -85,9 +85,16 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   }
   RR_RETURN_IF_ERROR(env_int("RR_SHM_SLOTS", 2, Settings::kMaxShmSlots, &int_value, &found));
   if (found) s.shm_slots = static_cast<int>(int_value), s.shm_slots_source = "env RR_SHM_SLOTS";
+  RR_RETURN_IF_ERROR(env_size("RR_SHM_BOARD_BYTES", 0, Settings::kMaxShmBoardBytes, &size_value, &found));
+  if (found) {
+    if (size_value % 64 != 0) {
+      return InvalidArgument("RR_SHM_BOARD_BYTES=" + std::to_string(size_value) + ": expected a multiple of 64 (0: no board)");
+    }
+    s.shm_board_bytes = size_value, s.shm_board_bytes_source = "env RR_SHM_BOARD_BYTES";
+  }
   if (const char* algo = env_str("RR_ALGO")) {
     if (!algo::parse_algo(algo, &s.allreduce_algo)) {
-      return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring, rd (recursive doubling) or hd (halving-doubling)");
+      return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring, rd (recursive doubling), hd (halving-doubling) or oneshot (shared-memory board)");
     }
     s.allreduce_algo_source = "env RR_ALGO";
   }

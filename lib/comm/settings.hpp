@@ -68,6 +68,11 @@ struct Settings {
   // each a context switch; comm/same_host_path.cpp).
   size_t shm_slot_bytes = size_t{64} << 10;
   int shm_slots = 4;
+  // The same-host board of the one-shot schedules (comm/one_shot.cpp): each
+  // rank publishes up to this many bytes of data at a time (a multiple of
+  // 64; 0: no board, small calls take recursive doubling over UCX).
+  // RR_SHM_BOARD_BYTES. Two buffers per rank: 64 KiB a rank by default.
+  size_t shm_board_bytes = size_t{32} << 10;
 
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
@@ -82,11 +87,13 @@ struct Settings {
   std::string same_host_source = "default";
   std::string shm_slot_bytes_source = "default";
   std::string shm_slots_source = "default";
+  std::string shm_board_bytes_source = "default";
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
   static constexpr int kMaxPipelineDepth = 64;
   static constexpr int kMaxShmSlots = 64;
+  static constexpr size_t kMaxShmBoardBytes = size_t{16} << 20;
 };
 
 // Resolves the settings for a new communicator; `config` may be null.

@@ -1,8 +1,11 @@
-// The latency path on real ranks: allreduce by recursive doubling
-// (lib/algo/recursive_doubling.hpp) sends exactly its messages, and the
-// size-based choice sends a small message that way by default. The rest of
-// collectives_test runs under RR_ALGO=rd too (tests/integration/meson.build:
-// allreduce_rd_*), checking every dtype x op x count against the reference.
+// The latency paths on real ranks: allreduce by recursive doubling
+// (lib/algo/recursive_doubling.hpp) sends exactly its messages; on one host
+// the one-shot schedule (lib/comm/one_shot.cpp) publishes each buffer once
+// for every peer to read; and the size-based choice sends a small message
+// the one way or the other by default. The rest of collectives_test runs
+// under RR_ALGO=rd and RR_ALGO=oneshot too (tests/integration/meson.build:
+// allreduce_rd_*, allreduce_oneshot_*), checking every dtype x op x count
+// against the reference.
 
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
@@ -42,6 +45,32 @@ std::vector<uint64_t> sent_during(rrComm_t comm, Call call) {
   return after;
 }
 
+// Whether every rank runs on this host (by hostname, as fake_hosts.sh sets it).
+bool all_ranks_on_this_host() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  const uint64_t mine = std::hash<std::string>()(name);
+  std::vector<uint64_t> all(static_cast<size_t>(g_size));
+  EXPECT_EQ(rrAllGather(&mine, all.data(), 1, rrUint64, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  for (uint64_t h : all) {
+    if (h != mine) return false;
+  }
+  return true;
+}
+
+bool env_is(const char* name, const char* value) {
+  const char* set = std::getenv(name);
+  return set && std::strcmp(set, value) == 0;
+}
+
+// Whether small calls take the one-shot schedule on the same-host board:
+// every rank on this host, the board not turned off, and RR_ALGO not
+// forcing recursive doubling.
+bool board_expected() {
+  static const bool on_host = all_ranks_on_this_host();
+  return g_size > 1 && on_host && !env_is("RR_SAME_HOST", "ucx") && !env_is("RR_SHM_BOARD_BYTES", "0");
+}
+
 // Each message starts with the call's 32-byte operation header: the
 // argument check travels with the data, and nothing else is sent.
 constexpr uint64_t kHeaderBytes = 32;
@@ -68,10 +97,12 @@ TEST(RecursiveDoubling, SendsTheWholeBufferOncePerMessageOfItsPlan) {
   }
 }
 
-TEST(RecursiveDoubling, SmallMessagesTakeItByDefault) {
+TEST(RecursiveDoubling, SmallMessagesTakeALatencyPathByDefault) {
   if (std::getenv("RR_ALGO") || g_size == 1) GTEST_SKIP() << "the default choice (RR_ALGO unset), on 2+ ranks";
-  // 8 bytes: the model picks recursive doubling on every rank count; the
-  // ring would send 2(N-1) pieces of a 2-float buffer, some of them empty.
+  // 8 bytes: the ring would send 2(N-1) pieces of a 2-float buffer, some of
+  // them empty. On one host the buffer is published once on the board, for
+  // each peer to read (its header is not data); elsewhere recursive
+  // doubling sends it, behind its header, once per message of its plan.
   float data[2] = {1.0f, 2.0f};
   const std::vector<uint64_t> sent = sent_during(g_comm, [&] {
     ASSERT_EQ(rrAllReduce(data, data, 2, rrFloat32, rrSum, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
@@ -79,8 +110,13 @@ TEST(RecursiveDoubling, SmallMessagesTakeItByDefault) {
   EXPECT_EQ(data[0], static_cast<float>(g_size));
   EXPECT_EQ(data[1], 2.0f * static_cast<float>(g_size));
   uint64_t total = 0;
-  for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)];
-  EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) * (kHeaderBytes + 8));
+  for (int p = 0; p < g_size; ++p) {
+    total += sent[static_cast<size_t>(p)];
+    if (board_expected() && p != g_rank) EXPECT_EQ(sent[static_cast<size_t>(p)], 8u) << "to rank " << p;
+  }
+  if (!board_expected()) {
+    EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) * (kHeaderBytes + 8));
+  }
 }
 
 TEST(RecursiveDoubling, BarrierIsAOneByteExchangeCarryingItsHeader) {
@@ -89,21 +125,12 @@ TEST(RecursiveDoubling, BarrierIsAOneByteExchangeCarryingItsHeader) {
   });
   uint64_t total = 0;
   for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)];
-  EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) *
-                       (g_size > 1 ? kHeaderBytes + 1 : 0));
-}
-
-// Whether every rank runs on this host (by hostname, as fake_hosts.sh sets it).
-bool all_ranks_on_this_host() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  const uint64_t mine = std::hash<std::string>()(name);
-  std::vector<uint64_t> all(static_cast<size_t>(g_size));
-  EXPECT_EQ(rrAllGather(&mine, all.data(), 1, rrUint64, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
-  for (uint64_t h : all) {
-    if (h != mine) return false;
+  if (board_expected() && !forced("rd")) {
+    EXPECT_EQ(total, static_cast<uint64_t>(g_size - 1)) << "one byte published for each peer";
+  } else {
+    EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) *
+                         (g_size > 1 ? kHeaderBytes + 1 : 0));
   }
-  return true;
 }
 
 // rrCommGetAlgorithm says what the calls above took (rr-bench labels its rows by it).
@@ -113,13 +140,18 @@ TEST(RecursiveDoubling, TheChoiceIsReported) {
   // is on this host, unless RR_SAME_HOST=ucx.
   const char* same_host = std::getenv("RR_SAME_HOST");
   const char* ring = all_ranks_on_this_host() && !(same_host && std::string(same_host) == "ucx") ? "ring (shared memory)" : "ring";
-  const char* forced_name = forced("ring") ? ring : forced("rd") ? "recursive doubling" : forced("hd") ? "halving-doubling" : nullptr;
+  // Small calls on one host take the board (one-shot), elsewhere recursive
+  // doubling; RR_ALGO=oneshot without a board leaves the choice to the model.
+  const char* latency = board_expected() ? "one-shot (shared memory)" : "recursive doubling";
+  const char* small = forced("ring") ? ring : forced("rd") ? "recursive doubling" : forced("hd") ? "halving-doubling" : latency;
+  const char* large = forced("ring") ? ring : forced("rd") ? "recursive doubling" : forced("hd") ? "halving-doubling"
+                      : forced("oneshot") && board_expected() ? latency : ring;
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", 2, rrFloat32, &algorithm), rrSuccess) << rrGetLastError(g_comm);
-  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced_name ? forced_name : "recursive doubling");
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : small);
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allreduce", size_t{64} << 20, rrFloat32, &algorithm), rrSuccess);
-  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced_name ? forced_name : ring);
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : large);
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "barrier", 0, rrUint8, &algorithm), rrSuccess);
-  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : "recursive doubling");
+  EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : forced("rd") ? "recursive doubling" : latency);
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "allgather", 1000, rrFloat32, &algorithm), rrSuccess);
   EXPECT_STREQ(algorithm, g_size == 1 ? "local copy" : ring);
   ASSERT_EQ(rrCommGetAlgorithm(g_comm, "broadcast", size_t{16} << 20, rrFloat32, &algorithm), rrSuccess);

@@ -60,6 +60,7 @@ void add_settings_rows(const Settings& s, Table* table) {
   rows.push_back({"RR_SAME_HOST", s.same_host_shm ? "shm" : "ucx", s.same_host_source, kEnvOnly});
   rows.push_back({"RR_SHM_SLOT_BYTES", std::to_string(s.shm_slot_bytes), s.shm_slot_bytes_source, kEnvOnly});
   rows.push_back({"RR_SHM_SLOTS", std::to_string(s.shm_slots), s.shm_slots_source, kEnvOnly});
+  rows.push_back({"RR_SHM_BOARD_BYTES", std::to_string(s.shm_board_bytes), s.shm_board_bytes_source, kEnvOnly});
   add_model_rows(s.model, table);
   rows.push_back({"RR_GPU_SEGMENT_BYTES", std::to_string(s.gpu_segment_bytes), s.gpu_segment_bytes_source,
                   "gpu_segment_bytes"});

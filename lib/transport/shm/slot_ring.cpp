@@ -1,23 +1,16 @@
 #include "transport/shm/slot_ring.hpp"
 
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <climits>
-#include <cstring>
-#include <ctime>
 #include <string>
+
+#include "transport/shm/segment.hpp"
 
 namespace rr::transport::shm {
 
 namespace {
-
-std::string errno_text(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
-
+constexpr const char* kWhat = "shared-memory ring";
 }  // namespace
 
 SlotRing::~SlotRing() {
@@ -32,14 +25,8 @@ void SlotRing::close_fd() {
 
 Status SlotRing::map(int fd, size_t slots, size_t slot_bytes, bool fresh, std::unique_ptr<SlotRing>* out) {
   const size_t bytes = kDataOffset + slots * slot_bytes;
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return InternalError("shared-memory ring: " + errno_text("fstat"));
-  if (static_cast<size_t>(st.st_size) != bytes) {
-    return InternalError("shared-memory ring: segment holds " + std::to_string(st.st_size) + " bytes, expected " +
-                         std::to_string(bytes));
-  }
-  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (mapping == MAP_FAILED) return InternalError("shared-memory ring: " + errno_text("mmap"));
+  void* mapping = nullptr;
+  RR_RETURN_IF_ERROR(map_segment(kWhat, fd, bytes, &mapping));
   std::unique_ptr<SlotRing> ring(new SlotRing());
   ring->fd_ = fd;
   ring->mapping_ = mapping;
@@ -56,6 +43,7 @@ Status SlotRing::map(int fd, size_t slots, size_t slot_bytes, bool fresh, std::u
     std::atomic_thread_fence(std::memory_order_release);
     control->magic = kMagic;
   } else if (control->magic != kMagic || control->slots != slots || control->slot_bytes != slot_bytes) {
+    ring->fd_ = -1;  // the caller closes it
     return InternalError("shared-memory ring: the segment is not a ring of " + std::to_string(slots) + " x " +
                          std::to_string(slot_bytes) + " bytes");
   } else {
@@ -76,14 +64,8 @@ Status SlotRing::create(size_t slots, size_t slot_bytes, std::unique_ptr<SlotRin
                            std::to_string(slot_bytes) + " bytes (expected 2.." + std::to_string(kMaxSlots) +
                            " slots of a multiple of 64 bytes)");
   }
-  const int fd = static_cast<int>(syscall(SYS_memfd_create, "ringreduce-slots", MFD_CLOEXEC));
-  if (fd < 0) return InternalError("shared-memory ring: " + errno_text("memfd_create"));
-  if (ftruncate(fd, static_cast<off_t>(kDataOffset + slots * slot_bytes)) != 0) {
-    const Status failed = InternalError("shared-memory ring of " + std::to_string(slots * slot_bytes) +
-                                        " bytes: " + errno_text("ftruncate"));
-    close(fd);
-    return failed;
-  }
+  int fd = -1;
+  RR_RETURN_IF_ERROR(create_segment(kWhat, "ringreduce-slots", kDataOffset + slots * slot_bytes, &fd));
   Status mapped = map(fd, slots, slot_bytes, true, out);
   if (!mapped.ok()) close(fd);
   return mapped;
@@ -95,15 +77,8 @@ Status SlotRing::attach(int pid, int fd, size_t slots, size_t slot_bytes, std::u
                            std::to_string(fd) + ", " + std::to_string(slots) + " slots of " +
                            std::to_string(slot_bytes) + " bytes");
   }
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return InternalError("shared-memory ring: " + errno_text("pidfd_open"));
-  const int local = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-  const int getfd_errno = errno;
-  close(pidfd);
-  if (local < 0) {
-    errno = getfd_errno;
-    return InternalError("shared-memory ring: " + errno_text("pidfd_getfd"));
-  }
+  int local = -1;
+  RR_RETURN_IF_ERROR(copy_descriptor(kWhat, pid, fd, &local));
   Status mapped = map(local, slots, slot_bytes, false, out);
   if (!mapped.ok()) {
     close(local);
@@ -115,7 +90,7 @@ Status SlotRing::attach(int pid, int fd, size_t slots, size_t slot_bytes, std::u
 
 void SlotRing::wake(std::atomic<uint32_t>* counter, std::atomic<uint32_t>* sleeps) {
   sleeps->store(0, std::memory_order_relaxed);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(counter), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  futex_wake_all(counter);
 }
 
 void SlotRing::sleep_on(std::atomic<uint32_t>* counter, uint32_t seen, std::atomic<uint32_t>* sleeps,
@@ -123,10 +98,7 @@ void SlotRing::sleep_on(std::atomic<uint32_t>* counter, uint32_t seen, std::atom
   // Say so before the last look: the other side then either saw the flag
   // after its store (and wakes us) or stored before our look (no sleep).
   sleeps->store(1, std::memory_order_seq_cst);
-  if (counter->load(std::memory_order_seq_cst) == seen) {
-    timespec limit{timeout_ms / 1000, static_cast<long>(timeout_ms % 1000) * 1000000L};
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(counter), FUTEX_WAIT, seen, &limit, nullptr, 0);
-  }
+  if (counter->load(std::memory_order_seq_cst) == seen) futex_wait(counter, seen, timeout_ms);
   sleeps->store(0, std::memory_order_relaxed);
 }
 
