@@ -252,10 +252,10 @@ class Communicator : public exec::Interrupt {
   // peer waiting there in a one-shot call then sees what this rank called.
   Status announce(const wire::OpHeader& header);
   // `peer`'s publication `buffer` of `bytes` for the call this rank made
-  // as `mine`, which should hold `expected` bytes of data: not ok (the
-  // operation failed) unless it does.
-  Status check_publication(const std::string& name, const wire::OpHeader& mine, int peer, const uint8_t* buffer,
-                           uint32_t bytes, uint32_t expected);
+  // as `mine` (published as `mine_encoded`), which should hold `expected`
+  // bytes of data: not ok (the operation failed) unless it does.
+  Status check_publication(const exec::BoardCall& call, const wire::OpHeader& mine, const uint8_t* mine_encoded,
+                           int peer, const uint8_t* buffer, uint32_t bytes, uint32_t expected);
   // Runs the ring over `count` elements of `dtype` with the given phases.
   Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
                   int shift, algo::RingPhases phases, exec::Reducer* reducer = nullptr,

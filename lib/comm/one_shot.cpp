@@ -26,24 +26,29 @@ using transport::shm::Board;
 
 Status Communicator::announce(const wire::OpHeader& header) {
   if (!board_exec_) return Status::Ok();
-  static const std::string kName = "argument check (same-host board)";
-  exec::BoardCall call{&kName, deadline(), this};
+  exec::BoardCall call{wire::collective_name(header.collective), header.sequence, "argument check",
+                       std::chrono::milliseconds(settings_.timeout_ms), this};
   uint8_t* buffer = nullptr;
   Status claimed = board_exec_->claim(call, &buffer);
   if (!claimed.ok()) return fail_operation(Status(claimed.code(), header.describe() + ": " + claimed.message()));
   wire::encode_header(header, buffer);
   board_exec_->publish(Board::kNoData);
-  board_exec_->finish(false);
+  board_exec_->finish(false);  // read by the peers only if they wait in a one-shot call
   return Status::Ok();
 }
 
-Status Communicator::check_publication(const std::string& name, const wire::OpHeader& mine, int peer,
-                                       const uint8_t* buffer, uint32_t bytes, uint32_t expected) {
+Status Communicator::check_publication(const exec::BoardCall& call, const wire::OpHeader& mine,
+                                       const uint8_t* mine_encoded, int peer, const uint8_t* buffer, uint32_t bytes,
+                                       uint32_t expected) {
+  // The same bytes as this rank's header: the same call (the usual case, no decoding).
+  if (bytes == expected && (!settings_.check_arguments || std::memcmp(buffer, mine_encoded, wire::kOpHeaderBytes) == 0)) {
+    return Status::Ok();
+  }
+  const std::string name = call.name();
   wire::OpHeader theirs;
   Status parsed = wire::decode_header(buffer, wire::kOpHeaderBytes, &theirs);
   if (!parsed.ok()) return fail_operation(RemoteError(name + ": rank " + std::to_string(peer) + " published " + parsed.message()));
   if (settings_.check_arguments && theirs != mine) return disagreement(mine, theirs, peer);
-  if (bytes == expected) return Status::Ok();
   if (bytes == Board::kNoData) {
     return fail_operation(InvalidUsage(name + ": rank " + std::to_string(peer) +
                                        " took another schedule for this call (do the ranks set RR_ALGO, RR_MODEL_* "
@@ -58,8 +63,8 @@ Status Communicator::allreduce_one_shot(const void* send, void* recv, size_t cou
                                         rrRedOp_t op, const wire::OpHeader& header) {
   const size_t elem = reduce::dtype_size(dtype);
   const uint64_t sequence = sequence_++;
-  const std::string& name = name_operation(wire::collective_name(header.collective), sequence, "one-shot");
-  const exec::BoardCall call{&name, deadline(), this};  // one clock read per call
+  exec::BoardCall call{wire::collective_name(header.collective), sequence, "one-shot",
+                       std::chrono::milliseconds(settings_.timeout_ms), this};
   // A call larger than a publication (RR_ALGO=oneshot forces any size)
   // goes in publications of the board's capacity, one after another.
   const size_t piece_elems = std::max<size_t>(1, board_exec_->capacity() / elem);
@@ -70,6 +75,7 @@ Status Communicator::allreduce_one_shot(const void* send, void* recv, size_t cou
     uint8_t* mine = nullptr;
     RR_RETURN_IF_ERROR(fail_operation(board_exec_->claim(call, &mine)));
     wire::encode_header(header, mine);
+    static_assert(wire::kOpHeaderBytes <= Board::kHeaderRoom, "the header fits the board's room");
     const uint8_t* own = mine + Board::kHeaderRoom;
     std::memcpy(mine + Board::kHeaderRoom, static_cast<const uint8_t*>(send) + first * elem, bytes);
     board_exec_->publish(bytes);
@@ -83,7 +89,7 @@ Status Communicator::allreduce_one_shot(const void* send, void* recv, size_t cou
         const uint8_t* buffer = nullptr;
         uint32_t published = 0;
         RR_RETURN_IF_ERROR(fail_operation(board_exec_->await(call, r, &buffer, &published)));
-        RR_RETURN_IF_ERROR(check_publication(name, header, r, buffer, published, bytes));
+        RR_RETURN_IF_ERROR(check_publication(call, header, mine, r, buffer, published, bytes));
         part = buffer + Board::kHeaderRoom;
       }
       if (r == 0) {

@@ -37,7 +37,7 @@ Status Board::map(int fd, int ranks, size_t capacity, bool fresh, std::unique_pt
   board->cells_ = static_cast<uint8_t*>(mapping) + kHeaderBytes;
   board->ranks_ = ranks;
   board->capacity_ = capacity;
-  board->buffer_bytes_ = buffer_bytes(capacity);
+  board->slot_bytes_ = slot_bytes(capacity);
   board->cell_bytes_ = cell_bytes(capacity);
   auto* header = static_cast<Header*>(mapping);
   if (fresh) {
@@ -86,25 +86,16 @@ Status Board::attach(int pid, int fd, int ranks, size_t capacity, std::unique_pt
 
 void Board::wake(std::atomic<uint32_t>* word) { futex_wake_all(word); }
 
-void Board::sleep_on(int rank, std::atomic<uint32_t>* word, uint32_t seen, int timeout_ms) {
+void Board::sleep_until_published(int rank, uint64_t n, int timeout_ms) {
+  std::atomic<uint32_t>* word = &slot(rank, n)->ready;
+  const uint32_t seen = word->load(std::memory_order_seq_cst);
+  if (seen == static_cast<uint32_t>(n + 1)) return;
   // Count in before the last look: the writer then either sees the count
   // after its store (and wakes us) or stored before our look (no sleep).
-  std::atomic<uint32_t>& sleepers = control(rank).sleepers;
-  sleepers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic<uint32_t>& waiting = sleepers(rank);
+  waiting.fetch_add(1, std::memory_order_seq_cst);
   if (word->load(std::memory_order_seq_cst) == seen) futex_wait(word, seen, timeout_ms);
-  sleepers.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void Board::sleep_until_published(int rank, uint64_t n, int timeout_ms) {
-  std::atomic<uint32_t>* word = &control(rank).ready[n & 1];
-  const uint32_t seen = word->load(std::memory_order_seq_cst);
-  if (seen != static_cast<uint32_t>(n + 1)) sleep_on(rank, word, seen, timeout_ms);
-}
-
-void Board::sleep_until_finished(int rank, uint64_t n, int timeout_ms) {
-  std::atomic<uint32_t>* word = &control(rank).finished;
-  const uint32_t seen = word->load(std::memory_order_seq_cst);
-  if (static_cast<int32_t>(seen - static_cast<uint32_t>(n + 1)) < 0) sleep_on(rank, word, seen, timeout_ms);
+  waiting.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace rr::transport::shm
