@@ -304,7 +304,9 @@ rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request);
 
 /* Observability. Bytes this rank has sent to / received from `peer` since
  * the communicator was made: data and ringreduce's own 32-byte operation
- * headers (the argument check), not the transport's protocol headers. */
+ * headers (the argument check), not the transport's protocol headers. A
+ * buffer published on the same-host board counts as sent to every peer
+ * (each reads it); the headers there are not counted. */
 rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,
                               uint64_t* bytes_received);
 /* The staging pool: bytes it holds and how many times it has allocated. */
@@ -314,9 +316,11 @@ rrResult_t rrCommGetPoolStats(const rrComm_t comm, size_t* pool_bytes, uint64_t*
  * "alltoall", "alltoallv", "barrier") on `count` elements of `datatype` takes
  * on this communicator, as the settings (RR_ALGO, RR_MODEL_*, RR_CHUNK_BYTES)
  * choose it: "ring", "ring (shared memory)" (the ring on same-host slot
- * rings, RR_SAME_HOST), "recursive doubling", "halving-doubling", "binomial
- * tree", "chain", "direct" or, on one rank, "local copy". *algorithm is a
- * static string.
+ * rings, RR_SAME_HOST), "one-shot (shared memory)" (small calls on a
+ * same-host board: every rank publishes its buffer once and reads the
+ * others'), "recursive doubling", "halving-doubling", "binomial tree",
+ * "chain", "direct" or, on one rank, "local copy". *algorithm is a static
+ * string.
  * (Device buffers take the ring for allreduce, through the staging pool.) */
 rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective, size_t count, rrDataType_t datatype,
                               const char** algorithm);

@@ -54,7 +54,7 @@ def main(argv):
                 fail(f"row {row} has no '{key}'")
         # ringreduce names the schedule each row took (rrCommGetAlgorithm).
         if row["backend"] == "ringreduce" and row["algorithm"] not in (
-                "ring", "ring (shared memory)", "recursive doubling", "halving-doubling", "binomial tree", "chain", "direct", "local copy",
+                "ring", "ring (shared memory)", "one-shot (shared memory)", "recursive doubling", "halving-doubling", "binomial tree", "chain", "direct", "local copy",
                 "point-to-point"):
             fail(f"ringreduce row {row['collective']} {row['size']} B names no algorithm: {row['algorithm']!r}")
         for placement in ("out_of_place", "in_place"):

@@ -1,7 +1,9 @@
 // Ranks that disagree on a call: every rank fails with rrInvalidUsage,
-// quoting both calls, whichever schedule the call took (recursive doubling
-// carries the check in its messages, the ring and the trees exchange it
-// with their neighbours first), and matching calls still pass.
+// quoting both calls, whichever schedule the call took (the one-shot board
+// and recursive doubling carry the check in their data, the ring and the
+// trees exchange it with their neighbours first), and matching calls still
+// pass. On one host, where these ranks run, small calls take the board
+// unless RR_ALGO says otherwise (more of it: one_shot_test.cpp).
 
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
@@ -106,24 +108,35 @@ TEST_F(Faults, MismatchedCountOnTheRingIsReportedOnEveryRank) {
   unsetenv("RR_ALGO");
 }
 
-// Recursive doubling's fold: a rank that sits out hands its input to its
-// odd neighbour, which finds the mismatch in that first message; the ranks
-// that take part in the exchanges (6 = 4 + 2: ranks 0 and 2 sit out) then
-// wait for a rank that stopped, and hear why.
+// Recursive doubling's fold (forced: on one host small calls take the
+// one-shot board, tests/fault/one_shot_test.cpp): a rank that sits out
+// hands its input to its odd neighbour, which finds the mismatch in that
+// first message; the ranks that take part in the exchanges (6 = 4 + 2:
+// ranks 0 and 2 sit out) then wait for a rank that stopped, and hear why.
 TEST_F(Faults, MismatchOnARankThatSitsOutIsReportedOnEveryRank) {
+  setenv("RR_ALGO", "rd", 1);
   expect_mismatch(6, 2, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrInt32, rrSum, c, nullptr); },
                   kGood, "allreduce #0 (count=1000, dtype=int32, op=sum)");
+  unsetenv("RR_ALGO");
 }
 
 TEST_F(Faults, MismatchOnARankThatFoldsInIsReportedOnEveryRank) {
+  setenv("RR_ALGO", "rd", 1);
   expect_mismatch(5, 1, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrFloat32, rrMin, c, nullptr); },
                   kGood, "allreduce #0 (count=1000, dtype=float32, op=min)");
+  unsetenv("RR_ALGO");
 }
 
-// A barrier is a one-byte recursive doubling whose messages carry the
-// barrier's header: an allreduce on the other ranks is told apart.
+// A barrier carries the barrier's header, in recursive doubling's messages
+// or on the one-shot board: an allreduce on the other ranks is told apart.
 TEST_F(Faults, BarrierAgainstAllreduceIsReportedOnEveryRank) {
   expect_mismatch(4, 2, [](rrComm_t c, float*) { return rrBarrier(c, nullptr); }, kGood, "barrier #0");
+}
+
+TEST_F(Faults, BarrierAgainstAllreduceByRecursiveDoublingIsReportedOnEveryRank) {
+  setenv("RR_ALGO", "rd", 1);
+  expect_mismatch(4, 2, [](rrComm_t c, float*) { return rrBarrier(c, nullptr); }, kGood, "barrier #0");
+  unsetenv("RR_ALGO");
 }
 
 }  // namespace

@@ -121,4 +121,45 @@ TEST(Select, SlotRingsMoveTheCrossoverByWhetherRanksShareCores) {
                    3 * model.alpha_s + 1e6 * model.beta_s_per_byte + 0.5e6 * model.gamma_s_per_byte);
 }
 
+TEST(Select, TheBoardTakesSmallCallsOnOneHostUpToItsCapacity) {
+  using rr::algo::AllreduceAlgo;
+  const rr::algo::CostModel model;
+  rr::algo::HostShape board;
+  board.slot_rings = true;
+  board.board_bytes = 32768;
+  rr::algo::HostShape shared = board;
+  shared.shares_cores = true;
+  for (int n = 2; n <= 8; ++n) {
+    // A few bytes: one hand-over beats log2(N) round trips and 2(N-1) hops.
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, 8, board), AllreduceAlgo::kOneShot) << n;
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, 8, shared), AllreduceAlgo::kOneShot) << n;
+    // Beyond the board's capacity, never; near it, the ring's smaller share of the reduction wins.
+    EXPECT_NE(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, 32832, shared), AllreduceAlgo::kOneShot) << n;
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, n, 32768, board), AllreduceAlgo::kRing) << n;
+  }
+  // Every rank reduces all N parts: the crossover falls as N grows.
+  EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 2, 4096, board), AllreduceAlgo::kOneShot);
+  EXPECT_NE(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 8, 4096, board), AllreduceAlgo::kOneShot);
+  // The closed form: one hand-over, the copy in, N - 1 reductions.
+  EXPECT_DOUBLE_EQ(rr::algo::one_shot_seconds(model, 4, 1000, board),
+                   model.slot_alpha_s + 1000 * model.beta_s_per_byte + 3000 * model.gamma_s_per_byte);
+  EXPECT_DOUBLE_EQ(rr::algo::one_shot_seconds(model, 4, 1000, shared),
+                   model.alpha_s + 1000 * model.beta_s_per_byte + 3000 * model.gamma_s_per_byte);
+  // Without a board (across hosts, RR_SAME_HOST=ucx, RR_SHM_BOARD_BYTES=0)
+  // neither the model nor RR_ALGO=oneshot takes it.
+  rr::algo::HostShape none = board;
+  none.board_bytes = 0;
+  rr::algo::HostShape hosts = board;
+  hosts.hosts = 2;
+  for (const rr::algo::HostShape& shape : {none, hosts}) {
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kAuto, model, 4, 8, shape), AllreduceAlgo::kRecursiveDoubling);
+    EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kOneShot, model, 4, 8, shape), AllreduceAlgo::kRecursiveDoubling);
+  }
+  // Forced, it takes any size (in pieces of the board's capacity).
+  EXPECT_EQ(rr::algo::choose_allreduce(AllreduceAlgo::kOneShot, model, 4, size_t{1} << 26, board), AllreduceAlgo::kOneShot);
+  AllreduceAlgo parsed = AllreduceAlgo::kAuto;
+  EXPECT_TRUE(rr::algo::parse_algo("oneshot", &parsed));
+  EXPECT_EQ(parsed, AllreduceAlgo::kOneShot);
+}
+
 }  // namespace
