@@ -34,10 +34,15 @@ const char* display_name(algo::AllreduceAlgo chosen) {
 }  // namespace
 
 algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer) {
-  algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
   // The staged (device) path reduces through its own reducer, chunk by
   // chunk on the ring.
-  if (has_reducer) chosen = algo::AllreduceAlgo::kRing;
+  if (has_reducer) return algo::AllreduceAlgo::kRing;
+  // A loop of one size asks once (the model was a twentieth of an 8-byte call).
+  if (bytes == chosen_bytes_) return chosen_algo_;
+  const algo::AllreduceAlgo chosen =
+      algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
+  chosen_bytes_ = bytes;
+  chosen_algo_ = chosen;
   if (chosen != last_algo_ || bytes > last_algo_bytes_ * 2 || bytes * 2 < last_algo_bytes_) {
     RR_LOG(LogLevel::kInfo,
            "rank %d: allreduce of %zu bytes on %d ranks (%d hosts, up to %d per host): %s (model: ring %.1f us, "

@@ -313,6 +313,8 @@ class Communicator : public exec::Interrupt {
   Status broken_;  // set once an operation left the transport in an unknown state
   algo::AllreduceAlgo last_algo_ = algo::AllreduceAlgo::kAuto;  // for the log: the last choice
   size_t last_algo_bytes_ = 0;
+  size_t chosen_bytes_ = SIZE_MAX;  // the last call's size and choice
+  algo::AllreduceAlgo chosen_algo_ = algo::AllreduceAlgo::kAuto;
   std::string operation_name_;  // reused by calls that must not allocate (recursive doubling)
   // Set once this communicator failed or is aborting: its peers may leave at
   // any moment, and its transport is left unprogressed when it closes.
