@@ -2,6 +2,7 @@
 
 #include "bootstrap/rendezvous.hpp"
 #include "common/log.hpp"
+#include "topo/numa.hpp"
 #include "transport/ucx/shm_sweep.hpp"
 #include "transport/ucx/ucx_transport.hpp"
 
@@ -21,7 +22,11 @@ constexpr const char* kReadyBarrier = "ready";
 Status connect_all(bootstrap::Rendezvous& rv, const Settings& settings, bootstrap::Clock::time_point deadline,
                    std::unique_ptr<transport::UcxTransport>* transport, std::unique_ptr<Communicator>* comm,
                    bool* heard, bool* published) {
-  RR_RETURN_IF_ERROR(transport::UcxTransport::Create(rv.rank, rv.size, transport));
+  // Where this rank runs, for the ring's order within its host (algo/ring_order.hpp).
+  std::string no_numa;
+  const int numa = topo::numa_node_of_this_process(&no_numa);
+  if (numa < 0) RR_LOG(LogLevel::kInfo, "rank %d: NUMA node unknown: %s", rv.rank, no_numa.c_str());
+  RR_RETURN_IF_ERROR(transport::UcxTransport::Create(rv.rank, rv.size, transport, numa));
   transport::UcxTransport& ucx = **transport;
 
   std::vector<bootstrap::Bytes> addresses;

@@ -114,7 +114,10 @@ void Communicator::choose_ring_order() {
   host_shape_.ranks_per_host = *std::max_element(on_host.begin(), on_host.end());
   std::vector<int> order(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) order[static_cast<size_t>(r)] = r;
-  if (settings_.ring_order_by_topology) order = algo::topology_ring_order(hosts);
+  // NUMA nodes as each rank reported it (-1 unknown), when the transport tells.
+  std::vector<int> numa = transport_->numa_of_ranks();
+  if (numa.size() != hosts.size()) numa.clear();
+  if (settings_.ring_order_by_topology) order = algo::topology_ring_order(hosts, numa);
   bool is_rank_order = true;
   for (int p = 0; p < size_; ++p) is_rank_order &= order[static_cast<size_t>(p)] == p;
   if (!is_rank_order) ring_order_ = order;  // empty: rank order, the schedules' own arithmetic
@@ -122,9 +125,14 @@ void Communicator::choose_ring_order() {
     std::string text;
     for (int p = 0; p < size_ && p < 64; ++p) text += (p ? " " : "") + std::to_string(order[static_cast<size_t>(p)]);
     if (size_ > 64) text += " ...";
-    RR_LOG(LogLevel::kInfo, "rank 0: ring order by %s (RR_RING_ORDER, %s): %d hosts, %d host crossings: %s",
+    std::string nodes;
+    for (int p = 0; p < size_ && p < 64 && !numa.empty(); ++p) {
+      nodes += (p ? " " : "") + std::to_string(numa[static_cast<size_t>(order[static_cast<size_t>(p)])]);
+    }
+    RR_LOG(LogLevel::kInfo, "rank 0: ring order by %s (RR_RING_ORDER, %s): %d hosts, %d host crossings: %s "
+           "(NUMA nodes along it: %s)",
            settings_.ring_order_by_topology ? "topology" : "rank", settings_.ring_order_source.c_str(), host_count,
-           algo::host_crossings(order, hosts), text.c_str());
+           algo::host_crossings(order, hosts), text.c_str(), nodes.empty() ? "unknown" : nodes.c_str());
   }
 }
 

@@ -44,9 +44,12 @@ struct BoardOffer {
 };
 constexpr uint32_t kBoardMagic = 0x7272626f;  // "rrbo"
 
-// A rank's vote: a bit for each part it can use.
+// A rank's vote: a bit for each part it can use (all must), and whether it
+// shares cores with the others (any may: the selector must price alike on
+// every rank, whatever each one's CPU binding says).
 constexpr uint8_t kVoteRings = 1;
 constexpr uint8_t kVoteBoard = 2;
+constexpr uint8_t kVoteSharesCores = 4;
 
 // Setup tags: the offers, the votes to rank 0, rank 0's answer, its board offer.
 constexpr uint64_t setup_tag(size_t message) { return exec::collective_tag(0, exec::kSetupStep, message); }
@@ -146,12 +149,15 @@ Status Communicator::setup_same_host_path() {
   }
 
   // Every rank or none: rank 0 collects the votes and answers with what all can use.
+  if (shares_cores) vote |= kVoteSharesCores;
   uint8_t all = vote;
   if (rank_ == 0) {
-    std::vector<uint8_t> votes(static_cast<size_t>(size_), kVoteRings | kVoteBoard);
+    std::vector<uint8_t> votes(static_cast<size_t>(size_), vote);
     for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(1), &votes[static_cast<size_t>(r)], 1);
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-    for (uint8_t v : votes) all &= v;
+    uint8_t any = 0;
+    for (uint8_t v : votes) all &= v, any |= v;
+    all = static_cast<uint8_t>((all & (kVoteRings | kVoteBoard)) | (any & kVoteSharesCores));
     for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(2), &all, 1);
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   } else {
@@ -161,11 +167,12 @@ Status Communicator::setup_same_host_path() {
   }
   // Every rank has its copy of the board's descriptor by now.
   if (board) board->close_fd();
+  const bool any_shares_cores = (all & kVoteSharesCores) != 0;
   if (all & kVoteBoard) {
     board_ = std::move(board);
     board_exec_ = std::make_unique<exec::BoardExecutor>(transport_.get(), board_.get(), rank_);
     host_shape_.board_bytes = board_->capacity();
-    host_shape_.shares_cores = shares_cores;
+    host_shape_.shares_cores = any_shares_cores;
     if (rank_ == 0) {
       RR_LOG(LogLevel::kInfo, "rank 0: same-host small calls: one-shot on a shared-memory board, %zu bytes per call "
              "(RR_SHM_BOARD_BYTES, %s)", board_->capacity(), settings_.shm_board_bytes_source.c_str());
@@ -190,7 +197,7 @@ Status Communicator::setup_same_host_path() {
   shm_ring_ = std::make_unique<exec::ShmRingExecutor>(transport_.get(), shm_from_left_.get(), shm_to_right_.get());
   // The allreduce selector prices the ring by its slot hand-overs now.
   host_shape_.slot_rings = true;
-  host_shape_.shares_cores = shares_cores;
+  host_shape_.shares_cores = any_shares_cores;
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s)",
            settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.c_str());

@@ -13,8 +13,9 @@
 // read nobody's for) it looks at the peers' n - 1 first.
 //
 // Nothing on a call's way that finds its peers' parts already there reads
-// the clock or formats a string: the deadline starts at the first wait,
-// and the call's name is made for an error only.
+// the clock or formats a string: the deadline starts at the call's first
+// wait (microseconds after the call starts, for a program in step), and the
+// call's name is made for an error only.
 
 #include <chrono>
 #include <cstdint>
@@ -35,7 +36,7 @@ struct BoardCall {
   const char* schedule = "";  // "one-shot"
   std::chrono::milliseconds timeout{0};
   Interrupt* interrupt = nullptr;
-  // Set at the call's first wait: timeout from then.
+  // Set at the call's first wait (of any of its pieces): timeout from then.
   std::chrono::steady_clock::time_point deadline{};
 
   // "allreduce #7 (one-shot)"

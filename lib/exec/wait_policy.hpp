@@ -138,11 +138,11 @@ class WaitPolicy {
   }
 
   // Whether this still round should look at the interrupt, the peers and
-  // the clock: every 16th while spinning, the first after 15 still rounds
-  // (each look reads the clock, a tenth of a small call's time when done
-  // every round, and most waits of a small call end within a few rounds),
-  // every round after.
-  bool checks_due() const { return idle_rounds_ >= kSpinRounds || idle_rounds_ % 16 == 15; }
+  // the clock: every 16th while spinning (each look reads the clock, a tenth
+  // of a small call's time when done every round), every round after. The
+  // first round looks: executors that progress the transport every round
+  // reset() whenever it moved, and must not skip the look for that.
+  bool checks_due() const { return idle_rounds_ >= kSpinRounds || idle_rounds_ % 16 == 0; }
 
   Status interrupted() { return interrupt_ ? interrupt_->check() : Status::Ok(); }
   bool dump_requested() { return interrupt_ && interrupt_->take_dump_request(); }

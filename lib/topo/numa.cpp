@@ -1,6 +1,8 @@
 #include "topo/numa.hpp"
 
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include "topo/topology.hpp"
 
@@ -41,10 +43,42 @@ int numa_node_of_pci(const std::string& busid, std::string* why) {
   return hwloc_bitmap_first(nodes);
 }
 
+int numa_node_of_this_process(std::string* why) {
+  static const std::pair<int, std::string> answer = []() -> std::pair<int, std::string> {
+    Topology topology(false);
+    if (!topology.get()) return {-1, "hwloc could not load the machine's topology"};
+    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    std::pair<int, std::string> result{-1, ""};
+    if (!cpus || !nodes || hwloc_get_cpubind(topology.get(), cpus, HWLOC_CPUBIND_PROCESS) != 0) {
+      result.second = "hwloc cannot read this process's CPU binding";
+    } else {
+      hwloc_cpuset_to_nodeset(topology.get(), cpus, nodes);
+      const int weight = hwloc_bitmap_weight(nodes);
+      if (weight == 1) {
+        result.first = hwloc_bitmap_first(nodes);
+      } else {
+        result.second = weight > 1 ? "the process may run on " + std::to_string(weight) + " NUMA nodes (bind it to one)"
+                                   : "hwloc knows no NUMA node under this process's CPUs";
+      }
+    }
+    if (cpus) hwloc_bitmap_free(cpus);
+    if (nodes) hwloc_bitmap_free(nodes);
+    return result;
+  }();
+  if (answer.first < 0) *why = answer.second;
+  return answer.first;
+}
+
 #else
 
 int numa_node_of_pci(const std::string& busid, std::string* why) {
   *why = "this ringreduce was built without hwloc, so it cannot place memory near " + busid;
+  return -1;
+}
+
+int numa_node_of_this_process(std::string* why) {
+  *why = "this ringreduce was built without hwloc";
   return -1;
 }
 

@@ -13,4 +13,10 @@ namespace rr::topo {
 // device whose locality spans several nodes).
 int numa_node_of_pci(const std::string& busid, std::string* why);
 
+// The OS index of the NUMA node this process runs on: the one node its CPU
+// binding covers, or -1 with *why saying why not (no hwloc, or a binding
+// over several nodes, as an unbound process has on a multi-node machine).
+// Loads the topology once per process.
+int numa_node_of_this_process(std::string* why);
+
 }  // namespace rr::topo

@@ -12,15 +12,18 @@ namespace rr::topo {
 
 class Topology {
  public:
-  Topology() {
+  // `with_io`: also the devices (slower to load); without, cores and memory only.
+  explicit Topology(bool with_io = true) {
     if (hwloc_topology_init(&topology_) != 0) {
       topology_ = nullptr;
       return;
     }
     // Every PCI device (hwloc keeps only "important" ones by default), and
     // the bridges that lead to them.
-    hwloc_topology_set_io_types_filter(topology_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    hwloc_topology_set_type_filter(topology_, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
+    if (with_io) {
+      hwloc_topology_set_io_types_filter(topology_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+      hwloc_topology_set_type_filter(topology_, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
+    }
     if (hwloc_topology_load(topology_) != 0) {
       hwloc_topology_destroy(topology_);
       topology_ = nullptr;

@@ -114,6 +114,9 @@ class Transport {
   // Once connected: each rank's host, as small ints (equal: one host, by the
   // same test as same_host_ranks()); empty where the transport cannot tell.
   virtual std::vector<int> host_of_ranks() const { return {}; }
+  // Once connected: each rank's NUMA node as it reported it (-1: unknown);
+  // empty where the transport cannot tell.
+  virtual std::vector<int> numa_of_ranks() const { return {}; }
   std::string describe_error(const Completion& c) const;
 
   // Safe to read from any thread while another drives the transport.

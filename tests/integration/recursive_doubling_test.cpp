@@ -97,6 +97,34 @@ TEST(RecursiveDoubling, SendsTheWholeBufferOncePerMessageOfItsPlan) {
   }
 }
 
+// Forced (allreduce_oneshot_*), a call larger than the board goes in
+// publications of its capacity: each rank's buffer is published once, and
+// read once by every peer, header room aside; nothing goes through UCX.
+TEST(RecursiveDoubling, OneShotPublishesTheBufferOnceForEveryPeer) {
+  if (!forced("oneshot") || !board_expected()) GTEST_SKIP() << "runs with RR_ALGO=oneshot on one host";
+  const size_t count = 10007;  // a prime; 40 028 bytes: two publications of the default 32 KiB
+  std::vector<float> data(count);
+  for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>((i * 7 + static_cast<size_t>(g_rank)) % 13);
+  std::vector<uint64_t> received_before(static_cast<size_t>(g_size)), received_after(static_cast<size_t>(g_size));
+  uint64_t sent = 0;
+  for (int p = 0; p < g_size; ++p) EXPECT_EQ(rrCommGetPeerBytes(g_comm, p, &sent, &received_before[static_cast<size_t>(p)]), rrSuccess);
+  const std::vector<uint64_t> sent_to = sent_during(g_comm, [&] {
+    ASSERT_EQ(rrAllReduce(data.data(), data.data(), count, rrFloat32, rrSum, g_comm, nullptr), rrSuccess)
+        << rrGetLastError(g_comm);
+  });
+  for (int p = 0; p < g_size; ++p) EXPECT_EQ(rrCommGetPeerBytes(g_comm, p, &sent, &received_after[static_cast<size_t>(p)]), rrSuccess);
+  for (size_t i = 0; i < count; ++i) {
+    float expected = 0;
+    for (int r = 0; r < g_size; ++r) expected += static_cast<float>((i * 7 + static_cast<size_t>(r)) % 13);
+    ASSERT_EQ(data[i], expected) << "element " << i;
+  }
+  for (int p = 0; p < g_size; ++p) {
+    const uint64_t expected = p == g_rank ? 0 : count * sizeof(float);
+    EXPECT_EQ(sent_to[static_cast<size_t>(p)], expected) << "to rank " << p;
+    EXPECT_EQ(received_after[static_cast<size_t>(p)] - received_before[static_cast<size_t>(p)], expected) << "from rank " << p;
+  }
+}
+
 TEST(RecursiveDoubling, SmallMessagesTakeALatencyPathByDefault) {
   if (std::getenv("RR_ALGO") || g_size == 1) GTEST_SKIP() << "the default choice (RR_ALGO unset), on 2+ ranks";
   // 8 bytes: the ring would send 2(N-1) pieces of a 2-float buffer, some of
@@ -112,7 +140,9 @@ TEST(RecursiveDoubling, SmallMessagesTakeALatencyPathByDefault) {
   uint64_t total = 0;
   for (int p = 0; p < g_size; ++p) {
     total += sent[static_cast<size_t>(p)];
-    if (board_expected() && p != g_rank) EXPECT_EQ(sent[static_cast<size_t>(p)], 8u) << "to rank " << p;
+    if (board_expected() && p != g_rank) {
+      EXPECT_EQ(sent[static_cast<size_t>(p)], 8u) << "to rank " << p;
+    }
   }
   if (!board_expected()) {
     EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) * (kHeaderBytes + 8));

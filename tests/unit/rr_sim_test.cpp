@@ -75,6 +75,30 @@ TEST(RrSim, RecursiveDoublingOnAPowerOfTwo) {
   }
 }
 
+// One-shot on one host: each rank's copy into its cell, seen local alpha
+// later, then N - 1 reductions: S/L + local alpha + (N-1) S/R whatever N; in
+// board-sized pieces, one after another, beyond the board.
+TEST(RrSim, OneShotIsOneHandOverAndNMinusOneReductions) {
+  for (int n : {2, 4, 8, 64}) {
+    Machine m;
+    m.ranks = n;
+    m.ranks_per_host = n;
+    m.local_alpha_s = 0.3e-6;
+    m.local_Bps = 8e9;
+    m.reduce_Bps = 4e9;
+    const size_t bytes = 4096;
+    const Result r = simulate_one_shot(m, plain(size_t{512} << 10), bytes);
+    const double expect = bytes / 8e9 + 0.3e-6 + (n - 1) * (bytes / 4e9);
+    EXPECT_NEAR(r.seconds, expect, expect * 1e-9) << n << " ranks";
+    EXPECT_EQ(r.messages, static_cast<uint64_t>(n)) << "one publication per rank";
+    EXPECT_EQ(r.bytes_between_hosts, 0u);
+    Engine small = plain(size_t{512} << 10);
+    small.board_bytes = 1024;  // four pieces
+    const Result pieces = simulate_one_shot(m, small, bytes);
+    EXPECT_NEAR(pieces.seconds, 4 * (1024 / 8e9 + 0.3e-6 + (n - 1) * (1024 / 4e9)), expect * 1e-9) << n << " ranks";
+  }
+}
+
 // Not a power of two: the fold adds one message and one reduction to the
 // critical path, and the hand-back overlaps the last round (the ranks that
 // did not fold sent their round-0 messages at once, so a folding rank's

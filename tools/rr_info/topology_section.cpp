@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sections.hpp"
+#include "topo/numa.hpp"
 
 namespace rr::info {
 
@@ -36,6 +37,10 @@ Section topology_section(const Status& read, const topo::Machine& machine) {
       {"cores", std::to_string(machine.cores)},
       {"hardware threads", std::to_string(machine.pus)},
   };
+  // What a rank started like this one reports for the ring's order (the node its binding covers).
+  std::string why;
+  const int node = topo::numa_node_of_this_process(&why);
+  s.facts.push_back({"this process's NUMA node", node >= 0 ? std::to_string(node) : "unknown (" + why + ")"});
   Table nodes{"memory and CPUs by NUMA node", {"node", "memory", "cores", "threads", "CPUs"}, {}};
   for (const topo::NumaNode& n : machine.numa_nodes) {
     nodes.rows.push_back({std::to_string(n.os_index), mib(n.memory_bytes), std::to_string(n.cores),

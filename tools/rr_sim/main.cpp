@@ -2,7 +2,7 @@
 // schedules over a simulated network (sim.hpp), in rr-bench's columns.
 //
 //   rr-sim --ranks N --size BYTES [-e MAX -f FACTOR] --alpha SECONDS --link RATE
-//          [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|auto]
+//          [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|oneshot|auto]
 //          [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]
 //          [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]
 //          [--no-check] [--json FILE]
@@ -35,7 +35,7 @@ struct Options {
   if (!why.empty()) std::fprintf(stderr, "rr-sim: %s\n", why.c_str());
   std::fprintf(stderr,
                "usage: rr-sim --ranks N --size BYTES [-e MAX -f FACTOR] --alpha SECONDS --link RATE\n"
-               "              [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|auto]\n"
+               "              [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|oneshot|auto]\n"
                "              [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]\n"
                "              [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]\n"
                "              [--no-check] [--json FILE]\n"
@@ -71,8 +71,8 @@ Options parse(int argc, char** argv) {
         o.machine.cyclic = v == "cyclic";
       } else if (flag == "--algo") {
         o.algo = value();
-        if (o.algo != "ring" && o.algo != "rd" && o.algo != "hd" && o.algo != "auto") {
-          usage("--algo " + o.algo + ": expected ring, rd, hd or auto");
+        if (o.algo != "ring" && o.algo != "rd" && o.algo != "hd" && o.algo != "oneshot" && o.algo != "auto") {
+          usage("--algo " + o.algo + ": expected ring, rd, hd, oneshot or auto");
         }
       } else if (flag == "--ring-order") {
         const std::string v = value();
@@ -101,7 +101,10 @@ Options parse(int argc, char** argv) {
 }
 
 const char* algorithm_name(const std::string& algo) {
-  return algo == "rd" ? "recursive doubling" : algo == "hd" ? "halving-doubling" : "ring";
+  return algo == "rd"        ? "recursive doubling"
+         : algo == "hd"      ? "halving-doubling"
+         : algo == "oneshot" ? "one-shot (shared memory)"
+                             : "ring";
 }
 
 struct Row {
@@ -121,9 +124,13 @@ int main(int argc, char** argv) {
   model.remote_alpha_s = m.alpha_s;
   model.beta_s_per_byte = 1.0 / m.link_Bps;
   model.gamma_s_per_byte = m.reduce_Bps > 0 ? 1.0 / m.reduce_Bps : 0.0;
+  model.slot_alpha_s = m.local_alpha_s;
   rr::algo::HostShape shape;
   shape.hosts = m.hosts();
   shape.ranks_per_host = m.ranks_per_host;
+  // One host: the engine's same-host board (one-shot) is there.
+  if (m.hosts() == 1) shape.board_bytes = o.engine.board_bytes;
+  if (o.algo == "oneshot" && m.hosts() > 1) usage("--algo oneshot: needs every rank on one host (the same-host board)");
   const std::vector<int> order = rrsim::ring_order(m, o.engine);
   std::printf("# rr-sim: %d ranks on %d hosts (%d per host, %s), alpha %s, link %s, local alpha %s, local link %s, "
               "reduce %s\n",
@@ -146,14 +153,12 @@ int main(int argc, char** argv) {
     const size_t bytes = static_cast<size_t>(size) / 4 * 4;
     std::string algo = o.algo;
     if (algo == "auto") {
-      algo = rr::algo::choose_allreduce(rr::algo::AllreduceAlgo::kAuto, model, m.ranks, bytes, shape) ==
-                     rr::algo::AllreduceAlgo::kRecursiveDoubling
-                 ? "rd"
-                 : "ring";
+      algo = rr::algo::algo_name(rr::algo::choose_allreduce(rr::algo::AllreduceAlgo::kAuto, model, m.ranks, bytes, shape));
     }
-    const rrsim::Result r = algo == "rd"   ? rrsim::simulate_recursive_doubling(m, o.engine, bytes)
-                            : algo == "hd" ? rrsim::simulate_halving_doubling(m, o.engine, bytes)
-                                           : rrsim::simulate_ring(m, o.engine, bytes);
+    const rrsim::Result r = algo == "rd"        ? rrsim::simulate_recursive_doubling(m, o.engine, bytes)
+                            : algo == "hd"      ? rrsim::simulate_halving_doubling(m, o.engine, bytes)
+                            : algo == "oneshot" ? rrsim::simulate_one_shot(m, o.engine, bytes)
+                                                : rrsim::simulate_ring(m, o.engine, bytes);
     const double algbw = r.seconds > 0 ? static_cast<double>(bytes) / r.seconds / 1e9 : 0.0;
     const double busbw = algbw * (m.ranks > 1 ? 2.0 * (m.ranks - 1) / m.ranks : 0.0);
     std::printf("  %10zu  %12zu  %10.2f  %8.3f  %8.3f  %10llu  %s\n", bytes, bytes / 4, r.seconds * 1e6, algbw, busbw,

@@ -191,6 +191,33 @@ Result simulate_recursive_doubling(const Machine& m, const Engine& e, size_t byt
   return result;
 }
 
+Result simulate_one_shot(const Machine& m, const Engine& e, size_t bytes, size_t elem) {
+  Result result;
+  const int n = m.ranks;
+  const size_t count = bytes / elem;
+  if (n <= 1 || count == 0) return result;
+  Network net(m);
+  std::vector<double> ready(static_cast<size_t>(n), 0.0), seen(static_cast<size_t>(n), 0.0);
+  const size_t piece_elems = std::max<size_t>(1, e.board_bytes / elem);
+  for (size_t first = 0; first < count; first += piece_elems) {
+    const size_t data = std::min(piece_elems, count - first) * elem;
+    // The copy into the rank's own cell: a same-host "message" to itself.
+    for (int r = 0; r < n; ++r) seen[static_cast<size_t>(r)] = net.deliver(r, r, ready[static_cast<size_t>(r)], data);
+    for (int r = 0; r < n; ++r) {
+      double t = ready[static_cast<size_t>(r)];
+      for (int p = 0; p < n; ++p) {
+        t = std::max(t, seen[static_cast<size_t>(p)]);
+        if (p > 0) t += net.reduce_seconds(data);
+      }
+      ready[static_cast<size_t>(r)] = t;
+    }
+  }
+  result.seconds = *std::max_element(ready.begin(), ready.end());
+  result.messages = net.messages();
+  result.bytes_between_hosts = net.bytes_between_hosts();
+  return result;
+}
+
 Result simulate_halving_doubling(const Machine& m, const Engine& e, size_t bytes, size_t elem) {
   Result result;
   const int n = m.ranks;

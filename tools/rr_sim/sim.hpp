@@ -46,6 +46,7 @@ struct Engine {
   int pipeline_depth = 4;                  // RR_PIPELINE_DEPTH
   bool topology_order = true;              // RR_RING_ORDER=topology
   bool check_arguments = true;             // the ring's header exchange
+  size_t board_bytes = size_t{32} << 10;   // RR_SHM_BOARD_BYTES: one-shot's publication
 };
 
 struct Result {
@@ -62,6 +63,13 @@ Result simulate_recursive_doubling(const Machine& m, const Engine& e, size_t byt
 // slot-sized pieces (each reduced before the next moves), the all-gather's
 // in one message each.
 Result simulate_halving_doubling(const Machine& m, const Engine& e, size_t bytes, size_t elem = 4);
+
+// One-shot on the same-host board (comm/one_shot.cpp; every rank on one
+// host): in board-sized pieces, each rank copies its piece into its cell
+// (a shared-memory copy, seen local_alpha later), then reduces all N
+// pieces in rank order as they appear; its next piece goes once it has
+// read this one (the board's two buffers never wait longer than that).
+Result simulate_one_shot(const Machine& m, const Engine& e, size_t bytes, size_t elem = 4);
 
 // The ring's order of the ranks under `e` (algo/ring_order.hpp on m's hosts).
 std::vector<int> ring_order(const Machine& m, const Engine& e);

@@ -41,7 +41,7 @@ Status Board::map(int fd, int ranks, size_t capacity, bool fresh, std::unique_pt
   board->cell_bytes_ = cell_bytes(capacity);
   auto* header = static_cast<Header*>(mapping);
   if (fresh) {
-    // A new memfd reads as zeros: no publication yet, none finished.
+    // A new memfd reads as zeros: no publication yet.
     header->ranks = static_cast<uint64_t>(ranks);
     header->capacity = capacity;
     std::atomic_thread_fence(std::memory_order_release);

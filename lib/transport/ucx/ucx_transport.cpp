@@ -54,7 +54,8 @@ HostIdentity host_identity() {
   return id;
 }
 
-constexpr size_t kAddressHeader = sizeof(HostIdentity) + sizeof(int32_t);
+// [host identity][pid][NUMA node], then UCX's worker address.
+constexpr size_t kAddressHeader = sizeof(HostIdentity) + 2 * sizeof(int32_t);
 constexpr auto kLivenessInterval = std::chrono::milliseconds(10);
 
 // The source rank rides in the top 16 bits so a receive matches one sender;
@@ -105,7 +106,7 @@ UcxTransport::UcxTransport(int rank, int size)
   }
 }
 
-Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* out) {
+Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* out, int numa_node) {
   if (size > (1 << (64 - kRankShift))) {
     return InvalidArgument("ucx transport: at most 65536 ranks, got " + std::to_string(size));
   }
@@ -159,9 +160,12 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
   auto* bytes = reinterpret_cast<const uint8_t*>(address);
   HostIdentity host = host_identity();
   const int32_t pid = static_cast<int32_t>(getpid());
+  const int32_t numa = numa_node;
+  t->numa_node_ = numa_node;
   t->local_address_.resize(kAddressHeader + address_length);
   std::memcpy(t->local_address_.data(), host.bytes, sizeof(host.bytes));
   std::memcpy(t->local_address_.data() + sizeof(host.bytes), &pid, sizeof(pid));
+  std::memcpy(t->local_address_.data() + sizeof(host.bytes) + sizeof(pid), &numa, sizeof(numa));
   std::memcpy(t->local_address_.data() + kAddressHeader, bytes, address_length);
   ucp_worker_release_address(t->worker_, address);
 
@@ -171,7 +175,7 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
 
 Status UcxTransport::make_sibling(int rank, int size, std::unique_ptr<Transport>* out) const {
   std::unique_ptr<UcxTransport> sibling;
-  RR_RETURN_IF_ERROR(Create(rank, size, &sibling));
+  RR_RETURN_IF_ERROR(Create(rank, size, &sibling, numa_node_));
   *out = std::move(sibling);
   return Status::Ok();
 }
@@ -220,6 +224,7 @@ Status UcxTransport::connect(std::vector<std::vector<uint8_t>> addresses,
   const HostIdentity mine = host_identity();
   std::vector<std::vector<uint8_t>> hosts;  // distinct identities, in rank order
   host_of_ranks_.assign(static_cast<size_t>(size_), 0);
+  numa_of_ranks_.assign(static_cast<size_t>(size_), -1);
   for (int r = 0; r < size_; ++r) {
     const std::vector<uint8_t>& a = addresses[static_cast<size_t>(r)];
     if (a.size() <= kAddressHeader) {
@@ -232,6 +237,9 @@ Status UcxTransport::connect(std::vector<std::vector<uint8_t>> addresses,
     Peer& p = peers_[r];
     p.same_host = std::memcmp(a.data(), mine.bytes, sizeof(mine.bytes)) == 0;
     std::memcpy(&p.pid, a.data() + sizeof(mine.bytes), sizeof(p.pid));
+    int32_t numa = -1;
+    std::memcpy(&numa, a.data() + sizeof(mine.bytes) + sizeof(p.pid), sizeof(numa));
+    numa_of_ranks_[static_cast<size_t>(r)] = numa;
     p.address.assign(a.begin() + kAddressHeader, a.end());
     if (p.same_host && r != rank_) {
       // A pidfd notices death even while the dead rank is an unreaped zombie,

@@ -20,14 +20,16 @@ namespace rr::transport {
 class UcxTransport final : public Transport {
  public:
   // Makes the context and worker. Peers are reachable after connect().
-  static Status Create(int rank, int size, std::unique_ptr<UcxTransport>* out);
+  // `numa_node`: where this rank runs (topo/numa.hpp; -1 unknown), told to
+  // the peers in its address for the ring order.
+  static Status Create(int rank, int size, std::unique_ptr<UcxTransport>* out, int numa_node = -1);
   ~UcxTransport() override;
 
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
 
   // What peers need to reach this rank, to publish through the bootstrap
-  // store: [host identity : 16][pid : 4][UCX worker address].
+  // store: [host identity : 16][pid : 4][NUMA node : 4][UCX worker address].
   const std::vector<uint8_t>& local_address() const override { return local_address_; }
   // Takes every rank's worker address (indexed by rank) and connects to `eager_peers` now.
   Status connect(std::vector<std::vector<uint8_t>> addresses, const std::vector<int>& eager_peers) override;
@@ -51,6 +53,7 @@ class UcxTransport final : public Transport {
   Status peer_status(int peer) const override;
   int same_host_ranks() const override;
   std::vector<int> host_of_ranks() const override { return host_of_ranks_; }
+  std::vector<int> numa_of_ranks() const override { return numa_of_ranks_; }
   void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
   void expect_peer_loss() override { note_loss(); }
   std::string describe_posted_error(const Completion& c) const override;
@@ -82,6 +85,8 @@ class UcxTransport final : public Transport {
   // Whether same-host peers are reached through shared memory (learned from
   // the first same-host endpoint): then their endpoints take error mode NONE.
   std::vector<int> host_of_ranks_;  // by connect(): equal host identities, equal ints
+  std::vector<int> numa_of_ranks_;  // by connect(): each rank's NUMA node, -1 unknown
+  int numa_node_ = -1;              // this rank's, as Create() was told
   bool same_host_shm_ = true;
   bool same_host_checked_ = false;
   Status endpoint(int peer, ucp_ep_h* ep);
