@@ -11,6 +11,7 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
     return op;
   }
   queue_.push_back(op);
+  queued_.store(queue_.size());
   if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
   changed_.notify_all();
   return op;
@@ -19,18 +20,22 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
 void OperationQueue::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return !running_ && overtakers_ == 0 && (!queue_.empty() || stopping_); });
+    changed_.wait(lock, [&] {
+      if (overtakers_.load() != 0) return false;
+      if (queue_.empty()) return stopping_;
+      return take_turn();
+    });
     if (queue_.empty()) return;  // stopping, and nothing left to run
     std::shared_ptr<AsyncOperation> op = queue_.front();
     queue_.pop_front();
-    running_ = true;
+    queued_.store(queue_.size());
     lock.unlock();
     Status status = run_guarded(op->body_);
     op->body_ = nullptr;  // release what the body captured
     lock.lock();
     op->status_ = std::move(status);
     op->done_ = true;
-    running_ = false;
+    running_.store(false);
     changed_.notify_all();
   }
 }

@@ -3,13 +3,15 @@
 // program issued them, the same on every rank; non-blocking collectives are
 // queued and run by one worker thread per communicator, so requests may be
 // waited in any order without deadlock. A blocking call runs on the calling
-// thread when nothing is queued (no thread hop, no allocation), else it
-// queues behind the others and waits. Point-to-point progress may overtake
+// thread when nothing is queued (no thread hop, no allocation, and no lock:
+// it takes the turn with one compare-and-swap, and locks only to wake a
+// thread that waits for the turn), else it queues behind the others and waits. Point-to-point progress may overtake
 // queued collectives, but never runs while another operation does: the
 // transport is driven by one thread at a time. A point-to-point post that
 // finds an operation running (try_run) does not wait for it: the transport
 // queues it for the running operation's next progress (post_later).
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -47,21 +49,24 @@ class OperationQueue {
   // work skip queued operations (it still waits for the running one).
   template <typename Body>
   Status run(Body&& body, bool overtake = false) {
+    // Nothing queued, nobody waiting to slip in: take the turn without the lock.
+    if (!overtake && queued_.load() == 0 && overtakers_.load() == 0 && take_turn()) {
+      Status status = run_guarded(body);
+      give_turn();
+      return status;
+    }
     {
       std::unique_lock<std::mutex> lock(mutex_);
       if (overtake) {
         // The worker lets waiting overtakers in between two queued operations.
-        ++overtakers_;
-        changed_.wait(lock, [&] { return !running_; });
-        --overtakers_;
+        overtakers_.fetch_add(1);
+        changed_.wait(lock, [&] { return take_turn(); });
+        overtakers_.fetch_sub(1);
       }
-      if (!running_ && (overtake || queue_.empty())) {
-        running_ = true;
+      if (overtake || (queue_.empty() && take_turn())) {
         lock.unlock();
         Status status = run_guarded(body);
-        lock.lock();
-        running_ = false;
-        changed_.notify_all();
+        give_turn();
         return status;
       }
     }
@@ -76,13 +81,10 @@ class OperationQueue {
   bool try_run(Body&& body, Status* status, bool only_when_idle = false) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (running_ || (only_when_idle && !queue_.empty())) return false;
-      running_ = true;
+      if ((only_when_idle && !queue_.empty()) || !take_turn()) return false;
     }
     *status = run_guarded(body);
-    std::lock_guard<std::mutex> lock(mutex_);
-    running_ = false;
-    changed_.notify_all();
+    give_turn();
     return true;
   }
 
@@ -100,7 +102,7 @@ class OperationQueue {
   // For dumps, from any thread: whether an operation runs, how many wait.
   void snapshot(bool* running, size_t* queued) {
     std::lock_guard<std::mutex> lock(mutex_);
-    *running = running_;
+    *running = running_.load();
     *queued = queue_.size();
   }
   // Waits for the queue to drain, then ends the worker thread.
@@ -108,6 +110,22 @@ class OperationQueue {
 
  private:
   void work();
+  // The turn to drive the communicator: at most one thread holds it. Taken
+  // by compare-and-swap (with or without the lock); given back with a wake-up,
+  // under the lock, only when a thread may be waiting for it: a queued
+  // operation's worker or an overtaker (each counted under the lock, before
+  // it looks at the turn, so a give-back never misses one).
+  bool take_turn() {
+    bool idle = false;
+    return running_.compare_exchange_strong(idle, true);
+  }
+  void give_turn() {
+    running_.store(false);
+    if (queued_.load() != 0 || overtakers_.load() != 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      changed_.notify_all();
+    }
+  }
   // An escaping exception becomes a status: the token must always come back.
   template <typename Body>
   static Status run_guarded(Body& body) {
@@ -123,9 +141,10 @@ class OperationQueue {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<AsyncOperation>> queue_;
-  bool running_ = false;
+  std::atomic<size_t> queued_{0};  // queue_.size(), for the lock-free look
+  std::atomic<bool> running_{false};  // the turn (take_turn / give_turn)
   bool stopping_ = false;
-  int overtakers_ = 0;  // threads waiting to slip point-to-point work in
+  std::atomic<int> overtakers_{0};  // threads waiting to slip point-to-point work in
   std::thread worker_;
 };
 
