@@ -25,23 +25,9 @@ using Faults = NoShmLeft;
 // calls `bad`. Every rank must fail with rrInvalidUsage quoting both calls.
 void expect_mismatch(int n, int odd, const std::function<rrResult_t(rrComm_t, float*)>& bad,
                      const std::string& good_text, const std::string& bad_text) {
-  auto outcomes = run_world(n, 20000, {}, [&](int rank, rrComm_t comm, Outcome* out) {
-    std::vector<float> data(4096, 1.0f);
-    const auto t0 = Clock::now();
-    out->result = rank == odd ? bad(comm, data.data())
-                              : rrAllReduce(data.data(), data.data(), 1000, rrFloat32, rrSum, comm, nullptr);
-    out->seconds = seconds_since(t0);
-    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
-  });
-  print(outcomes);
-  for (int r = 0; r < n; ++r) {
-    const Outcome& o = outcomes[static_cast<size_t>(r)];
-    EXPECT_EQ(o.result, rrInvalidUsage) << "rank " << r << ": " << o.error;
-    EXPECT_TRUE(has(o, good_text)) << "rank " << r << ": " << o.error;
-    EXPECT_TRUE(has(o, bad_text)) << "rank " << r << ": " << o.error;
-    EXPECT_TRUE(has(o, "rank " + std::to_string(odd) + " called")) << "rank " << r << ": " << o.error;
-    EXPECT_LT(o.seconds, 10.0) << "not a timeout: " << o.error;
-  }
+  fault_world::expect_mismatch(
+      n, odd, on_floats([](rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrFloat32, rrSum, c, nullptr); }),
+      on_floats(bad), good_text, bad_text);
 }
 
 const char* kGood = "allreduce #0 (count=1000, dtype=float32, op=sum)";

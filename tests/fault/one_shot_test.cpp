@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,7 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "free_port.hpp"
 #include "world.hpp"
 
 namespace {
@@ -37,32 +35,14 @@ void require_board(rrComm_t comm) {
   }
 }
 
-// Small allreduces until one fails (a strike ends them); records that call.
-// After rrCommAbort the communicator is gone: the calling thread's last
-// error says why.
-void allreduce_until_failure(rrComm_t comm, Outcome* out, bool aborted = false) {
-  std::vector<float> data(kElements, 1.0f);
-  for (int i = 0; i < 100000000; ++i) {
-    const auto t0 = Clock::now();
-    out->result = rrAllReduce(data.data(), data.data(), kElements, rrFloat32, rrMax, comm, nullptr);
-    out->seconds = seconds_since(t0);  // of the call that failed: its deadline counts from its start
-    if (out->result != rrSuccess) break;
-  }
-  std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(aborted ? nullptr : comm));
+rrResult_t small_max(rrComm_t comm) {
+  float data[kElements] = {};
+  return rrAllReduce(data, data, kElements, rrFloat32, rrMax, comm, nullptr);
 }
 
-// Allreduces until one fails; the victim raises `signal` `delay` into them.
-Body strike(int victim, int signal, std::chrono::milliseconds delay) {
-  return [=](int rank, rrComm_t comm, Outcome* out) {
-    require_board(comm);
-    if (rank == victim) {
-      std::thread([=] {
-        std::this_thread::sleep_for(delay);
-        raise(signal);
-      }).detach();
-    }
-    allreduce_until_failure(comm, out);
-  };
+// Small allreduces until one fails; the victim raises `signal` `delay` into them.
+Body strike_small(int victim, int signal, std::chrono::milliseconds delay) {
+  return strike(victim, signal, delay, require_board, small_max);
 }
 
 using OneShot = NoShmLeft;
@@ -70,7 +50,7 @@ using OneShot = NoShmLeft;
 TEST_F(OneShot, KilledPeerIsNamedByTheSurvivors) {
   // 3 ranks: rank 1 dies between two publications; the others wait for its
   // next one, or for it to be done with the last (or hear the notice).
-  auto outcomes = run_world(3, 60000, {1}, strike(1, SIGKILL, std::chrono::milliseconds(50)));
+  auto outcomes = run_world(3, 60000, {1}, strike_small(1, SIGKILL, std::chrono::milliseconds(50)));
   print(outcomes, {1});
   bool seen_on_board = false;
   for (int r : {0, 2}) {
@@ -85,7 +65,7 @@ TEST_F(OneShot, KilledPeerIsNamedByTheSurvivors) {
 
 TEST_F(OneShot, StoppedPeerBecomesATimeout) {
   const int timeout_ms = 1500;
-  auto outcomes = run_world(2, timeout_ms, {1}, strike(1, SIGSTOP, std::chrono::milliseconds(50)));
+  auto outcomes = run_world(2, timeout_ms, {1}, strike_small(1, SIGSTOP, std::chrono::milliseconds(50)));
   print(outcomes, {1});
   const Outcome& o = outcomes[0];
   EXPECT_EQ(o.result, rrTimeout) << o.error;
@@ -109,7 +89,7 @@ TEST_F(OneShot, AbortEndsACallWaitingOnTheBoard) {
         rrCommAbort(comm);
       }).detach();
     }
-    allreduce_until_failure(comm, out, true);
+    call_until_failure(comm, small_max, out, true);
   });
   print(outcomes, {1});
   EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
@@ -118,61 +98,20 @@ TEST_F(OneShot, AbortEndsACallWaitingOnTheBoard) {
 }
 
 TEST_F(OneShot, EveryRankKilledLeavesNoSegment) {
-  // SIGKILL of every rank in the middle of small allreduces: nobody cleans
-  // up, and nobody needs to (the board is anonymous memory). The fixture
-  // compares /dev/shm before and after.
-  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
-  const int n = 3;
-  std::vector<pid_t> ranks;
-  for (int r = 0; r < n; ++r) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      alarm(60);  // a rank that never got to its strike still ends
-      rrComm_t comm = nullptr;
-      if (rrCommInitUrl(&comm, url.c_str(), n, r, nullptr) != rrSuccess) _exit(3);
-      require_board(comm);
-      std::vector<float> data(kElements, 1.0f);
-      if (rrAllReduce(data.data(), data.data(), kElements, rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
-      std::thread([r] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20 + 5 * r));
-        raise(SIGKILL);
-      }).detach();
-      for (;;) (void)rrAllReduce(data.data(), data.data(), kElements, rrFloat32, rrSum, comm, nullptr);
-    }
-    ranks.push_back(pid);
-  }
-  for (pid_t pid : ranks) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-        << "a rank ended otherwise than by its own SIGKILL (status " << status << ")";
-  }
+  // SIGKILL of every rank in the middle of small allreduces: the board is
+  // anonymous memory. The fixture compares /dev/shm before and after.
+  kill_every_rank_mid_calls(3, require_board, small_max);
 }
 
-// Every rank runs `good` except `odd`, which runs `bad`; each must fail with
-// rrInvalidUsage naming both calls, well before the timeout.
-void expect_mismatch(int n, int odd, rrResult_t (*good)(rrComm_t, float*), rrResult_t (*bad)(rrComm_t, float*),
-                     const std::string& good_text, const std::string& bad_text) {
-  auto outcomes = run_world(n, 20000, {}, [&](int rank, rrComm_t comm, Outcome* out) {
+// Every rank runs `good` except `odd`, which runs `bad`, after five matching
+// calls (the board's buffers have turned over).
+void expect_mismatch_after_warmup(int n, int odd, const std::function<rrResult_t(rrComm_t, float*)>& good,
+                                  const std::function<rrResult_t(rrComm_t, float*)>& bad, const std::string& good_text,
+                                  const std::string& bad_text) {
+  expect_mismatch(n, odd, on_floats(good), on_floats(bad), good_text, bad_text, [](rrComm_t comm) {
     require_board(comm);
-    std::vector<float> data(size_t{1} << 20, 1.0f);
-    // A few matching calls first: the board's buffers have turned over.
-    for (int i = 0; i < 5; ++i) {
-      if (rrAllReduce(data.data(), data.data(), kElements, rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(5);
-    }
-    const auto t0 = Clock::now();
-    out->result = rank == odd ? bad(comm, data.data()) : good(comm, data.data());
-    out->seconds = seconds_since(t0);
-    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
-  });
-  print(outcomes);
-  for (int r = 0; r < n; ++r) {
-    const Outcome& o = outcomes[static_cast<size_t>(r)];
-    EXPECT_EQ(o.result, rrInvalidUsage) << "rank " << r << ": " << o.error;
-    EXPECT_TRUE(has(o, good_text) && has(o, bad_text)) << "rank " << r << ": " << o.error;
-    EXPECT_LT(o.seconds, 10.0) << "not a timeout: " << o.error;
-  }
+    return small_max(comm);
+  }, 5);
 }
 
 rrResult_t small_allreduce(rrComm_t c, float* d) { return rrAllReduce(d, d, 1000, rrFloat32, rrSum, c, nullptr); }
@@ -180,20 +119,20 @@ rrResult_t small_allreduce(rrComm_t c, float* d) { return rrAllReduce(d, d, 1000
 TEST_F(OneShot, ARankOnTheRingIsToldApart) {
   // 1000 floats take the board, 2^20 the slot rings, whose argument check
   // announces the call on the board: the ranks waiting there read it.
-  expect_mismatch(
+  expect_mismatch_after_warmup(
       3, 1, small_allreduce,
       [](rrComm_t c, float* d) { return rrAllReduce(d, d, size_t{1} << 20, rrFloat32, rrSum, c, nullptr); },
       "allreduce #5 (count=1000, dtype=float32, op=sum)", "allreduce #5 (count=1048576, dtype=float32, op=sum)");
 }
 
 TEST_F(OneShot, ARankInABroadcastTreeIsToldApart) {
-  expect_mismatch(
+  expect_mismatch_after_warmup(
       4, 2, small_allreduce, [](rrComm_t c, float* d) { return rrBroadcast(d, d, 1000, rrFloat32, 0, c, nullptr); },
       "allreduce #5 (count=1000, dtype=float32, op=sum)", "broadcast #5 (count=1000, dtype=float32, root=0)");
 }
 
 TEST_F(OneShot, BarrierAgainstAllreduceIsToldApart) {
-  expect_mismatch(
+  expect_mismatch_after_warmup(
       3, 0, small_allreduce, [](rrComm_t c, float*) { return rrBarrier(c, nullptr); },
       "allreduce #5 (count=1000, dtype=float32, op=sum)", "barrier #5");
 }

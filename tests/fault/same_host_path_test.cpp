@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "free_port.hpp"
 #include "world.hpp"
 
 namespace {
@@ -36,31 +34,27 @@ void require_same_host_path(rrComm_t comm) {
   }
 }
 
-// Allreduces until one fails (a strike ends them); records that call. After
-// rrCommAbort the communicator is gone: the calling thread's last error says why.
-void allreduce_until_failure(rrComm_t comm, std::vector<float>* data, Outcome* out, bool aborted = false) {
-  for (int i = 0; i < 1000; ++i) {
-    const auto t0 = Clock::now();
-    out->result = rrAllReduce(data->data(), data->data(), data->size(), rrFloat32, rrSum, comm, nullptr);
-    out->seconds = seconds_since(t0);  // of the call that failed: its deadline counts from its start
-    if (out->result != rrSuccess) break;
-  }
-  std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(aborted ? nullptr : comm));
+// The rank's buffer (each rank is a process of its own), written once.
+std::vector<float>& large_data() {
+  static std::vector<float> data(kElements, 1.0f);
+  return data;
+}
+
+rrResult_t large_sum(rrComm_t comm) {
+  std::vector<float>& data = large_data();
+  return rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+}
+
+// The path, and the buffer made before any strike's clock starts (writing
+// 64 MiB takes longer than the strikes' delays).
+void require_path_and_buffer(rrComm_t comm) {
+  require_same_host_path(comm);
+  (void)large_data();
 }
 
 // Allreduces until one fails; the victim raises `signal` `delay` into them.
 Body strike_mid_ring(int victim, int signal, std::chrono::milliseconds delay) {
-  return [=](int rank, rrComm_t comm, Outcome* out) {
-    require_same_host_path(comm);
-    std::vector<float> data(kElements, 1.0f);
-    if (rank == victim) {
-      std::thread([=] {
-        std::this_thread::sleep_for(delay);
-        raise(signal);
-      }).detach();
-    }
-    allreduce_until_failure(comm, &data, out);
-  };
+  return strike(victim, signal, delay, require_path_and_buffer, large_sum);
 }
 
 using SameHostPath = NoShmLeft;
@@ -95,8 +89,7 @@ TEST_F(SameHostPath, AbortEndsACallWaitingOnTheSlots) {
   // milliseconds, its argument check microseconds); rank 0's allreduce
   // then waits on the slots until another thread aborts the communicator.
   auto outcomes = run_world(2, 60000, {1}, [](int rank, rrComm_t comm, Outcome* out) {
-    require_same_host_path(comm);
-    std::vector<float> data(kElements, 1.0f);
+    require_path_and_buffer(comm);
     if (rank == 1) {
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -108,7 +101,7 @@ TEST_F(SameHostPath, AbortEndsACallWaitingOnTheSlots) {
         rrCommAbort(comm);
       }).detach();
     }
-    allreduce_until_failure(comm, &data, out, true);
+    call_until_failure(comm, large_sum, out, true, 1000);
   });
   print(outcomes, {1});
   EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
@@ -117,36 +110,9 @@ TEST_F(SameHostPath, AbortEndsACallWaitingOnTheSlots) {
 }
 
 TEST_F(SameHostPath, EveryRankKilledLeavesNoSegment) {
-  // SIGKILL of every rank in the middle of the ring: no survivor cleans up,
-  // and none needs to (the rings are anonymous memory). The fixture
-  // compares /dev/shm before and after.
-  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
-  const int n = 3;
-  std::vector<pid_t> ranks;
-  for (int r = 0; r < n; ++r) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      alarm(60);  // a rank that never got to its strike still ends
-      rrComm_t comm = nullptr;
-      if (rrCommInitUrl(&comm, url.c_str(), n, r, nullptr) != rrSuccess) _exit(3);
-      require_same_host_path(comm);
-      std::vector<float> data(kElements, 1.0f);
-      if (rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
-      std::thread([r] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20 + 5 * r));
-        raise(SIGKILL);
-      }).detach();
-      for (;;) (void)rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
-    }
-    ranks.push_back(pid);
-  }
-  for (pid_t pid : ranks) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-        << "a rank ended otherwise than by its own SIGKILL (status " << status << ")";
-  }
+  // SIGKILL of every rank in the middle of the ring: the rings are
+  // anonymous memory. The fixture compares /dev/shm before and after.
+  kill_every_rank_mid_calls(3, require_path_and_buffer, large_sum);
 }
 
 }  // namespace

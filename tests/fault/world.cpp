@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "free_port.hpp"
 
@@ -92,6 +93,88 @@ std::set<std::string> shm_segments() {
     closedir(d);
   }
   return names;
+}
+
+void call_until_failure(rrComm_t comm, const Call& call, Outcome* out, bool aborted, long limit) {
+  for (long i = 0; i < limit; ++i) {
+    const auto t0 = Clock::now();
+    out->result = call(comm);
+    out->seconds = seconds_since(t0);  // of the call that failed: its deadline counts from its start
+    if (out->result != rrSuccess) break;
+  }
+  std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(aborted ? nullptr : comm));
+}
+
+Body strike(int victim, int signal, std::chrono::milliseconds delay, const std::function<void(rrComm_t)>& require,
+            const Call& call) {
+  return [=](int rank, rrComm_t comm, Outcome* out) {
+    require(comm);
+    if (rank == victim) {
+      std::thread([=] {
+        std::this_thread::sleep_for(delay);
+        raise(signal);
+      }).detach();
+    }
+    call_until_failure(comm, call, out);
+  };
+}
+
+void kill_every_rank_mid_calls(int n, const std::function<void(rrComm_t)>& require, const Call& call) {
+  // No survivor cleans up, and none needs to.
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(60);  // a rank that never got to its strike still ends
+      rrComm_t comm = nullptr;
+      if (rrCommInitUrl(&comm, url.c_str(), n, r, nullptr) != rrSuccess) _exit(3);
+      require(comm);
+      if (call(comm) != rrSuccess) _exit(4);
+      std::thread([r] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 + 5 * r));
+        raise(SIGKILL);
+      }).detach();
+      for (;;) (void)call(comm);
+    }
+    ranks.push_back(pid);
+  }
+  for (pid_t pid : ranks) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "a rank ended otherwise than by its own SIGKILL (status " << status << ")";
+  }
+}
+
+void expect_mismatch(int n, int odd, const Call& good, const Call& bad, const std::string& good_text,
+                     const std::string& bad_text, const Call& warmup, int warmups) {
+  auto outcomes = run_world(n, 20000, {}, [&](int rank, rrComm_t comm, Outcome* out) {
+    for (int i = 0; i < warmups; ++i) {
+      if (warmup(comm) != rrSuccess) _exit(5);
+    }
+    const auto t0 = Clock::now();
+    out->result = rank == odd ? bad(comm) : good(comm);
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes);
+  for (int r = 0; r < n; ++r) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_EQ(o.result, rrInvalidUsage) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, good_text)) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, bad_text)) << "rank " << r << ": " << o.error;
+    EXPECT_TRUE(has(o, "rank " + std::to_string(odd) + " called")) << "rank " << r << ": " << o.error;
+    EXPECT_LT(o.seconds, 10.0) << "not a timeout: " << o.error;
+  }
+}
+
+Call on_floats(const std::function<rrResult_t(rrComm_t comm, float* data)>& call) {
+  return [call](rrComm_t comm) {
+    std::vector<float> data(size_t{1} << 20, 1.0f);
+    return call(comm, data.data());
+  };
 }
 
 }  // namespace fault_world

@@ -43,6 +43,36 @@ inline bool has(const Outcome& o, const std::string& text) {
 
 std::set<std::string> shm_segments();
 
+// A call a rank repeats: one collective on `comm`.
+using Call = std::function<rrResult_t(rrComm_t comm)>;
+
+// Repeats `call` until it fails (at most `limit` times) and records that
+// call in *out: its result, its duration, and the last error (the calling
+// thread's after rrCommAbort, `aborted`: the communicator is gone then).
+void call_until_failure(rrComm_t comm, const Call& call, Outcome* out, bool aborted = false, long limit = 100000000);
+
+// A body for run_world: `require` (which may _exit a rank whose calls would
+// not take the path under test), then `call` until it fails, while the
+// victim raises `signal` `delay` into them.
+Body strike(int victim, int signal, std::chrono::milliseconds delay, const std::function<void(rrComm_t)>& require,
+            const Call& call);
+
+// Forks `n` ranks that each make a communicator, run `require` and one
+// `call`, then SIGKILL themselves 20 + 5 r ms into repeating it. Expects
+// every rank to end by its own SIGKILL (the caller's NoShmLeft fixture then
+// checks what they left).
+void kill_every_rank_mid_calls(int n, const std::function<void(rrComm_t)>& require, const Call& call);
+
+// A call on a fresh buffer of 2^20 floats, all 1.
+Call on_floats(const std::function<rrResult_t(rrComm_t comm, float* data)>& call);
+
+// Every rank runs `good` except `odd`, which runs `bad` (after `warmup`
+// matching calls on every rank, if any). Each must fail with rrInvalidUsage
+// quoting both calls (`good_text`, `bad_text`) and naming `odd`, well
+// before the 20 s timeout.
+void expect_mismatch(int n, int odd, const Call& good, const Call& bad, const std::string& good_text,
+                     const std::string& bad_text, const Call& warmup = nullptr, int warmups = 0);
+
 // Shared-memory segments a test created and did not remove: none may be
 // left, by any rank, SIGKILLed ones included (the survivors remove a
 // segment a killed rank left, lib/transport/ucx/shm_sweep.hpp).
