@@ -64,37 +64,13 @@ TEST_F(OneShot, KilledPeerIsNamedByTheSurvivors) {
 }
 
 TEST_F(OneShot, StoppedPeerBecomesATimeout) {
-  const int timeout_ms = 1500;
-  auto outcomes = run_world(2, timeout_ms, {1}, strike_small(1, SIGSTOP, std::chrono::milliseconds(50)));
-  print(outcomes, {1});
-  const Outcome& o = outcomes[0];
-  EXPECT_EQ(o.result, rrTimeout) << o.error;
-  EXPECT_TRUE(has(o, "rank 1") && has(o, "shared-memory board")) << o.error;
-  EXPECT_LT(o.seconds, timeout_ms / 1000.0 + 0.5) << o.error;
+  expect_stopped_peer_times_out(require_board, small_max, std::chrono::milliseconds(50), "shared-memory board");
 }
 
 TEST_F(OneShot, AbortEndsACallWaitingOnTheBoard) {
   // Rank 1 stops for good; rank 0's allreduce then waits on the board until
   // another thread aborts the communicator.
-  auto outcomes = run_world(2, 60000, {1}, [](int rank, rrComm_t comm, Outcome* out) {
-    require_board(comm);
-    if (rank == 1) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        raise(SIGSTOP);
-      }).detach();
-    } else {
-      std::thread([comm] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        rrCommAbort(comm);
-      }).detach();
-    }
-    call_until_failure(comm, small_max, out, true);
-  });
-  print(outcomes, {1});
-  EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
-  EXPECT_TRUE(has(outcomes[0], "aborted")) << outcomes[0].error;
-  EXPECT_LT(outcomes[0].seconds, 5.0) << "the abort ended the wait, not the 60 s timeout";
+  expect_abort_ends_the_wait(require_board, small_max, std::chrono::milliseconds(50));
 }
 
 TEST_F(OneShot, EveryRankKilledLeavesNoSegment) {

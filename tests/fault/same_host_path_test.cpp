@@ -75,38 +75,15 @@ TEST_F(SameHostPath, KilledPeerIsNamedByTheSurvivors) {
 }
 
 TEST_F(SameHostPath, StoppedPeerBecomesATimeout) {
-  const int timeout_ms = 1500;
-  auto outcomes = run_world(2, timeout_ms, {1}, strike_mid_ring(1, SIGSTOP, std::chrono::milliseconds(30)));
-  print(outcomes, {1});
-  const Outcome& o = outcomes[0];
-  EXPECT_EQ(o.result, rrTimeout) << o.error;
-  EXPECT_TRUE(has(o, "rank 1") && has(o, "same-host shared memory")) << o.error;
-  EXPECT_LT(o.seconds, timeout_ms / 1000.0 + 0.5) << o.error;
+  expect_stopped_peer_times_out(require_path_and_buffer, large_sum, std::chrono::milliseconds(30),
+                                "same-host shared memory");
 }
 
 TEST_F(SameHostPath, AbortEndsACallWaitingOnTheSlots) {
   // Rank 1 stops for good in the middle of a ring (a call lasts
   // milliseconds, its argument check microseconds); rank 0's allreduce
   // then waits on the slots until another thread aborts the communicator.
-  auto outcomes = run_world(2, 60000, {1}, [](int rank, rrComm_t comm, Outcome* out) {
-    require_path_and_buffer(comm);
-    if (rank == 1) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        raise(SIGSTOP);
-      }).detach();
-    } else {
-      std::thread([comm] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        rrCommAbort(comm);
-      }).detach();
-    }
-    call_until_failure(comm, large_sum, out, true, 1000);
-  });
-  print(outcomes, {1});
-  EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
-  EXPECT_TRUE(has(outcomes[0], "aborted")) << outcomes[0].error;
-  EXPECT_LT(outcomes[0].seconds, 5.0) << "the abort ended the wait, not the 60 s timeout";
+  expect_abort_ends_the_wait(require_path_and_buffer, large_sum, std::chrono::milliseconds(30));
 }
 
 TEST_F(SameHostPath, EveryRankKilledLeavesNoSegment) {

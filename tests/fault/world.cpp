@@ -177,4 +177,38 @@ Call on_floats(const std::function<rrResult_t(rrComm_t comm, float* data)>& call
   };
 }
 
+void expect_stopped_peer_times_out(const std::function<void(rrComm_t)>& require, const Call& call,
+                                   std::chrono::milliseconds delay, const std::string& where) {
+  const int timeout_ms = 1500;
+  auto outcomes = run_world(2, timeout_ms, {1}, strike(1, SIGSTOP, delay, require, call));
+  print(outcomes, {1});
+  const Outcome& o = outcomes[0];
+  EXPECT_EQ(o.result, rrTimeout) << o.error;
+  EXPECT_TRUE(has(o, "rank 1") && has(o, where)) << o.error;
+  EXPECT_LT(o.seconds, timeout_ms / 1000.0 + 0.5) << o.error;
+}
+
+void expect_abort_ends_the_wait(const std::function<void(rrComm_t)>& require, const Call& call,
+                                std::chrono::milliseconds delay) {
+  auto outcomes = run_world(2, 60000, {1}, [&](int rank, rrComm_t comm, Outcome* out) {
+    require(comm);
+    if (rank == 1) {
+      std::thread([delay] {
+        std::this_thread::sleep_for(delay);
+        raise(SIGSTOP);
+      }).detach();
+    } else {
+      std::thread([comm] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        rrCommAbort(comm);
+      }).detach();
+    }
+    call_until_failure(comm, call, out, true);
+  });
+  print(outcomes, {1});
+  EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
+  EXPECT_TRUE(has(outcomes[0], "aborted")) << outcomes[0].error;
+  EXPECT_LT(outcomes[0].seconds, 5.0) << "the abort ended the wait, not the 60 s timeout";
+}
+
 }  // namespace fault_world

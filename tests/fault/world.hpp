@@ -57,6 +57,17 @@ void call_until_failure(rrComm_t comm, const Call& call, Outcome* out, bool abor
 Body strike(int victim, int signal, std::chrono::milliseconds delay, const std::function<void(rrComm_t)>& require,
             const Call& call);
 
+// Two ranks repeat `call` (after `require`); rank 1 stops (SIGSTOP) `delay`
+// into them. Rank 0's call must time out within 0.5 s of its 1.5 s timeout,
+// naming rank 1 and `where` (the path it waited on).
+void expect_stopped_peer_times_out(const std::function<void(rrComm_t)>& require, const Call& call,
+                                   std::chrono::milliseconds delay, const std::string& where);
+// Two ranks repeat `call`; rank 1 stops for good `delay` into them, and
+// another thread of rank 0 aborts the communicator 300 ms in: rank 0's call
+// must end with rrInvalidUsage saying so, long before its 60 s timeout.
+void expect_abort_ends_the_wait(const std::function<void(rrComm_t)>& require, const Call& call,
+                                std::chrono::milliseconds delay);
+
 // Forks `n` ranks that each make a communicator, run `require` and one
 // `call`, then SIGKILL themselves 20 + 5 r ms into repeating it. Expects
 // every rank to end by its own SIGKILL (the caller's NoShmLeft fixture then
