@@ -304,9 +304,10 @@ rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request);
 
 /* Observability. Bytes this rank has sent to / received from `peer` since
  * the communicator was made: data and ringreduce's own 32-byte operation
- * headers (the argument check), not the transport's protocol headers. A
- * buffer published on the same-host board counts as sent to every peer
- * (each reads it); the headers there are not counted. */
+ * headers (the argument check), not the transport's protocol headers. On
+ * the same-host board a publication counts as sent to each peer that reads
+ * it (every peer for a one-shot call's buffer, the ring neighbours for an
+ * argument check), header included. */
 rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent,
                               uint64_t* bytes_received);
 /* The staging pool: bytes it holds and how many times it has allocated. */

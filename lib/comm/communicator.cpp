@@ -263,10 +263,9 @@ wire::OpHeader Communicator::call_header(wire::Collective collective, size_t cou
 Status Communicator::agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
   if (size_ == 1) return Status::Ok();
   const wire::OpHeader mine = call_header(collective, count, dtype, op, root);
-  // On the same-host board whatever RR_CHECK_ARGUMENTS says: every rank
-  // makes the same publications, and a rank waiting there in a one-shot
-  // call learns that this one took another path.
-  RR_RETURN_IF_ERROR(announce(mine));
+  // On one host, on the board (comm/one_shot.cpp), whatever
+  // RR_CHECK_ARGUMENTS says: every rank makes the same publications.
+  if (board_exec_) return agree_on_board(mine);
   if (!settings_.check_arguments) return Status::Ok();
   wire::encode_header(mine, header_out_);
   const int left = (rank_ + size_ - 1) % size_;

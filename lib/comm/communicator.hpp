@@ -191,7 +191,8 @@ class Communicator : public exec::Interrupt {
  private:
   Status check_usable();
   // Exchanges this call's header with both ring neighbours and compares;
-  // not ok, on this rank and (by notice) every other, when they differ.
+  // not ok, on this rank and (by notice) every other, when they differ. On
+  // the same-host board when there is one, else through the transport.
   Status agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);
   // The header of the call about to run (its sequence is the next one).
   wire::OpHeader call_header(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op,
@@ -249,8 +250,11 @@ class Communicator : public exec::Interrupt {
   Status allreduce_one_shot(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
                             const wire::OpHeader& header);
   // Publishes `header` on the board, without data, when there is one: a
-  // peer waiting there in a one-shot call then sees what this rank called.
+  // peer waiting there then sees that this rank sends frames through UCX.
   Status announce(const wire::OpHeader& header);
+  // agree() on the same-host board: publishes `mine` without data and
+  // compares both ring neighbours' publications with it.
+  Status agree_on_board(const wire::OpHeader& mine);
   // `peer`'s publication `buffer` of `bytes` for the call this rank made
   // as `mine` (published as `mine_encoded`), which should hold `expected`
   // bytes of data: not ok (the operation failed) unless it does.

@@ -6,11 +6,15 @@
 // buffers in rank order, so every rank gets the same bits.
 //
 // The argument check rides in the publications: a peer's header that
-// differs is named as recursive doubling's frames name it. Collectives that
-// take another path announce their header on the board (announce(), from
-// agree() and recursive doubling), so a rank waiting there for a peer that
-// called something else reads what it called instead of waiting out the
-// timeout; that rank fails, and its notice ends the peer's wait.
+// differs is named as recursive doubling's frames name it. Every other
+// collective checks its arguments on the board too (agree_on_board(): its
+// header, published without data, read by both ring neighbours, one
+// hand-over instead of a round trip through UCX), and recursive doubling
+// announces its header there before its frames go: so a rank waiting on the
+// board for a peer that called something else reads what it called instead
+// of waiting out the timeout; that rank fails, and its notice ends the
+// peer's wait. What a header-only publication announces is its length: a
+// check, or frames sent through UCX.
 
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +28,13 @@ namespace rr {
 
 using transport::shm::Board;
 
+namespace {
+// Header-only publications: the argument check of a collective that moves
+// its data elsewhere, and recursive doubling's announcement of its frames.
+constexpr uint32_t kCheckOnly = Board::kNoData;
+constexpr uint32_t kFramesThroughUcx = Board::kNoData - 1;
+}  // namespace
+
 Status Communicator::announce(const wire::OpHeader& header) {
   if (!board_exec_) return Status::Ok();
   exec::BoardCall call{wire::collective_name(header.collective), header.sequence, "argument check",
@@ -32,8 +43,41 @@ Status Communicator::announce(const wire::OpHeader& header) {
   Status claimed = board_exec_->claim(call, &buffer);
   if (!claimed.ok()) return fail_operation(Status(claimed.code(), header.describe() + ": " + claimed.message()));
   wire::encode_header(header, buffer);
-  board_exec_->publish(Board::kNoData);
-  board_exec_->finish(false);  // read by the peers only if they wait in a one-shot call
+  board_exec_->publish(kFramesThroughUcx);
+  board_exec_->finish(exec::BoardExecutor::Readers::kNobody, false);  // unless a peer waits there, in error
+  return Status::Ok();
+}
+
+Status Communicator::agree_on_board(const wire::OpHeader& mine) {
+  exec::BoardCall call{wire::collective_name(mine.collective), mine.sequence, "argument check",
+                       std::chrono::milliseconds(settings_.timeout_ms), this};
+  uint8_t* buffer = nullptr;
+  Status claimed = board_exec_->claim(call, &buffer);
+  if (!claimed.ok()) return fail_operation(Status(claimed.code(), mine.describe() + ": " + claimed.message()));
+  wire::encode_header(mine, buffer);
+  board_exec_->publish(kCheckOnly);
+  // RR_CHECK_ARGUMENTS=0: published all the same, so that every rank makes
+  // the same publications, but nobody reads it.
+  if (!settings_.check_arguments) {
+    board_exec_->finish(exec::BoardExecutor::Readers::kNobody, false);
+    return Status::Ok();
+  }
+  // Both ring neighbours by rank number, as agree() exchanged with: if each
+  // rank's neighbours called what it called, every rank did.
+  const int left = (rank_ + size_ - 1) % size_;
+  const int right = (rank_ + 1) % size_;
+  const int peers = left == right ? 1 : 2;
+  for (int i = 0; i < peers; ++i) {
+    const int peer = i == 0 ? left : right;
+    board_exec_->count_sent(peer, wire::kOpHeaderBytes);  // the neighbour reads it, as it would have received it
+    const uint8_t* theirs = nullptr;
+    uint32_t bytes = 0;
+    Status awaited = board_exec_->await(call, peer, &theirs, &bytes);
+    if (!awaited.ok()) return fail_operation(Status(awaited.code(), mine.describe() + ": " + awaited.message()));
+    RR_RETURN_IF_ERROR(check_publication(call, mine, buffer, peer, theirs, bytes, kCheckOnly));
+  }
+  // Left and right were every peer on 2 or 3 ranks.
+  board_exec_->finish(exec::BoardExecutor::Readers::kNeighbours, size_ <= 3);
   return Status::Ok();
 }
 
@@ -49,10 +93,13 @@ Status Communicator::check_publication(const exec::BoardCall& call, const wire::
   Status parsed = wire::decode_header(buffer, wire::kOpHeaderBytes, &theirs);
   if (!parsed.ok()) return fail_operation(RemoteError(name + ": rank " + std::to_string(peer) + " published " + parsed.message()));
   if (settings_.check_arguments && theirs != mine) return disagreement(mine, theirs, peer);
-  if (bytes == Board::kNoData) {
-    return fail_operation(InvalidUsage(name + ": rank " + std::to_string(peer) +
-                                       " took another schedule for this call (do the ranks set RR_ALGO, RR_MODEL_* "
-                                       "or RR_SHM_BOARD_BYTES differently?)"));
+  if (bytes != expected && (!Board::carries_data(bytes) || !Board::carries_data(expected))) {
+    const char* theirs_took = bytes == kCheckOnly          ? "the ring, a tree or a direct schedule"
+                              : bytes == kFramesThroughUcx ? "recursive doubling"
+                                                           : "the one-shot board";
+    return fail_operation(InvalidUsage(name + ": rank " + std::to_string(peer) + " took " + theirs_took +
+                                       " for this call (do the ranks set RR_ALGO, RR_MODEL_*, RR_CHUNK_BYTES or "
+                                       "RR_SHM_BOARD_BYTES differently?)"));
   }
   return fail_operation(InvalidUsage(name + ": rank " + std::to_string(peer) + " published " + std::to_string(bytes) +
                                      " bytes, rank " + std::to_string(rank_) + " expected " + std::to_string(expected) +
@@ -79,6 +126,7 @@ Status Communicator::allreduce_one_shot(const void* send, void* recv, size_t cou
     const uint8_t* own = mine + Board::kHeaderRoom;
     std::memcpy(mine + Board::kHeaderRoom, static_cast<const uint8_t*>(send) + first * elem, bytes);
     board_exec_->publish(bytes);
+    board_exec_->count_sent_to_all(wire::kOpHeaderBytes + bytes);  // every peer reads it
     // Every rank's part, in rank order: the same sums on every rank. The
     // output is written only from the board (in place, send is recv).
     auto* out = static_cast<uint8_t*>(recv) + first * elem;
@@ -98,7 +146,7 @@ Status Communicator::allreduce_one_shot(const void* send, void* recv, size_t cou
         reduce::reduce(out, r == 1 ? previous : out, part, n, dtype, op);
       }
     }
-    board_exec_->finish(true);
+    board_exec_->finish(exec::BoardExecutor::Readers::kEveryone, true);
     first += n;
   } while (first < count);
   reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, by every rank alike

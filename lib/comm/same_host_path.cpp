@@ -205,11 +205,10 @@ Status Communicator::setup_same_host_path() {
   return Status::Ok();
 }
 
-// A publication on the board is read by every peer: it counts as sent to each.
 uint64_t Communicator::bytes_sent(int peer) const {
   uint64_t bytes = transport_->bytes_sent(peer);
   if (shm_ring_ && peer == shm_right_) bytes += shm_ring_->bytes_sent();
-  if (board_exec_ && peer != rank_) bytes += board_exec_->bytes_published();
+  if (board_exec_) bytes += board_exec_->bytes_sent(peer);
   return bytes;
 }
 

@@ -17,7 +17,16 @@ std::chrono::steady_clock::time_point BoardCall::until() {
 }
 
 BoardExecutor::BoardExecutor(transport::Transport* transport, Board* board, int rank)
-    : transport_(transport), board_(board), rank_(rank), bytes_read_(static_cast<size_t>(board->ranks()), 0) {}
+    : transport_(transport),
+      board_(board),
+      rank_(rank),
+      sent_to_(static_cast<size_t>(board->ranks()), 0),
+      bytes_read_(static_cast<size_t>(board->ranks()), 0) {}
+
+uint64_t BoardExecutor::bytes_sent(int peer) const {
+  if (peer < 0 || static_cast<size_t>(peer) >= sent_to_.size() || peer == rank_) return 0;
+  return sent_to_all_ + sent_to_[static_cast<size_t>(peer)];
+}
 
 uint64_t BoardExecutor::bytes_read(int peer) const {
   return peer >= 0 && static_cast<size_t>(peer) < bytes_read_.size() ? bytes_read_[static_cast<size_t>(peer)] : 0;
@@ -59,25 +68,29 @@ Status BoardExecutor::wait_for(BoardCall& call, int peer, uint64_t n, bool claim
 }
 
 Status BoardExecutor::claim(BoardCall& call, uint8_t** buffer) {
-  // Buffer next_ % 2 last held publication next_ - 2: every peer must be
-  // done with it, as its publication next_ - 1 says.
-  if (next_ >= 2 && all_done_ + 2 <= next_) {
-    uint32_t bytes = 0;
-    for (int peer = 0; peer < board_->ranks(); ++peer) {
-      if (peer != rank_ && !board_->published(peer, next_ - 1, &bytes)) {
-        RR_RETURN_IF_ERROR(wait_for(call, peer, next_ - 1, true));
-      }
+  // Buffer next_ % 2 last held publication next_ - 2: every peer that read
+  // it must be done with it, as its publication next_ - 1 says.
+  const Readers readers = readers_[next_ & 1];
+  if (next_ >= 2 && all_done_ + 2 <= next_ && readers != Readers::kNobody) {
+    const int n = board_->ranks();
+    auto done = [&](int peer) -> Status {
+      uint32_t bytes = 0;
+      if (peer == rank_ || board_->published(peer, next_ - 1, &bytes)) return Status::Ok();
+      return wait_for(call, peer, next_ - 1, true);
+    };
+    if (readers == Readers::kNeighbours) {
+      RR_RETURN_IF_ERROR(done((rank_ + n - 1) % n));
+      RR_RETURN_IF_ERROR(done((rank_ + 1) % n));
+    } else {
+      for (int peer = 0; peer < n; ++peer) RR_RETURN_IF_ERROR(done(peer));
+      all_done_ = next_ - 1;
     }
-    all_done_ = next_ - 1;
   }
   *buffer = board_->buffer(rank_, next_);
   return Status::Ok();
 }
 
-void BoardExecutor::publish(uint32_t bytes) {
-  board_->publish(rank_, next_, bytes);
-  if (bytes != Board::kNoData) bytes_published_ += bytes;
-}
+void BoardExecutor::publish(uint32_t bytes) { board_->publish(rank_, next_, bytes); }
 
 Status BoardExecutor::await(BoardCall& call, int peer, const uint8_t** buffer, uint32_t* bytes) {
   if (!board_->published(peer, next_, bytes)) {
@@ -85,7 +98,7 @@ Status BoardExecutor::await(BoardCall& call, int peer, const uint8_t** buffer, u
     board_->published(peer, next_, bytes);
   }
   *buffer = board_->buffer(peer, next_);
-  if (*bytes != Board::kNoData) bytes_read_[static_cast<size_t>(peer)] += *bytes;
+  bytes_read_[static_cast<size_t>(peer)] += Board::kHeaderRoom + (Board::carries_data(*bytes) ? *bytes : 0);
   return Status::Ok();
 }
 

@@ -98,8 +98,9 @@ TEST(RecursiveDoubling, SendsTheWholeBufferOncePerMessageOfItsPlan) {
 }
 
 // Forced (allreduce_oneshot_*), a call larger than the board goes in
-// publications of its capacity: each rank's buffer is published once, and
-// read once by every peer, header room aside; nothing goes through UCX.
+// publications of its capacity: each rank's buffer is published once, a
+// header before each piece, and read once by every peer; nothing goes
+// through UCX.
 TEST(RecursiveDoubling, OneShotPublishesTheBufferOnceForEveryPeer) {
   if (!forced("oneshot") || !board_expected()) GTEST_SKIP() << "runs with RR_ALGO=oneshot on one host";
   const size_t count = 10007;  // a prime; 40 028 bytes: two publications of the default 32 KiB
@@ -119,7 +120,8 @@ TEST(RecursiveDoubling, OneShotPublishesTheBufferOnceForEveryPeer) {
     ASSERT_EQ(data[i], expected) << "element " << i;
   }
   for (int p = 0; p < g_size; ++p) {
-    const uint64_t expected = p == g_rank ? 0 : count * sizeof(float);
+    const uint64_t pieces = (count * sizeof(float) + 32767) / 32768;  // RR_SHM_BOARD_BYTES's default
+    const uint64_t expected = p == g_rank ? 0 : count * sizeof(float) + pieces * kHeaderBytes;
     EXPECT_EQ(sent_to[static_cast<size_t>(p)], expected) << "to rank " << p;
     EXPECT_EQ(received_after[static_cast<size_t>(p)] - received_before[static_cast<size_t>(p)], expected) << "from rank " << p;
   }
@@ -128,9 +130,9 @@ TEST(RecursiveDoubling, OneShotPublishesTheBufferOnceForEveryPeer) {
 TEST(RecursiveDoubling, SmallMessagesTakeALatencyPathByDefault) {
   if (std::getenv("RR_ALGO") || g_size == 1) GTEST_SKIP() << "the default choice (RR_ALGO unset), on 2+ ranks";
   // 8 bytes: the ring would send 2(N-1) pieces of a 2-float buffer, some of
-  // them empty. On one host the buffer is published once on the board, for
-  // each peer to read (its header is not data); elsewhere recursive
-  // doubling sends it, behind its header, once per message of its plan.
+  // them empty. On one host the buffer is published once on the board,
+  // behind its header, for each peer to read; elsewhere recursive doubling
+  // sends it, behind its header, once per message of its plan.
   float data[2] = {1.0f, 2.0f};
   const std::vector<uint64_t> sent = sent_during(g_comm, [&] {
     ASSERT_EQ(rrAllReduce(data, data, 2, rrFloat32, rrSum, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
@@ -141,7 +143,7 @@ TEST(RecursiveDoubling, SmallMessagesTakeALatencyPathByDefault) {
   for (int p = 0; p < g_size; ++p) {
     total += sent[static_cast<size_t>(p)];
     if (board_expected() && p != g_rank) {
-      EXPECT_EQ(sent[static_cast<size_t>(p)], 8u) << "to rank " << p;
+      EXPECT_EQ(sent[static_cast<size_t>(p)], kHeaderBytes + 8) << "to rank " << p;
     }
   }
   if (!board_expected()) {
@@ -156,7 +158,7 @@ TEST(RecursiveDoubling, BarrierIsAOneByteExchangeCarryingItsHeader) {
   uint64_t total = 0;
   for (int p = 0; p < g_size; ++p) total += sent[static_cast<size_t>(p)];
   if (board_expected() && !forced("rd")) {
-    EXPECT_EQ(total, static_cast<uint64_t>(g_size - 1)) << "one byte published for each peer";
+    EXPECT_EQ(total, static_cast<uint64_t>(g_size - 1) * (kHeaderBytes + 1)) << "one byte published for each peer";
   } else {
     EXPECT_EQ(total, static_cast<uint64_t>(rr::algo::RecursiveDoubling(g_size, g_rank).messages_sent()) *
                          (g_size > 1 ? kHeaderBytes + 1 : 0));

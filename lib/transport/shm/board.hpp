@@ -32,8 +32,13 @@ class Board {
  public:
   // Room before each publication's data, for the caller's header.
   static constexpr size_t kHeaderRoom = 32;
-  // A publication's length when it carries a header and no data (an announcement).
+  // The most data one publication may hold.
+  static constexpr size_t kMaxCapacity = size_t{16} << 20;
+  // A publication's length when it carries a header and no data (an
+  // announcement); kNoData - k for small k are announcements too, of kinds
+  // the caller tells apart. carries_data() says which a length is.
   static constexpr uint32_t kNoData = UINT32_MAX;
+  static constexpr bool carries_data(uint32_t bytes) { return bytes <= kMaxCapacity; }
 
   Board(const Board&) = delete;
   Board& operator=(const Board&) = delete;
@@ -85,7 +90,6 @@ class Board {
   static constexpr size_t kHeaderBytes = 4096;
   static constexpr size_t kLine = 64;
   static constexpr int kMaxRanks = 1 << 15;
-  static constexpr size_t kMaxCapacity = size_t{16} << 20;
 
   struct Header {
     uint64_t magic;
