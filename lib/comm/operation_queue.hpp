@@ -5,7 +5,8 @@
 // waited in any order without deadlock. A blocking call runs on the calling
 // thread when nothing is queued (no thread hop, no allocation, and no lock:
 // it takes the turn with one compare-and-swap, and locks only to wake a
-// thread that waits for the turn), else it queues behind the others and waits. Point-to-point progress may overtake
+// thread that waits for the turn), else it queues behind the others and
+// waits. Point-to-point progress may overtake
 // queued collectives, but never runs while another operation does: the
 // transport is driven by one thread at a time. A point-to-point post that
 // finds an operation running (try_run) does not wait for it: the transport
