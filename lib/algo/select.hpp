@@ -18,9 +18,12 @@
 // On one host with a shared-memory board (comm/one_shot.cpp), the one-shot
 // schedule publishes each rank's buffer once and every rank reads and
 // reduces all N, in rank order: one hand-over, whatever N,
-//   one-shot            alpha + n beta + (N-1) n gamma,
-// up to the board's capacity per call (RR_SHM_BOARD_BYTES). It is taken
-// whenever it is predicted no slower than the others.
+//   one-shot            alpha + n beta + (N-1) n gamma
+// (the copy in, then N - 1 reductions that read the peers' parts where they
+// lie), up to the board's capacity per call (RR_SHM_BOARD_BYTES). It is
+// taken whenever it is predicted no slower than the others. Measured, it
+// stays faster than the ring up to about twice the size this predicts
+// (bench/RESULTS.md, "Where the one-shot and the ring cross").
 //
 // Across hosts (HostShape: H hosts, at most K ranks on one), messages
 // between hosts cost remote_alpha instead of alpha. The ring, in its
