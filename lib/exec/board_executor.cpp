@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "common/log.hpp"
+
 namespace rr::exec {
 
 using transport::shm::Board;
@@ -40,15 +42,22 @@ Status BoardExecutor::wait_for(BoardCall& call, int peer, uint64_t n, bool claim
   // this core's cache until the peer writes it) that long before waiting
   // the policy's way, whose rounds soon yield the core (a system call each).
   // Ranks that share cores poll briefly: the peer may need this core.
+  // Claiming, any publication from n on will do: a peer that does not read
+  // this rank's publications may be further ahead (and have written over n).
   uint32_t bytes = 0;
+  auto there = [&] { return claiming ? board_->published_at_least(peer, n) : board_->published(peer, n, &bytes); };
   const int polls = effective_wait_mode() == WaitMode::kYield ? kSharedCorePolls : kOwnCorePolls;
   for (int i = 0; i < polls; ++i) {
-    if (board_->published(peer, n, &bytes)) return Status::Ok();
+    if (there()) return Status::Ok();
   }
   WaitPolicy wait(transport_, call.until(), call.interrupt, this);
   sleep_peer_ = peer;
   sleep_for_ = n;
-  while (!board_->published(peer, n, &bytes)) {
+  while (!there()) {
+    if (wait.dump_requested()) {
+      RR_LOG(LogLevel::kWarn, "dump: %s: rank %d waited for rank %d's %s on the same-host shared-memory board in progress",
+             call.name().c_str(), rank_, peer, claiming ? "previous publication" : "part of the call");
+    }
     // Notices from peers and posts handed over by other threads travel on the transport.
     const bool moved = wait.checks_due() && transport_->progress();
     int failed_peer = -1;
@@ -74,8 +83,7 @@ Status BoardExecutor::claim(BoardCall& call, uint8_t** buffer) {
   if (next_ >= 2 && all_done_ + 2 <= next_ && readers != Readers::kNobody) {
     const int n = board_->ranks();
     auto done = [&](int peer) -> Status {
-      uint32_t bytes = 0;
-      if (peer == rank_ || board_->published(peer, next_ - 1, &bytes)) return Status::Ok();
+      if (peer == rank_ || board_->published_at_least(peer, next_ - 1)) return Status::Ok();
       return wait_for(call, peer, next_ - 1, true);
     };
     if (readers == Readers::kNeighbours) {

@@ -81,7 +81,9 @@ done
 
 # --- the ranks -----------------------------------------------------------------
 # UCX_TLS=tcp and UCX_NET_DEVICES keep UCX on the veth (same kernel: it would
-# otherwise pick shared memory, which a link cut does not touch).
+# otherwise pick shared memory, which a link cut does not touch), and
+# RR_SAME_HOST=ucx keeps ringreduce's own same-host path (the slot rings and
+# the board, which these namespaces could share for the same reason) off.
 # RR_AUTH_TOKEN: the secret every rank of a non-loopback rendezvous shares.
 auth_token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 run_seconds=60                        # far past the cut: the ranks end by failing
@@ -90,7 +92,7 @@ for ((i = 0; i < hosts; i++)); do
     MASTER_ADDR="$(addr_of 0)" MASTER_PORT="$port" RANK=$i WORLD_SIZE=$hosts \
     RR_TIMEOUT_MS=$timeout_ms RR_AUTH_TOKEN="$auth_token" \
     RR_BOOTSTRAP_HOST="$(addr_of $i)" RR_SOCKET_IFNAME="$(dev_of $i)" \
-    UCX_TLS=tcp UCX_NET_DEVICES="$(dev_of $i)" \
+    UCX_TLS=tcp UCX_NET_DEVICES="$(dev_of $i)" RR_SAME_HOST=ucx \
     timeout -k 5 $((run_seconds + 20)) "$RANK_BIN" "$run_seconds" >"$TMP/rank$i.log" 2>&1 </dev/null &
   pids+=($!)
 done

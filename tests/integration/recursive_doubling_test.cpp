@@ -195,4 +195,24 @@ TEST(RecursiveDoubling, TheChoiceIsReported) {
             rrInvalidArgument);
 }
 
+// On the same-host board a rank waits only for the peers that read its
+// publications: a rank whose ring neighbours are quick may run two
+// publications ahead of a slow rank that is not its neighbour, and the slow
+// rank must still see it as done (the chaos harness found the contrary: a
+// hang). Rank 3 broadcasts small buffers (a tree: its sends do not wait for
+// rank 0) after a one-shot call, which every rank reads; rank 0 is late for
+// the second broadcast, by which time rank 3 has published the third.
+TEST(Board, ARankAheadOfASlowNonNeighbourDoesNotStallIt) {
+  if (g_size < 5) GTEST_SKIP() << "needs a rank that is not rank 0's ring neighbour: 5 ranks or more";
+  float small[4] = {1, 2, 3, 4};
+  ASSERT_EQ(rrAllReduce(small, small, 4, rrFloat32, rrSum, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+  for (int call = 0; call < 3; ++call) {
+    if (g_rank == 0 && call == 1) usleep(300000);
+    float data[4] = {static_cast<float>(call), 0, 0, 0};
+    ASSERT_EQ(rrBroadcast(data, data, 4, rrFloat32, 3, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+    EXPECT_EQ(data[0], static_cast<float>(call));
+  }
+  ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
+}
+
 }  // namespace

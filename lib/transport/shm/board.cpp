@@ -89,7 +89,7 @@ void Board::wake(std::atomic<uint32_t>* word) { futex_wake_all(word); }
 void Board::sleep_until_published(int rank, uint64_t n, int timeout_ms) {
   std::atomic<uint32_t>* word = &slot(rank, n)->ready;
   const uint32_t seen = word->load(std::memory_order_seq_cst);
-  if (seen == static_cast<uint32_t>(n + 1)) return;
+  if (static_cast<int32_t>(seen - static_cast<uint32_t>(n + 1)) >= 0) return;
   // Count in before the last look: the writer then either sees the count
   // after its store (and wakes us) or stored before our look (no sleep).
   std::atomic<uint32_t>& waiting = sleepers(rank);

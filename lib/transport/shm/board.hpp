@@ -75,14 +75,20 @@ class Board {
     *bytes = s->bytes;
     return true;
   }
-  // How many publications `rank` has made (mod 2^32), for error messages.
+  // Whether `rank` has made publication `n` or a later one (a rank need not
+  // wait for peers that do not read it, so it may be ahead by more than one).
+  bool published_at_least(int rank, uint64_t n) {
+    return static_cast<int32_t>(publications(rank) - static_cast<uint32_t>(n + 1)) >= 0;
+  }
+  // How many publications `rank` has made (mod 2^32).
   uint32_t publications(int rank) {
     const uint32_t a = slot(rank, 0)->ready.load(std::memory_order_acquire);
     const uint32_t b = slot(rank, 1)->ready.load(std::memory_order_acquire);
     return static_cast<int32_t>(a - b) > 0 ? a : b;
   }
 
-  // Sleep until `rank` publishes `n`, or at most `timeout_ms`; a spurious return is fine.
+  // Sleep until `rank` has published `n` (or later), or at most
+  // `timeout_ms`; a spurious return is fine.
   void sleep_until_published(int rank, uint64_t n, int timeout_ms);
 
  private:
