@@ -16,8 +16,9 @@ namespace rr {
 
 Status Communicator::allreduce_recursive_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
                                                   rrRedOp_t op, const wire::OpHeader& header) {
-  // A peer waiting on the same-host board in a one-shot call sees this one
-  // (whatever RR_CHECK_ARGUMENTS says, as agree() announces).
+  // A peer waiting on the same-host board sees that this rank sends frames
+  // through UCX (whatever RR_CHECK_ARGUMENTS says, as agree() publishes its
+  // check: every rank makes the same publications).
   RR_RETURN_IF_ERROR(announce(header));
   const size_t elem = reduce::dtype_size(dtype);
   const algo::RecursiveDoubling plan(size_, rank_);
