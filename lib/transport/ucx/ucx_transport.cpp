@@ -291,7 +291,15 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
     // A peer that has left, or cannot be reached, is the peer's failure
     // (RemoteError: the communicator then listens for its notice), not this host's.
     p.next_liveness_check = {};
-    const Status alive = peer_status(peer);
+    Status alive = peer_status(peer);
+    // A same-host peer's shared memory that cannot be reached is, almost
+    // always, a peer on its way out (it exits the moment it failed, and its
+    // segments go before its pid does): give its pid a moment to say so.
+    if (alive.ok() && p.same_host && status == UCS_ERR_SHMEM_SEGMENT && p.pidfd >= 0) {
+      pollfd pfd{p.pidfd, POLLIN, 0};
+      if (poll(&pfd, 1, 200) > 0) mark_dead(p);
+      alive = peer_status(peer);
+    }
     if (!alive.ok()) return RemoteError("cannot connect to rank " + std::to_string(peer) + ": " + alive.message());
     if (status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_UNREACHABLE) {
       return RemoteError("cannot connect to rank " + std::to_string(peer) + ": " + ucs_status_string(status));
