@@ -61,13 +61,6 @@ Status Communicator::init() {
     return InvalidArgument("nranks=" + std::to_string(size_) + ": at most " + std::to_string(kMaxRanks) +
                            " ranks are supported");
   }
-  if (size_ > 1) {
-    // Two staging slots per column in flight: one being reduced, one receiving.
-    RR_RETURN_IF_ERROR(pool_.reserve(settings_.chunk_bytes, 2 * static_cast<size_t>(settings_.pipeline_depth)));
-    RR_RETURN_IF_ERROR(transport_->register_memory(pool_.data(), pool_.bytes()));
-  }
-  ring_ = std::make_unique<exec::RingExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_);
-  chain_ = std::make_unique<exec::ChainExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_, rank_);
   batch_ = std::make_unique<exec::Batch>(transport_.get());
   batch_->reserve(2 * static_cast<size_t>(size_));
   counts_out_.assign(2 * static_cast<size_t>(size_), 0);
@@ -77,6 +70,17 @@ Status Communicator::init() {
     control_ = std::make_unique<ControlChannel>(transport_.get());
     RR_RETURN_IF_ERROR(control_->start());
   }
+  choose_ring_order();
+  // The depth first (it may time the links to the ring's neighbours): the
+  // staging pool and the executors are made for it.
+  RR_RETURN_IF_ERROR(size_pipeline());
+  if (size_ > 1) {
+    // Two staging slots per column in flight: one being reduced, one receiving.
+    RR_RETURN_IF_ERROR(pool_.reserve(settings_.chunk_bytes, 2 * static_cast<size_t>(settings_.pipeline_depth)));
+    RR_RETURN_IF_ERROR(transport_->register_memory(pool_.data(), pool_.bytes()));
+  }
+  ring_ = std::make_unique<exec::RingExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_);
+  chain_ = std::make_unique<exec::ChainExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_, rank_);
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo,
            "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s) check_arguments=%d (%s), "
@@ -87,7 +91,6 @@ Status Communicator::init() {
            settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str(),
            settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.c_str());
   }
-  choose_ring_order();
   RR_RETURN_IF_ERROR(setup_same_host_path());
   // How ranks wait (exec/wait_policy.hpp): yield the core while this host
   // runs more ranks than there are cores, unless RR_WAIT_POLICY says.

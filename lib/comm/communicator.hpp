@@ -272,6 +272,12 @@ class Communicator : public exec::Interrupt {
   // them only if every rank could (rank 0 collects the votes). Collective;
   // called by init() after choose_ring_order(). Logs the outcome.
   Status setup_same_host_path();
+  // Unless RR_PIPELINE_DEPTH or the config set it, raises
+  // settings_.pipeline_depth to cover the longest round trip between ring
+  // neighbours on different hosts at their links' rate; every rank gets
+  // rank 0's answer. Collective; called by init() after choose_ring_order(),
+  // before the staging pool and the executors are made. Logs the outcome.
+  Status size_pipeline();
 
   int rank_;
   int size_;

@@ -51,8 +51,7 @@ constexpr uint8_t kVoteRings = 1;
 constexpr uint8_t kVoteBoard = 2;
 constexpr uint8_t kVoteSharesCores = 4;
 
-// Setup tags: the offers, the votes to rank 0, rank 0's answer, its board offer.
-constexpr uint64_t setup_tag(size_t message) { return exec::collective_tag(0, exec::kSetupStep, message); }
+using exec::setup_tag;  // 0: the offers, 1: the votes to rank 0, 2: its answer, 3: its board offer
 
 }  // namespace
 

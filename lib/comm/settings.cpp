@@ -60,8 +60,18 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
   RR_RETURN_IF_ERROR(env_size("RR_CHUNK_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes,
                               &size_value, &found));
   if (found) s.chunk_bytes = size_value, s.chunk_bytes_source = "env RR_CHUNK_BYTES";
-  RR_RETURN_IF_ERROR(env_int("RR_PIPELINE_DEPTH", 1, Settings::kMaxPipelineDepth, &int_value, &found));
-  if (found) s.pipeline_depth = static_cast<int>(int_value), s.pipeline_depth_source = "env RR_PIPELINE_DEPTH";
+  const char* depth_text = env_str("RR_PIPELINE_DEPTH");
+  if (depth_text && std::string(depth_text) == "auto") {
+    s.pipeline_depth_source = "env RR_PIPELINE_DEPTH";  // as unset: sized at init
+  } else {
+    const Status depth = env_int("RR_PIPELINE_DEPTH", 1, Settings::kMaxPipelineDepth, &int_value, &found);
+    if (!depth.ok()) return InvalidArgument(depth.message() + " or auto");
+    if (found) {
+      s.pipeline_depth = static_cast<int>(int_value), s.pipeline_depth_auto = false;
+      s.pipeline_depth_source = "env RR_PIPELINE_DEPTH";
+    }
+  }
+  RR_RETURN_IF_ERROR(env_positive("RR_LINK_GBPS", 1.0, &s.link_gbps, &s.link_gbps_source));
   RR_RETURN_IF_ERROR(env_int("RR_TIMEOUT_MS", 1, 7 * 24 * 3600 * 1000LL, &int_value, &found));
   if (found) s.timeout_ms = static_cast<int>(int_value), s.timeout_ms_source = "env RR_TIMEOUT_MS";
   RR_RETURN_IF_ERROR(env_int("RR_CHECK_ARGUMENTS", 0, 1, &int_value, &found));
@@ -142,7 +152,7 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
         return InvalidArgument("config.pipeline_depth=" + std::to_string(config->pipeline_depth) +
                                ": expected 1.." + std::to_string(Settings::kMaxPipelineDepth));
       }
-      s.pipeline_depth = config->pipeline_depth, s.pipeline_depth_source = "config";
+      s.pipeline_depth = config->pipeline_depth, s.pipeline_depth_auto = false, s.pipeline_depth_source = "config";
     }
     if (has_timeout && config->timeout_ms != RR_CONFIG_UNDEF_INT) {
       if (config->timeout_ms < 1) {

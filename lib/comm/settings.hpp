@@ -18,7 +18,16 @@ struct Settings {
   size_t chunk_bytes = size_t{512} << 10;
   // Four columns in flight keep the link busy while a chunk is being reduced
   // and the next is on the wire, for 4 x 2 x chunk_bytes of staging memory.
-  int pipeline_depth = 4;
+  // Unless RR_PIPELINE_DEPTH or the config sets it (pipeline_depth_auto
+  // false), init raises it to cover the round trip to a ring neighbour on
+  // another host at the link's rate (algo/pipeline.hpp,
+  // comm/pipeline_sizing.cpp): a long link needs more bytes in flight.
+  int pipeline_depth = kDefaultPipelineDepth;
+  bool pipeline_depth_auto = true;
+  // The link rate the sizing assumes, Gbit/s: RR_LINK_GBPS, else (0) the
+  // speed the fastest network interface reports (UCX_NET_DEVICES' if set;
+  // topo/link_speed.hpp), else kDefaultLinkGbps.
+  double link_gbps = 0;
   // Five minutes: longer than any sane collective on a slow link, shorter
   // than a job scheduler's patience.
   int timeout_ms = 300000;
@@ -77,6 +86,7 @@ struct Settings {
   // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
   std::string chunk_bytes_source = "default";
   std::string pipeline_depth_source = "default";
+  std::string link_gbps_source = "default";
   std::string timeout_ms_source = "default";
   std::string check_arguments_source = "default";
   std::string gpu_segment_bytes_source = "default";
@@ -91,7 +101,9 @@ struct Settings {
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
+  static constexpr int kDefaultPipelineDepth = 4;
   static constexpr int kMaxPipelineDepth = 64;
+  static constexpr double kDefaultLinkGbps = 10;
   static constexpr int kMaxShmSlots = 64;
   static constexpr size_t kMaxShmBoardBytes = size_t{16} << 20;
 };

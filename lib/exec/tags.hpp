@@ -51,4 +51,9 @@ constexpr uint64_t collective_tag(uint64_t sequence, int step, size_t column) {
          (column & ((uint64_t{1} << kColumnBits) - 1));
 }
 
+// The setup messages, by number: 0-3 comm/same_host_path.cpp (the ring
+// offers, the votes to rank 0, its answer, its board offer), 4-7
+// comm/pipeline_sizing.cpp (ping, pong, round trips to rank 0, its depth).
+constexpr uint64_t setup_tag(size_t message) { return collective_tag(0, kSetupStep, message); }
+
 }  // namespace rr::exec

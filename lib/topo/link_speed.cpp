@@ -1,0 +1,64 @@
+#include "topo/link_speed.hpp"
+
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace rr::topo {
+
+namespace {
+
+// The driver's speed in Mbit/s, 0 where it reports none (SPEED_UNKNOWN).
+double speed_mbps(int fd, const char* name) {
+  ifreq request{};
+  std::strncpy(request.ifr_name, name, IFNAMSIZ - 1);
+  if (ioctl(fd, SIOCGIFFLAGS, &request) != 0) return 0;
+  if ((request.ifr_flags & IFF_UP) == 0 || (request.ifr_flags & IFF_LOOPBACK) != 0) return 0;
+  ethtool_cmd command{};
+  command.cmd = ETHTOOL_GSET;
+  request.ifr_data = reinterpret_cast<char*>(&command);
+  if (ioctl(fd, SIOCETHTOOL, &request) != 0) return 0;
+  const uint32_t speed = ethtool_cmd_speed(&command);
+  return speed == 0 || speed == static_cast<uint32_t>(SPEED_UNKNOWN) ? 0 : speed;
+}
+
+}  // namespace
+
+std::vector<std::string> ucx_net_devices() {
+  std::vector<std::string> names;
+  const char* text = std::getenv("UCX_NET_DEVICES");
+  if (!text || std::strcmp(text, "all") == 0) return names;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    item = item.substr(0, item.find(':'));
+    if (!item.empty()) names.push_back(item);
+  }
+  return names;
+}
+
+LinkSpeed fastest_link(const std::vector<std::string>& only) {
+  LinkSpeed best;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return best;
+  if (struct if_nameindex* interfaces = ::if_nameindex()) {
+    for (const struct if_nameindex* i = interfaces; i->if_index != 0 && i->if_name != nullptr; ++i) {
+      if (!only.empty() && std::find(only.begin(), only.end(), i->if_name) == only.end()) continue;
+      const double gbps = speed_mbps(fd, i->if_name) / 1000;
+      if (gbps > best.gbps) best.gbps = gbps, best.device = i->if_name;
+    }
+    ::if_freenameindex(interfaces);
+  }
+  close(fd);
+  return best;
+}
+
+}  // namespace rr::topo
