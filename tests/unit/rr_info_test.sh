@@ -44,6 +44,10 @@ expect() {
 run --
 expect "default: RR_CHUNK_BYTES is 512 KiB from the default" 0 '^ +RR_CHUNK_BYTES +524288 +default +chunk_bytes$'
 expect "default: RR_WAIT_POLICY is auto by default" 0 '^ +RR_WAIT_POLICY +auto +default +- *$'
+expect "default: RR_PIPELINE_DEPTH is auto, sized at init from the default floor" 0 \
+  '^ +RR_PIPELINE_DEPTH +auto \(>= 4\) +default +pipeline_depth$'
+expect "default: RR_LINK_GBPS is auto (an interface's speed, or the default)" 0 \
+  '^ +RR_LINK_GBPS +auto \(([0-9.e+]+ Gbit/s, [^ ]+|no interface reports a speed: 10)\) +default +- *$'
 expect "the build section names the version" 0 '^ringreduce [0-9]+\.[0-9]+\.[0-9]+$'
 expect "the UCX version line" 0 '^UCX$'
 expect "the UCX version line has a version" 0 '^  version +[0-9]+\.[0-9]+\.[0-9]+'
@@ -67,6 +71,14 @@ run RR_CHUNK_BYTES=1048576 RR_WAIT_POLICY=yield --
 expect "env: RR_CHUNK_BYTES=1048576 from the environment" 0 \
   '^ +RR_CHUNK_BYTES +1048576 +env RR_CHUNK_BYTES +chunk_bytes$'
 expect "env: RR_WAIT_POLICY read outside Settings" 0 '^ +RR_WAIT_POLICY +yield +env RR_WAIT_POLICY +- *$'
+
+run RR_LINK_GBPS=2.5 RR_PIPELINE_DEPTH=auto --
+expect "env: RR_LINK_GBPS=2.5 from the environment" 0 '^ +RR_LINK_GBPS +2\.5 +env RR_LINK_GBPS +- *$'
+expect "env: RR_PIPELINE_DEPTH=auto accepted" 0 '^ +RR_PIPELINE_DEPTH +auto \(>= 4\) +env RR_PIPELINE_DEPTH +pipeline_depth$'
+run RR_PIPELINE_DEPTH=6 --
+expect "env: RR_PIPELINE_DEPTH=6 is a fixed depth" 0 '^ +RR_PIPELINE_DEPTH +6 +env RR_PIPELINE_DEPTH +pipeline_depth$'
+run RR_LINK_GBPS=-1 --
+expect "a bad RR_LINK_GBPS: exit 1, named" 1 'refuse these settings: RR_LINK_GBPS'
 
 run RR_CHUNK_BYTES=1048576 -- --config chunk_bytes=2097152 --config=pipeline_depth=8
 expect "config: chunk_bytes wins over RR_CHUNK_BYTES" 0 '^ +RR_CHUNK_BYTES +2097152 +config +chunk_bytes$'

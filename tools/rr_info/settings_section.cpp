@@ -18,6 +18,7 @@
 #include "common/log.hpp"
 #include "exec/wait_policy.hpp"
 #include "sections.hpp"
+#include "topo/link_speed.hpp"
 
 extern char** environ;
 
@@ -49,10 +50,25 @@ void add_model_rows(const algo::CostModel& model, Table* table) {
                          env_source("RR_MODEL_REDUCE_GBPS"), kEnvOnly});
 }
 
+// The link rate the pipeline sizing assumes: the setting, else the fastest
+// interface's reported speed (UCX_NET_DEVICES' if set), else the default.
+std::string link_gbps_value(const Settings& s) {
+  if (s.link_gbps > 0) return number(s.link_gbps);
+  const topo::LinkSpeed link = topo::fastest_link(topo::ucx_net_devices());
+  if (link.gbps > 0) return "auto (" + number(link.gbps) + " Gbit/s, " + link.device + ")";
+  return "auto (no interface reports a speed: " + number(Settings::kDefaultLinkGbps) + ")";
+}
+
 void add_settings_rows(const Settings& s, Table* table) {
   auto& rows = table->rows;
   rows.push_back({"RR_CHUNK_BYTES", std::to_string(s.chunk_bytes), s.chunk_bytes_source, "chunk_bytes"});
-  rows.push_back({"RR_PIPELINE_DEPTH", std::to_string(s.pipeline_depth), s.pipeline_depth_source, "pipeline_depth"});
+  // Auto: the default is a floor; init raises it to cover the round trip to a
+  // ring neighbour on another host (comm/pipeline_sizing.cpp).
+  rows.push_back({"RR_PIPELINE_DEPTH",
+                  s.pipeline_depth_auto ? "auto (>= " + std::to_string(s.pipeline_depth) + ")"
+                                        : std::to_string(s.pipeline_depth),
+                  s.pipeline_depth_source, "pipeline_depth"});
+  rows.push_back({"RR_LINK_GBPS", link_gbps_value(s), s.link_gbps_source, kEnvOnly});
   rows.push_back({"RR_TIMEOUT_MS", std::to_string(s.timeout_ms), s.timeout_ms_source, "timeout_ms"});
   rows.push_back({"RR_CHECK_ARGUMENTS", s.check_arguments ? "1" : "0", s.check_arguments_source, "check_arguments"});
   rows.push_back({"RR_ALGO", algo::algo_name(s.allreduce_algo), s.allreduce_algo_source, kEnvOnly});
