@@ -29,13 +29,37 @@ constexpr int kRounds = 4;
 
 using exec::setup_tag;  // 4: ping, 5: pong, 6: each rank's wish to rank 0, 7: its answer
 
-// What a rank tells rank 0: the depth its link wants, and why.
+// What a rank tells rank 0: the depth its link wants, and why; and, where
+// its link is TCP, what the kernel lets TCP keep in flight, if that is less
+// than the link's bandwidth-delay product.
 struct Wish {
   int32_t depth = 0;
   int32_t capped = 0;
   float rtt_ms = 0;
   float gbps = 0;
+  double tcp_limit_bytes = 0;  // 0: not short
 };
+
+// The third number of a net.ipv4.tcp_rmem/tcp_wmem file (autotuning's
+// ceiling, for this network namespace); 0 if unreadable.
+double tcp_buffer_ceiling(const char* path) {
+  std::FILE* file = std::fopen(path, "re");
+  if (!file) return 0;
+  double low = 0, initial = 0, high = 0;
+  const int read = std::fscanf(file, "%lf %lf %lf", &low, &initial, &high);
+  std::fclose(file);
+  return read == 3 ? high : 0;
+}
+
+// What TCP can keep in flight on one connection: the receive window is about
+// half of its buffer (the rest is the kernel's overhead), the sender's
+// unacknowledged bytes sit in its send buffer.
+double tcp_in_flight_ceiling() {
+  const double receive = tcp_buffer_ceiling("/proc/sys/net/ipv4/tcp_rmem") / 2;
+  const double send = tcp_buffer_ceiling("/proc/sys/net/ipv4/tcp_wmem");
+  if (receive > 0 && send > 0) return std::min(receive, send);
+  return std::max(receive, send);
+}
 
 }  // namespace
 
@@ -82,6 +106,11 @@ Status Communicator::size_pipeline() {
   mine.capped = choice.capped ? 1 : 0;
   mine.rtt_ms = static_cast<float>(rtt_s * 1e3);
   mine.gbps = static_cast<float>(gbps);
+  const double bdp_bytes = rtt_s * gbps * 1e9 / 8;
+  if (ping && transport_->describe_path(right).find("tcp/") != std::string::npos) {
+    const double ceiling = tcp_in_flight_ceiling();
+    if (ceiling > 0 && ceiling < bdp_bytes) mine.tcp_limit_bytes = ceiling;
+  }
 
   Wish chosen = mine;
   int chosen_by = rank_;
@@ -89,8 +118,23 @@ Status Communicator::size_pipeline() {
     std::vector<Wish> wishes(static_cast<size_t>(size_), mine);
     for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(6), &wishes[static_cast<size_t>(r)], sizeof(Wish));
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-    for (int r = 1; r < size_; ++r) {
-      if (wishes[static_cast<size_t>(r)].depth > chosen.depth) chosen = wishes[static_cast<size_t>(r)], chosen_by = r;
+    int short_rank = -1;
+    for (int r = 0; r < size_; ++r) {
+      const Wish& w = wishes[static_cast<size_t>(r)];
+      if (w.depth > chosen.depth) chosen = w, chosen_by = r;
+      if (w.tcp_limit_bytes > 0 && short_rank < 0) short_rank = r;
+    }
+    if (short_rank >= 0) {
+      // Not an error: the ring still runs, at what TCP can carry. Said by
+      // default, since no pipeline depth can make up for it.
+      const Wish& w = wishes[static_cast<size_t>(short_rank)];
+      RR_LOG(LogLevel::kWarn,
+             "rank %d's link to its ring neighbour is TCP with a %.3f ms round trip at %.1f Gbit/s, a bandwidth-delay "
+             "product of %.0f bytes, but this host's TCP keeps at most about %.0f bytes in flight (half of "
+             "net.ipv4.tcp_rmem's maximum, or tcp_wmem's): the link cannot be filled. Raise both maxima on every host "
+             "to 4 x the product (sysctl -w net.ipv4.tcp_rmem='4096 131072 N' net.ipv4.tcp_wmem='4096 16384 N').",
+             short_rank, static_cast<double>(w.rtt_ms), static_cast<double>(w.gbps),
+             static_cast<double>(w.rtt_ms) * 1e-3 * static_cast<double>(w.gbps) * 1e9 / 8, w.tcp_limit_bytes);
     }
     for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(7), &chosen, sizeof(Wish));
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));

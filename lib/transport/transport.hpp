@@ -117,6 +117,9 @@ class Transport {
   // Once connected: each rank's NUMA node as it reported it (-1: unknown);
   // empty where the transport cannot tell.
   virtual std::vector<int> numa_of_ranks() const { return {}; }
+  // The transports that reach `peer`, as "tl/device" words (e.g. "tcp/eth0
+  // cma/memory"); empty where the transport cannot tell.
+  virtual std::string describe_path(int /*peer*/) const { return {}; }
   std::string describe_error(const Completion& c) const;
 
   // Safe to read from any thread while another drives the transport.

@@ -7,10 +7,11 @@
 # the JSON ("net"), and as the engine itself saw it: each rank reaches a rank of
 # another host over TCP on its own host's veth, one of its own host over
 # shared memory, and rank 0 counts 2 ranks on its host; and that nothing of the run
-# is left: no namespace, no link, no process. Then --delay: with the netem
-# qdisc, the ping between two hosts takes at least 2 x the delay and the
-# qdiscs show netem and tbf; where the kernel has no netem, the script
-# refuses (77, saying so) and leaves nothing. Skips (77) where network
+# is left: no namespace, no link, no process. Then --delay: the ping between
+# two hosts takes at least 2 x the delay, and the qdiscs show netem and tbf,
+# or tbf with rr-delay-line holding the packets where the kernel has no netem
+# (a refusal, 77, is still taken where neither can be had), and it leaves
+# nothing. Skips (77) where network
 # namespaces are not allowed. No timing is asserted beyond the delay's floor.
 # Usage: rr_net_bench_placement_test.sh rr-net-bench rr-bench check_rr_bench_json.py
 set -u
@@ -115,11 +116,13 @@ import json, sys
 d = json.load(open(sys.argv[1]))["net"]
 floor = 2 * float(sys.argv[2])
 qdiscs = " ".join(d["qdiscs"])
-ok = d["ping_rtt_ms"] is not None and d["ping_rtt_ms"]["min"] >= 0.95 * floor and "netem" in qdiscs and "tbf" in qdiscs
-print(f"--delay: rtt {d['ping_rtt_ms']}, qdiscs {d['qdiscs']}")
+# netem in the qdiscs, or (a kernel without it) the delay lines on the hosts' ingress.
+held = "netem" in qdiscs if d.get("delay_by") == "netem" else d.get("delay_by") == "rr-delay-line"
+ok = d["ping_rtt_ms"] is not None and d["ping_rtt_ms"]["min"] >= 0.95 * floor and held and "tbf" in qdiscs
+print(f"--delay: rtt {d['ping_rtt_ms']}, by {d.get('delay_by')}, qdiscs {d['qdiscs']}")
 sys.exit(0 if ok else 1)
 PY
-  delay_note="; --delay ${delay_ms}ms: ping >= $((2 * delay_ms)) ms, netem + tbf"
+  delay_note="; --delay ${delay_ms}ms: ping >= $((2 * delay_ms)) ms, $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["net"]["delay_by"])' "$TMP/delay/ringreduce.json") + tbf"
 else
   fail "rr-net-bench --delay exited $rc"
 fi
