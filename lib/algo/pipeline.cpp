@@ -21,4 +21,14 @@ PipelineChoice depth_for_link(double rtt_s, double rate_Bps, size_t chunk_bytes,
   return choice;
 }
 
+size_t balanced_chunk_elems(size_t segment_elems, size_t chunk_elems, int depth) {
+  if (chunk_elems == 0 || depth < 1) return chunk_elems;
+  const size_t per_wave = static_cast<size_t>(depth);
+  const size_t columns = (segment_elems + chunk_elems - 1) / chunk_elems;
+  if (columns <= per_wave) return chunk_elems;
+  const size_t waves = (columns + per_wave - 1) / per_wave;
+  const size_t full = waves * per_wave;
+  return (segment_elems + full - 1) / full;
+}
+
 }  // namespace rr::algo

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "algo/pipeline.hpp"
 #include "algo/ring.hpp"
 #include "algo/tree.hpp"
 #include "common/log.hpp"
@@ -335,7 +336,11 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   // Host memory between ranks of one host moves through the slot rings, a
   // slot per chunk; the staged (device) path keeps the transport's ring.
   const bool same_host = shm_ring_ && reducer == nullptr;
-  if (same_host) RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
+  if (same_host) {
+    RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
+  } else {
+    chunk_elems = algo::balanced_chunk_elems(largest_segment, chunk_elems, settings_.pipeline_depth);
+  }
   algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases,
                               ring_order_.empty() ? nullptr : ring_order_.data());
   exec::RingCall call;

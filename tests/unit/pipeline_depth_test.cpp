@@ -135,6 +135,56 @@ class ScopedEnv {
   std::string old_;
 };
 
+// Every wave of columns full: the number of waves stays, the columns become
+// depth x waves, no chunk grows, and the segment is still covered.
+TEST(BalancedChunk, FillsTheLastWave) {
+  // 16 MiB of floats at 512 KiB a chunk: 32 columns; depth 5 has 7 waves, 35 columns.
+  const size_t segment = (size_t{16} << 20) / 4, chunk = kChunk / 4;
+  const size_t balanced = rr::algo::balanced_chunk_elems(segment, chunk, 5);
+  EXPECT_EQ(balanced, (segment + 34) / 35);
+  EXPECT_EQ((segment + balanced - 1) / balanced, 35u);
+  // Depth 4 divides 32 already: unchanged.
+  EXPECT_EQ(rr::algo::balanced_chunk_elems(segment, chunk, 4), chunk);
+}
+
+TEST(BalancedChunk, OneWaveOrLessKeepsItsChunk) {
+  EXPECT_EQ(rr::algo::balanced_chunk_elems(1000, 512, 4), 512u);   // 2 columns
+  EXPECT_EQ(rr::algo::balanced_chunk_elems(2048, 512, 4), 512u);   // 4 columns
+  EXPECT_EQ(rr::algo::balanced_chunk_elems(0, 512, 4), 512u);
+  EXPECT_EQ(rr::algo::balanced_chunk_elems(1, 1, 4), 1u);
+  EXPECT_EQ(rr::algo::balanced_chunk_elems(100, 0, 4), 0u);        // nothing to balance
+}
+
+TEST(BalancedChunk, SweepKeepsWavesFullAndChunksBounded) {
+  for (size_t segment : {size_t{5}, size_t{17}, size_t{1000}, size_t{4097}, size_t{1} << 20, (size_t{1} << 24) + 3}) {
+    for (size_t chunk : {size_t{1}, size_t{3}, size_t{64}, size_t{1000}, size_t{131072}}) {
+      for (int depth : {1, 2, 3, 4, 5, 7, 11, 64}) {
+        const size_t b = rr::algo::balanced_chunk_elems(segment, chunk, depth);
+        SCOPED_TRACE("segment " + std::to_string(segment) + " chunk " + std::to_string(chunk) + " depth " +
+                     std::to_string(depth) + " -> " + std::to_string(b));
+        ASSERT_GE(b, 1u);
+        ASSERT_LE(b, chunk);
+        const size_t d = static_cast<size_t>(depth);
+        const size_t before = (segment + chunk - 1) / chunk, after = (segment + b - 1) / b;
+        if (before <= d) {
+          EXPECT_EQ(b, chunk);
+          continue;
+        }
+        // The same number of waves, and none of them with an idle slot but the
+        // last, by less than one column per slot of the rounding.
+        EXPECT_EQ((after + d - 1) / d, (before + d - 1) / d);
+        EXPECT_GE(after, before);
+        // Every wave exactly full wherever the segment has the elements for it
+        // (S >= F (F - 1) makes ceil(S / ceil(S / F)) == F).
+        const size_t full = d * ((before + d - 1) / d);
+        if (segment >= full * (full - 1)) {
+          EXPECT_EQ(after, full);
+        }
+      }
+    }
+  }
+}
+
 TEST(UcxNetDevices, Parsing) {
   {
     ScopedEnv e("UCX_NET_DEVICES", nullptr);
