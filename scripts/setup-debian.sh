@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc-dev
           libgtest-dev libbenchmark-dev iproute2 iputils-ping procps
+          iptables  # rr-net-bench --delay where the kernel has no netem (rr-delay-line's NFQUEUE rule)
           libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib
           clang libclang-rt-14-dev  # the fuzz suite: clang and its libFuzzer runtime
           # the Python package (python/ringreduce), its torch.distributed
