@@ -38,6 +38,8 @@ struct Wish {
   float rtt_ms = 0;
   float gbps = 0;
   double tcp_limit_bytes = 0;  // 0: not short
+  int32_t rank = -1;           // whose wish it is
+  int32_t reserved = 0;
 };
 
 // The third number of a net.ipv4.tcp_rmem/tcp_wmem file (autotuning's
@@ -64,31 +66,40 @@ double tcp_in_flight_ceiling() {
 }  // namespace
 
 Status Communicator::size_pipeline() {
-  if (!settings_.pipeline_depth_auto) return Status::Ok();
+  if (size_ < 2) return Status::Ok();
   // A communicator made by split() starts from its parent's settings, sized
   // for the parent's links.
-  settings_.pipeline_depth = Settings::kDefaultPipelineDepth;
+  if (settings_.pipeline_depth_auto) settings_.pipeline_depth = Settings::kDefaultPipelineDepth;
   const std::vector<int> hosts = transport_->host_of_ranks();
-  if (size_ < 2 || hosts.size() != static_cast<size_t>(size_) || host_shape_.hosts < 2) return Status::Ok();
+  const bool across_hosts = hosts.size() == static_cast<size_t>(size_) && host_shape_.hosts >= 2;
 
-  const std::vector<int> order = ring_order();
-  const algo::RingSchedule ring(size_, rank_, 1, 1, 0, algo::RingPhases::kBoth, order.data());
-  const int left = ring.left(), right = ring.right();
-  const bool ping = hosts[static_cast<size_t>(right)] != hosts[static_cast<size_t>(rank_)];
-  const bool echo = hosts[static_cast<size_t>(left)] != hosts[static_cast<size_t>(rank_)];
-  const std::string name = "communicator setup (round trips to the ring's neighbours on other hosts)";
+  // Every rank takes part, whether its own depth is fixed or not: its
+  // neighbours cannot know, and every rank must end with the same depth
+  // (the ring cuts its chunks by it, comm/communicator.cpp run_ring).
   double rtt_s = 0;
-  uint8_t ping_out = 0, ping_in = 0, pong_out = 0, pong_in = 0;
-  for (int round = 0; round < kRounds && (ping || echo); ++round) {
-    const exec::Clock::time_point start = exec::Clock::now();
-    if (ping) batch_->add_send(right, setup_tag(4), &ping_out, 1);
-    if (echo) batch_->add_recv(left, setup_tag(4), &ping_in, 1);
-    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-    if (echo) batch_->add_send(left, setup_tag(5), &pong_out, 1);
-    if (ping) batch_->add_recv(right, setup_tag(5), &pong_in, 1);
-    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-    const double took = std::chrono::duration<double>(exec::Clock::now() - start).count();
-    if (ping && round > 0) rtt_s = round == 1 ? took : std::min(rtt_s, took);
+  bool ping = false;
+  int right = -1;
+  const std::string name = "communicator setup (the pipeline depth: round trips to the ring's neighbours on "
+                           "other hosts, and rank 0's answer)";
+  if (across_hosts) {
+    const std::vector<int> order = ring_order();
+    const algo::RingSchedule ring(size_, rank_, 1, 1, 0, algo::RingPhases::kBoth, order.data());
+    const int left = ring.left();
+    right = ring.right();
+    ping = hosts[static_cast<size_t>(right)] != hosts[static_cast<size_t>(rank_)];
+    const bool echo = hosts[static_cast<size_t>(left)] != hosts[static_cast<size_t>(rank_)];
+    uint8_t ping_out = 0, ping_in = 0, pong_out = 0, pong_in = 0;
+    for (int round = 0; round < kRounds && (ping || echo); ++round) {
+      const exec::Clock::time_point start = exec::Clock::now();
+      if (ping) batch_->add_send(right, setup_tag(4), &ping_out, 1);
+      if (echo) batch_->add_recv(left, setup_tag(4), &ping_in, 1);
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+      if (echo) batch_->add_send(left, setup_tag(5), &pong_out, 1);
+      if (ping) batch_->add_recv(right, setup_tag(5), &pong_in, 1);
+      RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+      const double took = std::chrono::duration<double>(exec::Clock::now() - start).count();
+      if (ping && round > 0) rtt_s = round == 1 ? took : std::min(rtt_s, took);
+    }
   }
 
   // This rank's link rate: the setting, else what its interface reports.
@@ -100,20 +111,24 @@ Status Communicator::size_pipeline() {
     rate_from = link.gbps > 0 ? "the speed " + link.device + " reports" : "no interface reports a speed";
   }
   Wish mine;
-  const algo::PipelineChoice choice = algo::depth_for_link(rtt_s, gbps * 1e9 / 8, settings_.chunk_bytes,
-                                                           Settings::kDefaultPipelineDepth, Settings::kMaxPipelineDepth);
-  mine.depth = choice.depth;
-  mine.capped = choice.capped ? 1 : 0;
+  mine.rank = rank_;
+  mine.depth = settings_.pipeline_depth;
   mine.rtt_ms = static_cast<float>(rtt_s * 1e3);
   mine.gbps = static_cast<float>(gbps);
-  const double bdp_bytes = rtt_s * gbps * 1e9 / 8;
+  if (settings_.pipeline_depth_auto && ping) {
+    const algo::PipelineChoice choice = algo::depth_for_link(rtt_s, gbps * 1e9 / 8, settings_.chunk_bytes,
+                                                             Settings::kDefaultPipelineDepth,
+                                                             Settings::kMaxPipelineDepth);
+    mine.depth = choice.depth;
+    mine.capped = choice.capped ? 1 : 0;
+  }
   if (ping && transport_->describe_path(right).find("tcp/") != std::string::npos) {
     const double ceiling = tcp_in_flight_ceiling();
-    if (ceiling > 0 && ceiling < bdp_bytes) mine.tcp_limit_bytes = ceiling;
+    if (ceiling > 0 && ceiling < rtt_s * gbps * 1e9 / 8) mine.tcp_limit_bytes = ceiling;
   }
 
+  // The largest wish wins: a fixed depth counts as its rank's wish.
   Wish chosen = mine;
-  int chosen_by = rank_;
   if (rank_ == 0) {
     std::vector<Wish> wishes(static_cast<size_t>(size_), mine);
     for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(6), &wishes[static_cast<size_t>(r)], sizeof(Wish));
@@ -121,7 +136,7 @@ Status Communicator::size_pipeline() {
     int short_rank = -1;
     for (int r = 0; r < size_; ++r) {
       const Wish& w = wishes[static_cast<size_t>(r)];
-      if (w.depth > chosen.depth) chosen = w, chosen_by = r;
+      if (w.depth > chosen.depth) chosen = w;
       if (w.tcp_limit_bytes > 0 && short_rank < 0) short_rank = r;
     }
     if (short_rank >= 0) {
@@ -143,25 +158,35 @@ Status Communicator::size_pipeline() {
     batch_->add_recv(0, setup_tag(7), &chosen, sizeof(Wish));
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   }
-  if (chosen.depth < Settings::kDefaultPipelineDepth || chosen.depth > Settings::kMaxPipelineDepth) {
-    return InternalError("rank 0 answered a pipeline depth of " + std::to_string(chosen.depth) + ", outside [" +
-                    std::to_string(Settings::kDefaultPipelineDepth) + ", " +
-                    std::to_string(Settings::kMaxPipelineDepth) + "]");
+  const int chosen_by = chosen.rank;
+  if (chosen.depth < 1 || chosen.depth > Settings::kMaxPipelineDepth) {
+    return InternalError("rank 0 answered a pipeline depth of " + std::to_string(chosen.depth) + ", outside [1, " +
+                         std::to_string(Settings::kMaxPipelineDepth) + "]");
   }
-  settings_.pipeline_depth = chosen.depth;
-  if (chosen.depth > Settings::kDefaultPipelineDepth) {
-    char why[96];
-    std::snprintf(why, sizeof why, "auto: a %.3f ms round trip at %.1f Gbit/s", static_cast<double>(chosen.rtt_ms),
-                  static_cast<double>(chosen.gbps));
+  if (chosen.depth != settings_.pipeline_depth) {
+    if (!settings_.pipeline_depth_auto) {
+      RR_LOG(LogLevel::kInfo, "rank %d: pipeline depth %d, not this rank's %d (%s): every rank takes the largest, "
+             "rank %d's", rank_, chosen.depth, settings_.pipeline_depth, settings_.pipeline_depth_source.c_str(),
+             chosen_by);
+    }
+    char why[128];
+    if (settings_.pipeline_depth_auto) {
+      std::snprintf(why, sizeof why, "auto: a %.3f ms round trip at %.1f Gbit/s", static_cast<double>(chosen.rtt_ms),
+                    static_cast<double>(chosen.gbps));
+    } else {
+      std::snprintf(why, sizeof why, "rank %d's, the largest", chosen_by);
+    }
     settings_.pipeline_depth_source = why;
+    settings_.pipeline_depth = chosen.depth;
   }
-  if (rank_ == 0) {
+  if (rank_ == 0 && across_hosts) {
     RR_LOG(LogLevel::kInfo,
-           "rank 0: pipeline depth %d%s (RR_PIPELINE_DEPTH unset: sized to the longest link, from rank %d's: "
-           "round trip %.3f ms at %.1f Gbit/s, a bandwidth-delay product of %.0f bytes, chunks of %zu bytes; this rank's link: %.3f ms, "
+           "rank 0: pipeline depth %d%s (%s; the largest any rank asked for, rank %d's: round trip %.3f ms at "
+           "%.1f Gbit/s, a bandwidth-delay product of %.0f bytes, chunks of %zu bytes; this rank's link: %.3f ms, "
            "%.1f Gbit/s, %s)",
-           chosen.depth, chosen.capped ? " (capped: the link wants more)" : "", chosen_by,
-           static_cast<double>(chosen.rtt_ms), static_cast<double>(chosen.gbps),
+           chosen.depth, chosen.capped ? " (capped: the link wants more)" : "",
+           settings_.pipeline_depth_auto ? "RR_PIPELINE_DEPTH unset: sized to the longest link" : "RR_PIPELINE_DEPTH set",
+           chosen_by, static_cast<double>(chosen.rtt_ms), static_cast<double>(chosen.gbps),
            static_cast<double>(chosen.rtt_ms) * 1e-3 * static_cast<double>(chosen.gbps) * 1e9 / 8,
            settings_.chunk_bytes, rtt_s * 1e3, gbps, rate_from.c_str());
   }

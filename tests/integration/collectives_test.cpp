@@ -873,6 +873,28 @@ TEST(Reduce, EveryRankTakesTheSamePathAtPipelineDepthOne) {
   EXPECT_EQ(rrCommDestroy(shallow), rrSuccess);
 }
 
+TEST(PipelineDepth, AllReduceWhereRanksAskForDifferentDepthsTakesTheLargest) {
+  // A depth set differently on each rank (by the config here; RR_PIPELINE_DEPTH
+  // alike): the ring cuts its chunks by the depth (every wave of columns
+  // full), so the ranks must agree on one or their chunks would not match.
+  rrConfig_t config = RR_CONFIG_INITIALIZER;
+  config.chunk_bytes = 4096;  // 512 elements: a segment of a few chunks, whose cut the depth changes
+  config.pipeline_depth = 1 + g_rank;
+  rrComm_t mixed = nullptr;
+  ASSERT_EQ(rrCommSplit(g_comm, 0, g_rank, &mixed, &config), rrSuccess) << rrGetLastError(g_comm);
+  const int64_t n = g_size;
+  for (size_t count : {size_t{0}, size_t{1}, size_t{1000}, size_t{12345}, size_t{100003}}) {
+    std::vector<int64_t> v(count);
+    for (size_t i = 0; i < count; ++i) v[i] = g_rank * 1000 + static_cast<int64_t>(i);
+    ASSERT_EQ(rrAllReduce(v.data(), v.data(), count, rrInt64, rrSum, mixed, nullptr), rrSuccess)
+        << rrGetLastError(mixed);
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(v[i], 1000 * n * (n - 1) / 2 + n * static_cast<int64_t>(i)) << "count " << count << ", element " << i;
+    }
+  }
+  EXPECT_EQ(rrCommDestroy(mixed), rrSuccess);
+}
+
 TEST(AsyncCollectives, BlockingReceiveDoesNotStarveAQueuedCollective) {
   // Rank 0 waits for rank 1's message while its queued allreduce has not
   // run yet; rank 1 sends only after that allreduce finished everywhere.
