@@ -137,9 +137,9 @@ class Message {
         if (errno == EINTR) continue;
         die(std::string(what) + ": recv: " + std::strerror(errno));
       }
-      for (auto* m = reinterpret_cast<nlmsghdr*>(answer); NLMSG_OK(m, static_cast<unsigned>(got));
-           m = NLMSG_NEXT(m, got)) {
+      for (auto* m = reinterpret_cast<nlmsghdr*>(answer); NLMSG_OK(m, got); m = NLMSG_NEXT(m, got)) {
         if (m->nlmsg_type != NLMSG_ERROR || m->nlmsg_seq != sequence) continue;
+        if (m->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) die(std::string(what) + ": a short netlink error message");
         const int error = -static_cast<nlmsgerr*>(NLMSG_DATA(m))->error;
         if (error == 0) return;
         die(std::string(what) + ": " + std::strerror(error) +
@@ -254,6 +254,7 @@ int main(int argc, char** argv) {
   int64_t latest_release_ns = 0;  // how late the worst verdict went, past its due time
   double total_late_ns = 0;       // and all of them together, for the mean
   uint64_t released = 0;
+  uint64_t refused = 0;           // verdicts for packets the kernel no longer held
   std::vector<char> incoming(1 << 20);
   while (!g_stop) {
     const int64_t now = now_ns();
@@ -302,11 +303,15 @@ int main(int argc, char** argv) {
       }
       const int64_t arrived = now_ns();
       ssize_t left = got;
-      for (auto* m = reinterpret_cast<nlmsghdr*>(incoming.data()); NLMSG_OK(m, static_cast<unsigned>(left));
-           m = NLMSG_NEXT(m, left)) {
+      for (auto* m = reinterpret_cast<nlmsghdr*>(incoming.data()); NLMSG_OK(m, left); m = NLMSG_NEXT(m, left)) {
         if (m->nlmsg_type == NLMSG_ERROR) {
+          if (m->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) continue;
           const int error = -static_cast<nlmsgerr*>(NLMSG_DATA(m))->error;
-          if (error != 0) die(std::string("a verdict was refused: ") + std::strerror(error));
+          // ENOENT: the kernel had already dropped those packets (their
+          // device went down, say); they are lost as on a wire, not a reason
+          // to stop holding the rest (a queue without its reader drops all).
+          if (error == ENOENT) ++refused;
+          else if (error != 0) die(std::string("a verdict was refused: ") + std::strerror(error));
           continue;
         }
         if (m->nlmsg_type != kQueueMessage(NFQNL_MSG_PACKET)) continue;
@@ -333,9 +338,9 @@ int main(int argc, char** argv) {
   close(fd);  // unbinds: the kernel drops what it still holds
   std::fprintf(stderr,
                "rr-delay-line: carried %llu packets, at most %zu held at once; verdicts past due by %.3f ms on "
-               "average, %.3f ms at most\n",
+               "average, %.3f ms at most; %llu verdicts found their packets gone\n",
                static_cast<unsigned long long>(carried), most_held,
                released == 0 ? 0.0 : total_late_ns / static_cast<double>(released) / 1e6,
-               static_cast<double>(latest_release_ns) / 1e6);
+               static_cast<double>(latest_release_ns) / 1e6, static_cast<unsigned long long>(refused));
   return 0;
 }

@@ -339,7 +339,9 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   if (same_host) {
     RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
   } else {
-    chunk_elems = algo::balanced_chunk_elems(largest_segment, chunk_elems, settings_.pipeline_depth);
+    // Full waves (never past the tag's 2^24 columns: then the chunk stays).
+    const size_t balanced = algo::balanced_chunk_elems(largest_segment, chunk_elems, settings_.pipeline_depth);
+    if (largest_segment / balanced < kMaxColumns) chunk_elems = balanced;
   }
   algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases,
                               ring_order_.empty() ? nullptr : ring_order_.data());

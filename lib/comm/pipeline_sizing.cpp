@@ -63,13 +63,18 @@ double tcp_in_flight_ceiling() {
   return std::max(receive, send);
 }
 
+static_assert(sizeof(Wish) == 32, "a Wish travels as bytes: no padding, the same on every rank");
+
 }  // namespace
 
 Status Communicator::size_pipeline() {
   if (size_ < 2) return Status::Ok();
   // A communicator made by split() starts from its parent's settings, sized
   // for the parent's links.
-  if (settings_.pipeline_depth_auto) settings_.pipeline_depth = Settings::kDefaultPipelineDepth;
+  if (settings_.pipeline_depth_auto) {
+    settings_.pipeline_depth = Settings::kDefaultPipelineDepth;
+    if (settings_.pipeline_depth_source.rfind("auto:", 0) == 0) settings_.pipeline_depth_source = "default";
+  }
   const std::vector<int> hosts = transport_->host_of_ranks();
   const bool across_hosts = hosts.size() == static_cast<size_t>(size_) && host_shape_.hosts >= 2;
 
@@ -136,7 +141,8 @@ Status Communicator::size_pipeline() {
     int short_rank = -1;
     for (int r = 0; r < size_; ++r) {
       const Wish& w = wishes[static_cast<size_t>(r)];
-      if (w.depth > chosen.depth) chosen = w;
+      // Among equal depths, the longest round trip: the one the depth is for.
+      if (w.depth > chosen.depth || (w.depth == chosen.depth && w.rtt_ms > chosen.rtt_ms)) chosen = w;
       if (w.tcp_limit_bytes > 0 && short_rank < 0) short_rank = r;
     }
     if (short_rank >= 0) {

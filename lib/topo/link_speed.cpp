@@ -5,9 +5,11 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -28,6 +30,25 @@ double speed_mbps(int fd, const char* name) {
   if (ioctl(fd, SIOCETHTOOL, &request) != 0) return 0;
   const uint32_t speed = ethtool_cmd_speed(&command);
   return speed == 0 || speed == static_cast<uint32_t>(SPEED_UNKNOWN) ? 0 : speed;
+}
+
+// An RDMA device's fastest port, in Gbit/s, from /sys/class/infiniband/<name>/
+// ports/<p>/rate ("100 Gb/sec (4X EDR)"); 0 if it has none.
+double rdma_gbps(const std::string& name) {
+  const std::string ports = "/sys/class/infiniband/" + name + "/ports";
+  DIR* dir = opendir(ports.c_str());
+  if (!dir) return 0;
+  double best = 0;
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    std::FILE* file = std::fopen((ports + "/" + entry->d_name + "/rate").c_str(), "re");
+    if (!file) continue;
+    double gbps = 0;
+    if (std::fscanf(file, "%lf", &gbps) == 1 && gbps > best) best = gbps;
+    std::fclose(file);
+  }
+  closedir(dir);
+  return best;
 }
 
 }  // namespace
@@ -58,6 +79,12 @@ LinkSpeed fastest_link(const std::vector<std::string>& only) {
     ::if_freenameindex(interfaces);
   }
   close(fd);
+  // UCX_NET_DEVICES may name RDMA devices (mlx5_0:1), which are no network
+  // interfaces: their ports say their rate.
+  for (const std::string& name : only) {
+    const double gbps = rdma_gbps(name);
+    if (gbps > best.gbps) best.gbps = gbps, best.device = name;
+  }
   return best;
 }
 

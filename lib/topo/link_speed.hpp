@@ -15,8 +15,8 @@ struct LinkSpeed {
 
 // The fastest interface that is up, not loopback, and reports a speed, in
 // this process's network namespace. `only`, if not empty, limits it to those
-// interface names (UCX_NET_DEVICES' form: "eth0", "mlx5_0:1" is read as its
-// name before ':').
+// names, which may also be RDMA devices (UCX_NET_DEVICES' "mlx5_0:1", read as
+// its name before ':'), whose ports' rate counts then.
 LinkSpeed fastest_link(const std::vector<std::string>& only);
 
 // UCX_NET_DEVICES as a list of names; empty when unset or "all".

@@ -32,7 +32,10 @@ before_links=$(ip -o link show | awk -F': ' '{print $2}' | sort)
 before_ipt=$(ipt_state)
 before_dl=$(delay_line_pids)
 
-timeout 55 bash "$SCRIPT" --bench "$BENCH" --backend ringreduce -n 2 --delay ${delay_ms}ms -b 64K -e 256K -f 4 \
+# 64 KiB chunks: at 1 Gbit/s and a 10 ms round trip the link then wants about
+# 16 columns in flight, far above the floor of 4 that no sizing would give.
+chunk=65536
+RR_CHUNK_BYTES=$chunk timeout 55 bash "$SCRIPT" --bench "$BENCH" --backend ringreduce -n 2 --delay ${delay_ms}ms -b 64K -e 256K -f 4 \
   --iters 2 --warmup 1 --timeout 40 --out "$TMP/out" --debug >"$TMP/log" 2>&1
 rc=$?
 failed=0
@@ -88,6 +91,14 @@ else
   rt=$(sed -n 's/.*round trip \([0-9.]*\) ms.*/\1/p' <<<"$depth_line")
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "${rt:-nan}" "$min_rtt_ms" 2>/dev/null ||
     fail "ringreduce sized its pipeline to a round trip of '${rt}' ms, not >= $min_rtt_ms: $depth_line"
+  # The depth is the formula's for that round trip at the shaped 1 Gbit/s
+  # (algo/pipeline.hpp), well above the floor, and the one the ring was made with.
+  depth=$(sed -n 's/.*pipeline depth \([0-9]*\).*/\1/p' <<<"$depth_line")
+  want=$(python3 -c "import math, sys; rt = float(sys.argv[1]); print(min(64, max(4, 1 + math.ceil(1.5 * 1e9 / 8 * rt / 2e3 / $chunk))))" "${rt:-nan}" 2>/dev/null)
+  [[ -n $depth && $depth == "$want" && $depth -ge 8 ]] ||
+    fail "ringreduce's pipeline depth is '${depth}', not $want (1 + ceil(1.5 x 1 Gbit/s x ${rt} ms / 2 / $chunk B), at least 8): $depth_line"
+  grep -q "rank 0 of 2: chunk_bytes=$chunk .* pipeline_depth=$depth (auto: " "$rank0" ||
+    fail "ringreduce's init line does not show pipeline_depth=$depth from the sizing: $(grep -m 1 'rank 0 of 2: chunk_bytes' "$rank0")"
 fi
 
 after_ns=$(ip netns list | awk '{print $1}' | sort)
