@@ -63,6 +63,10 @@ double tcp_in_flight_ceiling() {
   return std::max(receive, send);
 }
 
+// A wish's link: its rate in bytes/s, and its bandwidth-delay product.
+double bytes_per_second(const Wish& w) { return static_cast<double>(w.gbps) * 1e9 / 8; }
+double bandwidth_delay_bytes(const Wish& w) { return static_cast<double>(w.rtt_ms) * 1e-3 * bytes_per_second(w); }
+
 static_assert(sizeof(Wish) == 32, "a Wish travels as bytes: no padding, the same on every rank");
 
 }  // namespace
@@ -121,7 +125,7 @@ Status Communicator::size_pipeline() {
   mine.rtt_ms = static_cast<float>(rtt_s * 1e3);
   mine.gbps = static_cast<float>(gbps);
   if (settings_.pipeline_depth_auto && ping) {
-    const algo::PipelineChoice choice = algo::depth_for_link(rtt_s, gbps * 1e9 / 8, settings_.chunk_bytes,
+    const algo::PipelineChoice choice = algo::depth_for_link(rtt_s, bytes_per_second(mine), settings_.chunk_bytes,
                                                              Settings::kDefaultPipelineDepth,
                                                              Settings::kMaxPipelineDepth);
     mine.depth = choice.depth;
@@ -129,7 +133,7 @@ Status Communicator::size_pipeline() {
   }
   if (ping && transport_->describe_path(right).find("tcp/") != std::string::npos) {
     const double ceiling = tcp_in_flight_ceiling();
-    if (ceiling > 0 && ceiling < rtt_s * gbps * 1e9 / 8) mine.tcp_limit_bytes = ceiling;
+    if (ceiling > 0 && ceiling < bandwidth_delay_bytes(mine)) mine.tcp_limit_bytes = ceiling;
   }
 
   // The largest wish wins: a fixed depth counts as its rank's wish.
@@ -155,7 +159,7 @@ Status Communicator::size_pipeline() {
              "net.ipv4.tcp_rmem's maximum, or tcp_wmem's): the link cannot be filled. Raise both maxima on every host "
              "to 4 x the product (sysctl -w net.ipv4.tcp_rmem='4096 131072 N' net.ipv4.tcp_wmem='4096 16384 N').",
              short_rank, static_cast<double>(w.rtt_ms), static_cast<double>(w.gbps),
-             static_cast<double>(w.rtt_ms) * 1e-3 * static_cast<double>(w.gbps) * 1e9 / 8, w.tcp_limit_bytes);
+             bandwidth_delay_bytes(w), w.tcp_limit_bytes);
     }
     for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(7), &chosen, sizeof(Wish));
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
@@ -193,7 +197,7 @@ Status Communicator::size_pipeline() {
            chosen.depth, chosen.capped ? " (capped: the link wants more)" : "",
            settings_.pipeline_depth_auto ? "RR_PIPELINE_DEPTH unset: sized to the longest link" : "RR_PIPELINE_DEPTH set",
            chosen_by, static_cast<double>(chosen.rtt_ms), static_cast<double>(chosen.gbps),
-           static_cast<double>(chosen.rtt_ms) * 1e-3 * static_cast<double>(chosen.gbps) * 1e9 / 8,
+           bandwidth_delay_bytes(chosen),
            settings_.chunk_bytes, rtt_s * 1e3, gbps, rate_from.c_str());
   }
   return Status::Ok();
