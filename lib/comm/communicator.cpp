@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "algo/pipeline.hpp"
 #include "algo/ring.hpp"
 #include "algo/tree.hpp"
 #include "common/log.hpp"
@@ -336,13 +335,7 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   // Host memory between ranks of one host moves through the slot rings, a
   // slot per chunk; the staged (device) path keeps the transport's ring.
   const bool same_host = shm_ring_ && reducer == nullptr;
-  if (same_host) {
-    RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
-  } else {
-    // Full waves (never past the tag's 2^24 columns: then the chunk stays).
-    const size_t balanced = algo::balanced_chunk_elems(largest_segment, chunk_elems, settings_.pipeline_depth);
-    if (largest_segment / balanced < kMaxColumns) chunk_elems = balanced;
-  }
+  if (same_host) RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
   algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases,
                               ring_order_.empty() ? nullptr : ring_order_.data());
   exec::RingCall call;
