@@ -84,7 +84,7 @@ Status Communicator::size_pipeline() {
 
   // Every rank takes part, whether its own depth is fixed or not: its
   // neighbours cannot know, and every rank must end with the same depth
-  // (the ring cuts its chunks by it, comm/communicator.cpp run_ring).
+  // (the tree/chain choice counts the staging slots it gives).
   double rtt_s = 0;
   bool ping = false;
   int right = -1;
