@@ -367,16 +367,20 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
   const algo::AllreduceAlgo chosen = allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr);
   if (chosen == algo::AllreduceAlgo::kOneShot) {
     // Its publications carry the argument check.
-    return allreduce_one_shot(send, recv, count, dtype, op, call_header(wire::Collective::kAllReduce, count, dtype, op));
+    return settle(
+        allreduce_one_shot(send, recv, count, dtype, op, call_header(wire::Collective::kAllReduce, count, dtype, op)));
   }
   if (chosen == algo::AllreduceAlgo::kRecursiveDoubling) {
     // Its messages carry the argument check: no round trip before the data.
-    return allreduce_recursive_doubling(send, recv, count, dtype, op,
-                                        call_header(wire::Collective::kAllReduce, count, dtype, op));
+    return settle(allreduce_recursive_doubling(send, recv, count, dtype, op,
+                                               call_header(wire::Collective::kAllReduce, count, dtype, op)));
   }
   RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
-  if (chosen == algo::AllreduceAlgo::kHalvingDoubling) return allreduce_halving_doubling(send, recv, count, dtype, op);
-  return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, reducer, reduce_source);
+  if (chosen == algo::AllreduceAlgo::kHalvingDoubling) {
+    return settle(allreduce_halving_doubling(send, recv, count, dtype, op));
+  }
+  return settle(
+      run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, reducer, reduce_source));
 }
 
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
@@ -389,8 +393,8 @@ Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcou
   }
   RR_RETURN_IF_ERROR(agree(wire::Collective::kReduceScatter, recvcount, dtype, op, -1));
   // Every segment is recvcount long; shift -1 leaves rank r owning segment r.
-  return run_ring("reduce-scatter", send, recv, recvcount * static_cast<size_t>(size_), dtype, op, -1,
-                  algo::RingPhases::kReduceScatter);
+  return settle(run_ring("reduce-scatter", send, recv, recvcount * static_cast<size_t>(size_), dtype, op, -1,
+                         algo::RingPhases::kReduceScatter));
 }
 
 Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) {
@@ -402,8 +406,8 @@ Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, 
   if (own != send) std::memcpy(own, send, bytes);
   if (size_ == 1) return Status::Ok();
   RR_RETURN_IF_ERROR(agree(wire::Collective::kAllGather, sendcount, dtype, rrSum, -1));
-  return run_ring("all-gather", send, recv, sendcount * static_cast<size_t>(size_), dtype, rrSum, -1,
-                  algo::RingPhases::kAllGather);
+  return settle(run_ring("all-gather", send, recv, sendcount * static_cast<size_t>(size_), dtype, rrSum, -1,
+                         algo::RingPhases::kAllGather));
 }
 
 Status Communicator::check_peer(const char* what, const char* name, int peer) const {
@@ -468,7 +472,7 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
   RR_RETURN_IF_ERROR(agree(wire::Collective::kBroadcast, count, dtype, rrSum, root));
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (!broadcast_by_tree(bytes)) {
-    return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root);
+    return settle(run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root));
   }
   // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
   const algo::BinomialTree tree(size_, rank_, root);
@@ -481,7 +485,7 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   }
   for (int child : tree.children()) batch_->add_send(child, tag, recv, bytes);
-  return run_batch(*batch_, name);
+  return settle(run_batch(*batch_, name));
 }
 
 Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
@@ -497,7 +501,7 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
   if (!reduce_by_tree(bytes)) {
-    return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root);
+    return settle(run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root));
   }
   // Small: a binomial tree. Gather the children's partial results, add them
   // to this rank's input in a fixed order, pass the sum to the parent.
@@ -510,10 +514,10 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   for (size_t c = 0; c < children.size(); ++c) reduce::reduce(acc, acc, pool_.slot(c + 1), count, dtype, op);
   if (tree.parent() >= 0) {
     batch_->add_send(tree.parent(), tag, acc, bytes);
-    return run_batch(*batch_, name);
+    return settle(run_batch(*batch_, name));
   }
   reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, at the root
-  return Status::Ok();
+  return settle(Status::Ok());  // the argument check's messages
 }
 
 Status Communicator::barrier() {
@@ -526,9 +530,9 @@ Status Communicator::barrier() {
   if (size_ == 1) return Status::Ok();
   const wire::OpHeader header = call_header(wire::Collective::kBarrier, 0, rrUint8, rrSum);
   if (board_exec_ && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling) {
-    return allreduce_one_shot(&token, &token, 1, rrUint8, rrMax, header);
+    return settle(allreduce_one_shot(&token, &token, 1, rrUint8, rrMax, header));
   }
-  return allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax, header);
+  return settle(allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax, header));
 }
 
 Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {

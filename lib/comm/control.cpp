@@ -71,11 +71,19 @@ void ControlChannel::tell_everyone(const wire::Notice& notice, std::chrono::mill
     if (peer == transport_->rank() || !transport_->peer_status(peer).ok()) continue;
     if (!transport_->post_send(peer, exec::kControlTag, outgoing_.data(), bytes, &done).ok()) done.done = true;
   }
+  // Done sends may still be held by the transport (transport.hpp, "flushing"):
+  // the notice must reach peers that this rank will not progress again.
   const auto until = std::chrono::steady_clock::now() + limit;
+  bool flush_begun = false;
   for (;;) {
     bool pending = false;
     for (const auto& done : sends_) pending |= !done.done;
-    if (!pending || std::chrono::steady_clock::now() >= until) return;
+    if (!pending && !flush_begun) {
+      flush_begun = true;
+      (void)transport_->begin_flush();  // a peer it fails on is past telling
+    }
+    if (!pending && transport_->flush_waiting_for() < 0) return;
+    if (std::chrono::steady_clock::now() >= until) return;
     if (!transport_->progress()) sched_yield();
   }
 }

@@ -25,7 +25,10 @@ Status Communicator::greet_neighbours(exec::Clock::time_point until) {
   static const std::string kName = "connection setup";
   const Status greeted = batch_->run(kName, until, nullptr);
   batch_->clear();
-  return fail_operation(greeted);
+  if (!greeted.ok()) return fail_operation(greeted);
+  // What setup sent (these bytes, init's agreements) leaves before the
+  // communicator is handed out: its first call may be long in coming.
+  return flush_sends(until, nullptr, /*block=*/true, nullptr);
 }
 
 }  // namespace rr

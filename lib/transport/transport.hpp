@@ -83,6 +83,23 @@ class Transport {
   // Sleeps until the transport may have something to progress, at most timeout_ms.
   virtual void wait_for_events(int timeout_ms) = 0;
 
+  // A send is done once its buffer may be reused, which on some lanes comes
+  // before its bytes have left this process: UCX's TCP lane copies a send
+  // below its zero-copy threshold, reports it done, and keeps what the
+  // socket did not take for a later progress() of this transport. A caller
+  // that stops progressing it after the call returned (its next call is on
+  // another communicator, or it computes) would leave the peer waiting.
+  // Flushing moves everything sent since the last flush to where the peer
+  // takes it without this rank (the kernel's socket, the peer's shared
+  // memory): begin_flush() starts it on every peer sent to since the last
+  // one, flush_waiting_for() is a peer whose flush is still under way (-1
+  // once none is), and flush_failure() is not ok once one failed. Driven by
+  // progress(), on the thread that drives the transport.
+  virtual bool has_unflushed() const { return false; }
+  virtual Status begin_flush() { return Status::Ok(); }
+  virtual int flush_waiting_for() const { return -1; }
+  virtual Status flush_failure() const { return Status::Ok(); }
+
   // Sub-communicators: a fresh transport of the same kind for `size` ranks,
   // whose address (local_address) the caller exchanges and hands to connect().
   virtual Status make_sibling(int rank, int size, std::unique_ptr<Transport>* out) const = 0;

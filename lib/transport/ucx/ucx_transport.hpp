@@ -47,6 +47,12 @@ class UcxTransport final : public Transport {
   void cancel_posted(Completion* pending) override;
   bool progress_posted() override;
   void wait_for_events(int timeout_ms) override;
+  // Per endpoint (ucp_ep_flush_nbx): a worker-wide flush completes at once
+  // while sends wait for room in a shared-memory FIFO.
+  bool has_unflushed() const override { return !unflushed_.empty(); }
+  Status begin_flush() override;
+  int flush_waiting_for() const override;
+  Status flush_failure() const override;
   // Registers [ptr, ptr + bytes) with UCX for the lifetime of this transport.
   Status register_memory(void* ptr, size_t bytes) override;
   void deregister_memory(void* ptr) override;
@@ -72,6 +78,8 @@ class UcxTransport final : public Transport {
     std::vector<uint8_t> address;   // the UCX worker address
     int pidfd = -1;                 // same-host peers: readable once the process has ended
     std::chrono::steady_clock::time_point next_liveness_check;
+    bool unflushed = false;         // sent to since the last begin_flush()
+    int flushing = 0;               // its endpoint's flushes under way
   };
 
   UcxTransport(int rank, int size);
@@ -95,6 +103,11 @@ class UcxTransport final : public Transport {
 
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);
+  static void on_flush_done(void* request, ucs_status_t status, void* user_data);
+  // `peer` was sent to, or answered (a receive): flushed by the next begin_flush().
+  void mark_unflushed(int peer);
+  // The first flush that failed: its peer (-1: none) and UCX's status.
+  void note_flush_failure(int peer, ucs_status_t status);
   static void on_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                            void* user_data);
 
@@ -111,6 +124,10 @@ class UcxTransport final : public Transport {
   std::vector<Peer> peers_;
   std::vector<std::pair<void*, ucp_mem_h>> registrations_;  // (address, handle)
   std::vector<Counters> counters_;
+  std::vector<int> unflushed_;  // peers sent to since the last begin_flush(), once each
+  mutable std::vector<int> flushing_;  // peers whose flush may be under way
+  int flush_failed_peer_ = -1;
+  ucs_status_t flush_failed_status_ = UCS_OK;
 };
 
 }  // namespace rr::transport
