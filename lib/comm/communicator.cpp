@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "algo/pipeline.hpp"
 #include "algo/ring.hpp"
 #include "algo/tree.hpp"
 #include "common/log.hpp"
@@ -252,7 +253,7 @@ void Communicator::finish_abort() {
 }
 
 wire::OpHeader Communicator::call_header(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                                         int root) const {
+                                         int root, const wire::RingShape& shape) const {
   wire::OpHeader h;
   h.collective = collective;
   h.dtype = static_cast<uint8_t>(dtype);
@@ -260,12 +261,14 @@ wire::OpHeader Communicator::call_header(wire::Collective collective, size_t cou
   h.sequence = sequence_;
   h.count = count;
   h.root = root;
+  h.shape = shape;
   return h;
 }
 
-Status Communicator::agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
+Status Communicator::agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root,
+                           const wire::RingShape& shape) {
   if (size_ == 1) return Status::Ok();
-  const wire::OpHeader mine = call_header(collective, count, dtype, op, root);
+  const wire::OpHeader mine = call_header(collective, count, dtype, op, root, shape);
   // On one host, on the board (comm/one_shot.cpp), whatever
   // RR_CHECK_ARGUMENTS says: every rank makes the same publications.
   if (board_exec_) return agree_on_board(mine);
@@ -317,9 +320,8 @@ Status Communicator::check_usable() {
   return Status::Ok();
 }
 
-Status Communicator::run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype,
-                              rrRedOp_t op, int shift, algo::RingPhases phases, exec::Reducer* reducer,
-                              const void* reduce_source) {
+Status Communicator::ring_shape(const char* name, size_t count, rrDataType_t dtype, bool staged,
+                                wire::RingShape* shape) const {
   const size_t elem_bytes = reduce::dtype_size(dtype);
   const size_t largest_segment = (count + static_cast<size_t>(size_) - 1) / static_cast<size_t>(size_);
   // The ring's tag holds 24 bits of chunk column: chunks of `bytes` must cut
@@ -332,11 +334,26 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   };
   size_t chunk_elems = 0;
   RR_RETURN_IF_ERROR(chunks_fit(settings_.chunk_bytes, "RR_CHUNK_BYTES", &chunk_elems));
+  *shape = wire::RingShape();
   // Host memory between ranks of one host moves through the slot rings, a
   // slot per chunk; the staged (device) path keeps the transport's ring.
-  const bool same_host = shm_ring_ && reducer == nullptr;
-  if (same_host) RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
-  algo::RingSchedule schedule(size_, rank_, count, chunk_elems, shift, phases,
+  if (shm_ring_ && !staged) {
+    RR_RETURN_IF_ERROR(chunks_fit(shm_ring_->chunk_bytes(), "RR_SHM_SLOT_BYTES", &chunk_elems));
+  } else {
+    // Full waves (never past the tag's 2^24 columns: then the chunk stays).
+    const size_t balanced = algo::balanced_chunk_elems(largest_segment, chunk_elems, settings_.pipeline_depth);
+    if (largest_segment / balanced < kMaxColumns) chunk_elems = balanced;
+    shape->depth = static_cast<uint8_t>(settings_.pipeline_depth);
+  }
+  // A chunk holds at most 2^30 bytes (Settings::kMaxChunkBytes): its elements fit 32 bits.
+  shape->chunk_elems = static_cast<uint32_t>(chunk_elems);
+  return Status::Ok();
+}
+
+Status Communicator::run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype,
+                              rrRedOp_t op, int shift, algo::RingPhases phases, const wire::RingShape& shape,
+                              exec::Reducer* reducer, const void* reduce_source) {
+  algo::RingSchedule schedule(size_, rank_, count, shape.chunk_elems, shift, phases,
                               ring_order_.empty() ? nullptr : ring_order_.data());
   exec::RingCall call;
   call.name = name;
@@ -351,7 +368,7 @@ Status Communicator::run_ring(const char* name, const void* send, void* recv, si
   call.reducer = reducer;
   call.reduce_source = reduce_source;
   // On failure peers may be mid-operation: this ring is no longer in step.
-  if (same_host) return fail_operation(shm_ring_->run(schedule, call));
+  if (shm_ring_ && reducer == nullptr) return fail_operation(shm_ring_->run(schedule, call));
   return fail_operation(ring_->run(schedule, call));
 }
 
@@ -375,12 +392,15 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     return settle(allreduce_recursive_doubling(send, recv, count, dtype, op,
                                                call_header(wire::Collective::kAllReduce, count, dtype, op)));
   }
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
   if (chosen == algo::AllreduceAlgo::kHalvingDoubling) {
+    RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
     return settle(allreduce_halving_doubling(send, recv, count, dtype, op));
   }
-  return settle(
-      run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, reducer, reduce_source));
+  wire::RingShape shape;
+  RR_RETURN_IF_ERROR(ring_shape("allreduce", count, dtype, reducer != nullptr, &shape));
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1, shape));
+  return settle(run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, shape, reducer,
+                         reduce_source));
 }
 
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
@@ -391,10 +411,12 @@ Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcou
     reduce::finish(recv, send, recvcount, dtype, op, 1);
     return Status::Ok();
   }
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduceScatter, recvcount, dtype, op, -1));
   // Every segment is recvcount long; shift -1 leaves rank r owning segment r.
-  return settle(run_ring("reduce-scatter", send, recv, recvcount * static_cast<size_t>(size_), dtype, op, -1,
-                         algo::RingPhases::kReduceScatter));
+  const size_t count = recvcount * static_cast<size_t>(size_);
+  wire::RingShape shape;
+  RR_RETURN_IF_ERROR(ring_shape("reduce-scatter", count, dtype, false, &shape));
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduceScatter, recvcount, dtype, op, -1, shape));
+  return settle(run_ring("reduce-scatter", send, recv, count, dtype, op, -1, algo::RingPhases::kReduceScatter, shape));
 }
 
 Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) {
@@ -405,9 +427,11 @@ Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, 
   uint8_t* own = static_cast<uint8_t*>(recv) + static_cast<size_t>(rank_) * bytes;
   if (own != send) std::memcpy(own, send, bytes);
   if (size_ == 1) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllGather, sendcount, dtype, rrSum, -1));
-  return settle(run_ring("all-gather", send, recv, sendcount * static_cast<size_t>(size_), dtype, rrSum, -1,
-                         algo::RingPhases::kAllGather));
+  const size_t count = sendcount * static_cast<size_t>(size_);
+  wire::RingShape shape;
+  RR_RETURN_IF_ERROR(ring_shape("all-gather", count, dtype, false, &shape));
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllGather, sendcount, dtype, rrSum, -1, shape));
+  return settle(run_ring("all-gather", send, recv, count, dtype, rrSum, -1, algo::RingPhases::kAllGather, shape));
 }
 
 Status Communicator::check_peer(const char* what, const char* name, int peer) const {
@@ -437,14 +461,19 @@ const std::string& Communicator::name_operation(const char* collective, uint64_t
   return operation_name_;
 }
 
-Status Communicator::run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
-                               rrDataType_t dtype, rrRedOp_t op, int root) {
-  const size_t elem_bytes = reduce::dtype_size(dtype);
-  const size_t chunk_elems = std::max<size_t>(1, settings_.chunk_bytes / elem_bytes);
+Status Communicator::chain_shape(const char* name, size_t count, rrDataType_t dtype, wire::RingShape* shape) const {
+  const size_t chunk_elems = std::max<size_t>(1, settings_.chunk_bytes / reduce::dtype_size(dtype));
   if (count / chunk_elems >= kMaxColumns) {
     return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
                            std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
   }
+  shape->chunk_elems = static_cast<uint32_t>(chunk_elems);
+  shape->depth = static_cast<uint8_t>(settings_.pipeline_depth);
+  return Status::Ok();
+}
+
+Status Communicator::run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
+                               rrDataType_t dtype, rrRedOp_t op, int root, const wire::RingShape& shape) {
   exec::ChainCall call;
   call.kind = kind;
   call.name = name;
@@ -458,7 +487,7 @@ Status Communicator::run_chain(exec::ChainKind kind, const char* name, const voi
   call.deadline = deadline();
   call.interrupt = this;
   call.order = ring_order_.empty() ? nullptr : ring_order_.data();
-  return fail_operation(chain_->run(call, chunk_elems));
+  return fail_operation(chain_->run(call, shape.chunk_elems));
 }
 
 Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
@@ -469,10 +498,13 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
     if (recv != send) std::memcpy(recv, send, count * reduce::dtype_size(dtype));
     return Status::Ok();
   }
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kBroadcast, count, dtype, rrSum, root));
   const size_t bytes = count * reduce::dtype_size(dtype);
-  if (!broadcast_by_tree(bytes)) {
-    return settle(run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root));
+  const bool by_tree = broadcast_by_tree(bytes);
+  wire::RingShape shape;  // the chain's; none for the tree
+  if (!by_tree) RR_RETURN_IF_ERROR(chain_shape("broadcast", count, dtype, &shape));
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kBroadcast, count, dtype, rrSum, root, shape));
+  if (!by_tree) {
+    return settle(run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root, shape));
   }
   // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
   const algo::BinomialTree tree(size_, rank_, root);
@@ -496,13 +528,14 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
     reduce::finish(recv, send, count, dtype, op, 1);
     return Status::Ok();
   }
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduce, count, dtype, op, root));
   const size_t bytes = count * reduce::dtype_size(dtype);
+  const bool by_tree = reduce_by_tree(bytes);
+  wire::RingShape shape;  // the chain's; none for the tree
+  if (!by_tree) RR_RETURN_IF_ERROR(chain_shape("reduce", count, dtype, &shape));
+  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduce, count, dtype, op, root, shape));
+  if (!by_tree) return settle(run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root, shape));
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
-  if (!reduce_by_tree(bytes)) {
-    return settle(run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root));
-  }
   // Small: a binomial tree. Gather the children's partial results, add them
   // to this rank's input in a fixed order, pass the sum to the parent.
   const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);

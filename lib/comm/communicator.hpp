@@ -205,10 +205,13 @@ class Communicator : public exec::Interrupt {
   // Exchanges this call's header with both ring neighbours and compares;
   // not ok, on this rank and (by notice) every other, when they differ. On
   // the same-host board when there is one, else through the transport.
-  Status agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root);
+  // `shape`: how the ring or chain will cut the call (ring_shape(),
+  // chain_shape()), compared too; none for the other schedules.
+  Status agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root,
+               const wire::RingShape& shape = {});
   // The header of the call about to run (its sequence is the next one).
   wire::OpHeader call_header(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                             int root = -1) const;
+                             int root = -1, const wire::RingShape& shape = {}) const;
   // `peer` sent `theirs` for the call this rank made as `mine`: fails the
   // operation, naming both calls, and tells every rank (a mismatch notice).
   Status disagreement(const wire::OpHeader& mine, const wire::OpHeader& theirs, int peer);
@@ -234,8 +237,10 @@ class Communicator : public exec::Interrupt {
   // for calls whose data path must neither allocate nor format (snprintf was
   // a tenth of an 8-byte recursive doubling call).
   const std::string& name_operation(const char* collective, uint64_t sequence, const char* schedule);
+  // How the chain cuts `count` elements of `dtype` (RR_CHUNK_BYTES, RR_PIPELINE_DEPTH).
+  Status chain_shape(const char* name, size_t count, rrDataType_t dtype, wire::RingShape* shape) const;
   Status run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
-                   rrDataType_t dtype, rrRedOp_t op, int root);
+                   rrDataType_t dtype, rrRedOp_t op, int root, const wire::RingShape& shape);
   // Broadcasts and reduces up to this size take a binomial tree (log2 N hops,
   // latency-bound) instead of the chain (N - 1 hops, bandwidth-bound); one
   // chunk, so a partial result always fits a staging slot.
@@ -272,9 +277,15 @@ class Communicator : public exec::Interrupt {
   // bytes of data: not ok (the operation failed) unless it does.
   Status check_publication(const exec::BoardCall& call, const wire::OpHeader& mine, const uint8_t* mine_encoded,
                            int peer, const uint8_t* buffer, uint32_t bytes, uint32_t expected);
-  // Runs the ring over `count` elements of `dtype` with the given phases.
+  // How the ring cuts `count` elements of `dtype`: chunks of RR_CHUNK_BYTES
+  // cut so that every wave of `depth` columns is full
+  // (algo::balanced_chunk_elems), or a slot of the same-host slot rings.
+  // `staged`: a call of the staging pipeline (a reducer), which keeps the
+  // transport's ring.
+  Status ring_shape(const char* name, size_t count, rrDataType_t dtype, bool staged, wire::RingShape* shape) const;
+  // Runs the ring over `count` elements of `dtype` with the given phases, cut as `shape`.
   Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                  int shift, algo::RingPhases phases, exec::Reducer* reducer = nullptr,
+                  int shift, algo::RingPhases phases, const wire::RingShape& shape, exec::Reducer* reducer = nullptr,
                   const void* reduce_source = nullptr);
 
   // Sets ring_order_ from where the transport says the ranks run; logs it.

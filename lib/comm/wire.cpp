@@ -10,7 +10,8 @@ namespace {
 
 constexpr uint32_t kHeaderMagic = 0x504f5252;  // "RROP" read little-endian
 constexpr uint32_t kNoticeMagic = 0x544e5252;  // "RRNT"
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 1;        // notices
+constexpr uint8_t kHeaderVersion = 2;  // operation headers: 2 added the ring's shape
 
 template <typename T>
 void put(uint8_t* out, size_t offset, T value) {
@@ -54,19 +55,23 @@ std::string OpHeader::describe() const {
     text += ", op=" + std::string(reduce::valid_op(op) ? reduce::op_name(static_cast<rrRedOp_t>(op)) : "invalid");
   }
   if (root >= 0) text += ", root=" + std::to_string(root);
+  if (shape.chunk_elems > 0) text += ", chunks of " + std::to_string(shape.chunk_elems) + " elements";
+  if (shape.depth > 0) text += ", depth " + std::to_string(shape.depth);
   return text + ")";
 }
 
 void encode_header(const OpHeader& h, uint8_t out[kOpHeaderBytes]) {
   put<uint32_t>(out, 0, kHeaderMagic);
-  out[4] = kVersion;
+  out[4] = kHeaderVersion;
   out[5] = static_cast<uint8_t>(h.collective);
   out[6] = h.dtype;
   out[7] = h.op;
   put<uint64_t>(out, 8, h.sequence);
   put<uint64_t>(out, 16, h.count);
-  put<uint32_t>(out, 24, static_cast<uint32_t>(h.root));
-  put<uint32_t>(out, 28, 0);
+  put<uint16_t>(out, 24, static_cast<uint16_t>(h.root));
+  out[26] = h.shape.depth;
+  out[27] = 0;
+  put<uint32_t>(out, 28, h.shape.chunk_elems);
 }
 
 Status decode_header(const uint8_t* bytes, size_t size, OpHeader* out) {
@@ -75,21 +80,23 @@ Status decode_header(const uint8_t* bytes, size_t size, OpHeader* out) {
                        std::to_string(kOpHeaderBytes));
   }
   if (get<uint32_t>(bytes, 0) != kHeaderMagic) return RemoteError("operation header with a bad magic number");
-  if (bytes[4] != kVersion) {
+  if (bytes[4] != kHeaderVersion) {
     return RemoteError("operation header of version " + std::to_string(bytes[4]) + ", this build speaks " +
-                       std::to_string(kVersion));
+                       std::to_string(kHeaderVersion));
   }
   if (bytes[5] == 0 || bytes[5] > static_cast<uint8_t>(Collective::kLast)) {
     return RemoteError("operation header names collective " + std::to_string(bytes[5]) + ", which does not exist");
   }
-  if (get<uint32_t>(bytes, 28) != 0) return RemoteError("operation header with nonzero reserved bytes");
+  if (bytes[27] != 0) return RemoteError("operation header with a nonzero reserved byte");
   OpHeader h;
   h.collective = static_cast<Collective>(bytes[5]);
   h.dtype = bytes[6];
   h.op = bytes[7];
   h.sequence = get<uint64_t>(bytes, 8);
   h.count = get<uint64_t>(bytes, 16);
-  h.root = static_cast<int32_t>(get<uint32_t>(bytes, 24));
+  h.root = static_cast<int16_t>(get<uint16_t>(bytes, 24));
+  h.shape.depth = bytes[26];
+  h.shape.chunk_elems = get<uint32_t>(bytes, 28);
   *out = h;
   return Status::Ok();
 }

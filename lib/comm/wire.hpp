@@ -3,11 +3,13 @@
 //
 // The operation header (32 bytes) each rank sends its two ring neighbours
 // before a collective, so that ranks which called different collectives, or
-// the same one with a different count, datatype, op or root, find out and
-// say so instead of hanging or reducing garbage:
+// the same one with a different count, datatype, op or root, or which would
+// cut it into different chunks (RingShape), find out and say so instead of
+// hanging or reducing garbage:
 //
-//   u32 magic "RROP" | u8 version | u8 collective | u8 dtype | u8 op |
-//   u64 sequence | u64 count | i32 root | u32 reserved (0)
+//   u32 magic "RROP" | u8 version (2) | u8 collective | u8 dtype | u8 op |
+//   u64 sequence | u64 count | i16 root | u8 depth | u8 reserved (0) |
+//   u32 chunk elements
 //
 // The notice (16-byte header + up to kMaxNoticeText bytes of text) a rank
 // sends every other rank when it gives up on the communicator (a mismatch, a
@@ -44,20 +46,34 @@ enum class Collective : uint8_t {
 };
 const char* collective_name(Collective c);
 
+// How a pipelined schedule (the ring, the chain) cuts a call: every rank
+// must cut it alike, or its messages do not match the peers' (a length
+// error at best, a hang at worst). All zero for the other schedules. The
+// columns (chunks per segment) follow from the chunk, the count and the
+// number of ranks, which the header compares too.
+struct RingShape {
+  uint32_t chunk_elems = 0;  // elements in a full chunk (RR_CHUNK_BYTES, balanced; RR_SHM_SLOT_BYTES)
+  uint8_t depth = 0;         // columns in flight (RR_PIPELINE_DEPTH; 0 on the same-host slot rings)
+
+  bool operator==(const RingShape& o) const { return chunk_elems == o.chunk_elems && depth == o.depth; }
+};
+
 struct OpHeader {
   Collective collective = Collective::kAllReduce;
   uint8_t dtype = 0;     // rrDataType_t; 0 where the collective has none that matters
   uint8_t op = 0;        // rrRedOp_t; 0 where the collective does not reduce
   uint64_t sequence = 0;
   uint64_t count = 0;    // elements, as the caller passed it
-  int32_t root = -1;     // -1 where the collective has no root
+  int32_t root = -1;     // -1 where the collective has no root (16 bits on the wire: kMaxRanks is 2^15)
+  RingShape shape;
 
   bool operator==(const OpHeader& o) const {
     return collective == o.collective && dtype == o.dtype && op == o.op && sequence == o.sequence &&
-           count == o.count && root == o.root;
+           count == o.count && root == o.root && shape == o.shape;
   }
   bool operator!=(const OpHeader& o) const { return !(*this == o); }
-  // "allreduce #7 (count=1000, dtype=float32, op=sum)"
+  // "allreduce #7 (count=1000, dtype=float32, op=sum, chunks of 250
+  // elements, depth 4)"
   std::string describe() const;
 };
 

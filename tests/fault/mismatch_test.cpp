@@ -86,12 +86,48 @@ TEST_F(Faults, MatchingCallsStillPassWithTheCheck) {
 }
 
 // The ring exchanges the header with its neighbours before any data: forced
-// here (1000 floats would take recursive doubling by default).
+// here (1000 floats would take recursive doubling by default). Its header
+// says how it cuts the call: on one host, a same-host slot (256 KiB) a chunk.
 TEST_F(Faults, MismatchedCountOnTheRingIsReportedOnEveryRank) {
   setenv("RR_ALGO", "ring", 1);  // the forked ranks inherit it
   expect_mismatch(4, 1, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1001, rrFloat32, rrSum, c, nullptr); },
-                  kGood, "allreduce #0 (count=1001, dtype=float32, op=sum)");
+                  "allreduce #0 (count=1000, dtype=float32, op=sum, chunks of 65536 elements)",
+                  "allreduce #0 (count=1001, dtype=float32, op=sum, chunks of 65536 elements)");
   unsetenv("RR_ALGO");
+}
+
+// Ranks that would cut the ring into different chunks (RR_CHUNK_BYTES set
+// differently on one) fail at once, every one, naming both cuts, instead of
+// exchanging chunks that do not match. On the transport's ring (RR_SAME_HOST=ucx:
+// the slot rings cut by RR_SHM_SLOT_BYTES). 30000 floats on 3 ranks are
+// segments of 10000; 8 KiB chunks are 2048 floats, 5 columns, which the
+// depth of 4 balances to 8 of 1250; 4 KiB chunks, 10 columns, to 12 of 834.
+TEST_F(Faults, MismatchedChunkBytesOnTheRingIsReportedOnEveryRank) {
+  setenv("RR_ALGO", "ring", 1);
+  setenv("RR_SAME_HOST", "ucx", 1);
+  setenv("RR_PIPELINE_DEPTH", "4", 1);
+  auto outcomes = run_world(3, 20000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    rrConfig_t config = RR_CONFIG_INITIALIZER;
+    config.chunk_bytes = rank == 1 ? 4096 : 8192;
+    rrComm_t sub = nullptr;
+    out->result = rrCommSplit(comm, 0, rank, &sub, &config);
+    if (out->result != rrSuccess) {
+      std::snprintf(out->error, sizeof(out->error), "rrCommSplit: %s", rrGetLastError(comm));
+      return;
+    }
+    std::vector<float> data(30000, 1.0f);
+    out->result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, sub, nullptr);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(sub));
+    rrCommDestroy(sub);
+  });
+  unsetenv("RR_ALGO");
+  unsetenv("RR_SAME_HOST");
+  unsetenv("RR_PIPELINE_DEPTH");
+  print(outcomes);
+  for (const Outcome& o : outcomes) {
+    EXPECT_EQ(o.result, rrInvalidUsage) << o.error;
+    EXPECT_TRUE(has(o, "chunks of 1250 elements, depth 4") && has(o, "chunks of 834 elements, depth 4")) << o.error;
+  }
 }
 
 // Recursive doubling's fold (forced: on one host small calls take the

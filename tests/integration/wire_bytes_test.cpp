@@ -49,7 +49,7 @@ RingPlace ring_place(rrComm_t comm) {
 // called the same thing (README, "Failures"; lib/comm/wire.hpp).
 uint64_t header_bytes_per_call() {
   if (g_size == 1) return 0;
-  return g_size == 2 ? 32 : 64;
+  return g_size == 2 ? 32 : 64;  // wire::kOpHeaderBytes each
 }
 
 TEST(ReduceScatterAndAllGather, EachSendsNMinusOneOverNOfTheData) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algo/halving_doubling.hpp"
+#include "algo/pipeline.hpp"
 #include "algo/recursive_doubling.hpp"
 #include "algo/ring.hpp"
 #include "algo/ring_order.hpp"
@@ -106,8 +107,9 @@ Result simulate_ring(const Machine& m, const Engine& e, size_t bytes, size_t ele
   const size_t count = bytes / elem;
   if (n <= 1 || count == 0) return result;
   const std::vector<int> order = ring_order(m, e);
-  const size_t chunk_elems = std::max<size_t>(1, e.chunk_bytes / elem);
-  // Each rank's schedule, as the engine makes it (comm/communicator.cpp run_ring).
+  // Each rank's chunk and schedule, as the engine makes them (comm/communicator.cpp run_ring).
+  const size_t chunk_elems = rr::algo::balanced_chunk_elems((count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n),
+                                                            std::max<size_t>(1, e.chunk_bytes / elem), e.pipeline_depth);
   std::vector<rr::algo::RingSchedule> schedule;
   schedule.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
