@@ -1,11 +1,14 @@
 #include "calls.hpp"
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "issued.hpp"
+#include "shapes.hpp"
 #include "values.hpp"
 
 namespace soak {
@@ -39,10 +42,30 @@ uint64_t Stats::calls() const {
   return total;
 }
 
+namespace {
+
+FailureHook failure_hook = nullptr;
+thread_local const Call* current_call = nullptr;
+
+}  // namespace
+
+void set_failure_hook(FailureHook hook) { failure_hook = hook; }
+
+void set_current_call(const Call* call) { current_call = call; }
+
 void die(const std::string& message) {
+  // Locked for good: whoever comes second waits here until the first exits.
+  static std::mutex first;
+  first.lock();
   std::fprintf(stderr, "soak: %s\n", message.c_str());
   std::fflush(stderr);
-  std::exit(1);
+  if (failure_hook) failure_hook(message, current_call);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // Not exit(): other threads may still be inside the engine (with
+  // --threads, or the engine's own), and static destructors running under
+  // them could turn a clean failure into a crash.
+  std::_Exit(1);
 }
 
 void learn_members(Comm* comm, int world_rank) {
@@ -364,36 +387,19 @@ void Runner::split_reversed(const Call& call) {
         ": rrCommDestroy of the 'reversed' communicator failed: " + rrGetLastError(churned.handle));
   }
   churned = Comm{};
-  if (rrCommSplit((*comms_)[kWorld].handle, 0, world_size_ - 1 - world_rank_, &churned.handle, nullptr) != rrSuccess) {
+  // Each remake a new shape, keyed by the call so every rank draws the same.
+  const Shape shape = draw_shape(seed_, kReversed, call.index, world_size_);
+  const rrConfig_t config = shape.config(world_rank_);
+  if (rrCommSplit((*comms_)[kWorld].handle, 0, world_size_ - 1 - world_rank_, &churned.handle,
+                  random_shapes_ ? &config : nullptr) != rrSuccess) {
     die("rank " + std::to_string(world_rank_) + ": call " + std::to_string(call.index) +
         ": rrCommSplit of a new 'reversed' communicator failed: " + rrGetLastError((*comms_)[kWorld].handle));
   }
   learn_members(&churned, world_rank_);
-}
-
-void Runner::run(const Batch& batch) {
-  std::vector<Issued> issued(batch.calls.size());
-  for (size_t i = 0; i < batch.calls.size(); ++i) {
-    const Call& k = batch.calls[i];
-    if (k.kind == Kind::kSplit) {
-      split_reversed(k);
-      continue;
-    }
-    issued[i].call = &k;
-    issued[i].comm = &(*comms_)[static_cast<size_t>(k.comm)];
-    prepare(issued[i]);
-    issue(issued[i]);
-  }
-  for (int position : batch.wait_order) {
-    Issued& c = issued[static_cast<size_t>(position)];
-    for (size_t request : c.wait_perm) wait(c, request);
-  }
-  for (size_t i = 0; i < batch.calls.size(); ++i) {
-    const Call& k = batch.calls[i];
-    KindCount& counted = stats_.kinds[static_cast<size_t>(k.kind)];
-    (k.async ? counted.async : counted.blocking) += 1;
-    counted.bytes += k.bytes;
-    if (k.kind != Kind::kSplit) check(issued[i]);
+  if (random_shapes_ && world_rank_ == 0) {
+    std::printf("soak: call %" PRIu64 ": communicator 'reversed' remade: %s\n", call.index,
+                shape.describe(churned.members).c_str());
+    std::fflush(stdout);
   }
 }
 

@@ -50,6 +50,11 @@ class Runner {
   // For the break-on-purpose check (--corrupt-reference CALL): the reference
   // of that call's first checked element is made wrong, so the check must fail.
   void corrupt_reference_of(uint64_t call) { corrupt_call_ = call; }
+  // --random-shapes: the churned communicator is remade with a drawn shape (shapes.hpp).
+  void use_random_shapes() { random_shapes_ = true; }
+  // --threads: a batch on several communicators is driven from one thread
+  // per communicator (run.cpp).
+  void use_threads() { threads_ = true; }
 
  // One call between its issue and its check (issued.hpp).
   struct Issued;
@@ -60,6 +65,10 @@ class Runner {
   void wait(Issued& c, size_t request);
   void check(Issued& c);
   void split_reversed(const Call& call);
+  // Issues the batch's calls on communicator `comm` (every one: kAllComms)
+  // in batch order, then waits for them in the batch's wait order.
+  static constexpr int kAllComms = -1;
+  void drive(const Batch& batch, std::vector<Issued>& issued, int comm);
 
   uint64_t seed_;
   int world_rank_;
@@ -69,10 +78,22 @@ class Runner {
   Stats stats_;
   uint64_t corrupt_call_ = UINT64_MAX;
   bool corrupted_ = false;
+  bool random_shapes_ = false;
+  bool threads_ = false;
 };
 
 // Fills the member map of a new communicator (one allgather of world ranks on it).
 void learn_members(Comm* comm, int world_rank);
+
+// What die() does after printing its message, before the rank exits:
+// soak_rank's one-line report (seed, call, replay command) and its dump of
+// every communicator. `call` is the drawn call the failing thread was in,
+// or null (setup, a control call, a sample).
+using FailureHook = void (*)(const std::string& message, const Call* call);
+void set_failure_hook(FailureHook hook);
+// Prints the message, runs the hook and ends the rank with status 1. From
+// several threads at once (with --threads every communicator times out at
+// about the same time) the first one reports, the others wait for the exit.
 [[noreturn]] void die(const std::string& message);
 
 }  // namespace soak

@@ -38,6 +38,10 @@ struct Block {
 };
 Block alltoallv_block(uint64_t detail, size_t count, int n, int from, int to);
 
+// The drawn call this thread is issuing, waiting for or checking, for die()'s
+// report (null between calls).
+void set_current_call(const Call* call);
+
 struct Runner::Issued {
   const Call* call = nullptr;
   Comm* comm = nullptr;

@@ -13,114 +13,74 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "calls.hpp"
+#include "options.hpp"
 #include "plan.hpp"
 #include "resources.hpp"
+#include "shapes.hpp"
+#include "values.hpp"
 #include "ringreduce/ringreduce.h"
 
 namespace soak {
 namespace {
-
-// RSS may wander by the allocator's caching of freed blocks and by pages the
-// engine touches once (pools, UCX's rendezvous buffers); a leak of a few
-// bytes per call over a million calls, or of one buffer per call, grows
-// past this.
-constexpr double kDefaultRssToleranceMiB = 8;
 
 // Batches between two control broadcasts from rank 0 (stop? sample?): the
 // ranks must agree when to stop and when to sample, so rank 0's clock
 // decides; 16 batches are at most a few hundred ms on a busy 2-core machine.
 constexpr uint64_t kControlPeriod = 16;
 
-constexpr const char kUsage[] =
-    "usage: rr-run -n N soak_rank [options]\n"
-    "  --seconds S            run for S seconds, warm-up included (default 60)\n"
-    "  --warmup-seconds S     resources are measured from the first sample after S seconds (default 10)\n"
-    "  --sample-seconds S     sample each rank's resources every S seconds (default 5)\n"
-    "  --seed N               the sequence of calls; the same on every rank (default 1)\n"
-    "  --max-bytes B          largest buffer of a call, per rank: 64M, 1G, 4096 (default 64M)\n"
-    "  --slots K              up to K calls in flight at once; slot 0 holds --max-bytes, the others 1/8 (default 4)\n"
-    "  --json FILE            write every rank's samples, calls per second and the verdict (rank 0 writes)\n"
-    "  --rss-tolerance-mib M  RSS may grow by M MiB after warm-up (default 8); open fds, threads,\n"
-    "                         files in /dev/shm and mapped shared-memory segments may not grow at all\n"
-    "  --no-shm-entries-check /dev/shm's file count is sampled but not required flat (a machine\n"
-    "                         where other jobs make or leave segments at the same time)\n"
-    "  --corrupt-reference C  make the reference of the first checked element of call C (or the next\n"
-    "                         call that checks one) wrong: the run must fail naming it (tests the check)\n"
-    "exit status: 0 every result right and nothing grew; 1 a wrong result, an engine error or growth; 2 usage\n";
+// After a failure the rank stays this long before it exits: its peers' calls
+// time out at about the same moment, and a launcher takes the whole job down
+// as soon as one rank exits, so this lets every rank print its own report
+// and dump.
+constexpr auto kFailureLinger = std::chrono::seconds(2);
 
-struct Options {
-  double seconds = 60;
-  double warmup_seconds = 10;
-  double sample_seconds = 5;
-  uint64_t seed = 1;
-  size_t max_bytes = size_t{64} << 20;
-  int slots = 4;
-  std::string json;
-  double rss_tolerance_mib = kDefaultRssToleranceMiB;
-  bool shm_entries_check = true;
-  uint64_t corrupt_call = UINT64_MAX;
-};
+// What the failure hook needs, set once in run().
+const Options* failing_options = nullptr;
+std::vector<Comm>* failing_comms = nullptr;
+int failing_rank = -1;
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "soak_rank: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-double parse_number(const char* name, const char* text) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(v >= 0)) usage_error(std::string(name) + " takes a number, not '" + text + "'");
-  return v;
-}
-
-size_t parse_bytes(const char* text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text) usage_error(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10, ++end;
-  else if (*end == 'M' || *end == 'm') shift = 20, ++end;
-  else if (*end == 'G' || *end == 'g') shift = 30, ++end;
-  if (*end != '\0') usage_error(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
-  return static_cast<size_t>(v) << shift;
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (a == "--no-shm-entries-check") {
-      o.shm_entries_check = false;
-      continue;
-    }
-    if (i + 1 >= argc) usage_error(a + " needs a value (or is not an option)");
-    const char* v = argv[++i];
-    if (a == "--seconds") o.seconds = parse_number("--seconds", v);
-    else if (a == "--warmup-seconds") o.warmup_seconds = parse_number("--warmup-seconds", v);
-    else if (a == "--sample-seconds") o.sample_seconds = parse_number("--sample-seconds", v);
-    else if (a == "--seed") o.seed = static_cast<uint64_t>(parse_number("--seed", v));
-    else if (a == "--max-bytes") o.max_bytes = parse_bytes(v);
-    else if (a == "--slots") o.slots = static_cast<int>(parse_number("--slots", v));
-    else if (a == "--json") o.json = v;
-    else if (a == "--rss-tolerance-mib") o.rss_tolerance_mib = parse_number("--rss-tolerance-mib", v);
-    else if (a == "--corrupt-reference") o.corrupt_call = static_cast<uint64_t>(parse_number("--corrupt-reference", v));
-    else usage_error("unknown option " + a);
+// The settings a replay needs besides the options: the engine's and UCX's.
+std::string engine_environment() {
+  std::string out;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "RR_", 3) == 0 || std::strncmp(*e, "UCX_", 4) == 0) out += std::string(out.empty() ? "" : " ") + *e;
   }
-  if (o.slots < 1 || o.slots > 16) usage_error("--slots takes 1..16");
-  if (o.warmup_seconds >= o.seconds) usage_error("--warmup-seconds must be less than --seconds");
-  if (o.sample_seconds <= 0) usage_error("--sample-seconds must be positive");
-  return o;
+  return out.empty() ? "none" : out;
+}
+
+// One line a person can act on (the seed, the call, how to draw the same
+// calls again), then this rank's view of every communicator it holds.
+void report_failure(const std::string& /*message*/, const Call* call) {
+  const Options& o = *failing_options;
+  std::string where = "outside a drawn call (setup, control or sample)";
+  if (call) {
+    where = "call " + std::to_string(call->index) + " (" + kind_name(call->kind);
+    if (!is_point_to_point(call->kind) && call->kind != Kind::kSplit) where += call->async ? " Async" : " blocking";
+    where += std::string(" on '") + comm_name(call->comm) + "', " + std::to_string(call->bytes) + " bytes)";
+  }
+  std::fprintf(stderr, "soak: FAILED: rank %d, seed %" PRIu64 ", %s; replay: soak_rank %s (environment: %s)\n",
+               failing_rank, o.seed, where.c_str(), replay_options(o).c_str(), engine_environment().c_str());
+  std::fflush(stderr);
+  for (int c = 0; c < static_cast<int>(failing_comms->size()); ++c) {
+    const rrComm_t handle = (*failing_comms)[static_cast<size_t>(c)].handle;
+    if (!handle) continue;  // the churned one between its destroy and its split
+    std::fprintf(stderr, "soak: rank %d: communicator '%s':\n", failing_rank, comm_name(c));
+    std::fflush(stderr);
+    rrCommDump(handle);
+  }
+  std::fflush(stderr);
+  std::this_thread::sleep_for(kFailureLinger);
 }
 
 void check(rrResult_t r, const char* what, rrComm_t comm) {
@@ -269,10 +229,33 @@ int run(const Options& o) {
   check(rrCommUserRank(comms[kWorld].handle, &rank), "rrCommUserRank", comms[kWorld].handle);
   check(rrCommCount(comms[kWorld].handle, &nranks), "rrCommCount", comms[kWorld].handle);
   rrComm_t world = comms[kWorld].handle;
-  check(rrCommSplit(world, 0, rank, &comms[kDup].handle, nullptr), "rrCommSplit (dup)", world);
-  check(rrCommSplit(world, 2 * rank < nranks ? 0 : 1, rank, &comms[kHalf].handle, nullptr), "rrCommSplit (half)", world);
-  check(rrCommSplit(world, 0, nranks - 1 - rank, &comms[kReversed].handle, nullptr), "rrCommSplit (reversed)", world);
+  failing_options = &o, failing_comms = &comms, failing_rank = rank;
+  set_failure_hook(report_failure);
+  // Split communicators take the engine's settings, or with --random-shapes
+  // a drawn chunk size and depth each.
+  std::vector<Shape> shapes(kNumComms);
+  auto split = [&](int comm, int color, int key) {
+    shapes[static_cast<size_t>(comm)] = draw_shape(o.seed, comm, 0, nranks);
+    const rrConfig_t config = shapes[static_cast<size_t>(comm)].config(rank);
+    check(rrCommSplit(world, color, key, &comms[static_cast<size_t>(comm)].handle, o.random_shapes ? &config : nullptr),
+          (std::string("rrCommSplit (") + comm_name(comm) + ")").c_str(), world);
+  };
+  split(kDup, 0, rank);
+  split(kHalf, 2 * rank < nranks ? 0 : 1, rank);
+  split(kReversed, 0, nranks - 1 - rank);
   for (Comm& c : comms) learn_members(&c, rank);
+  if (rank == 0 && (o.random_shapes || o.threads || o.idle_max_ms > 0)) {
+    std::printf("soak: fuzzer: seed %" PRIu64 ", idle pauses %s, communicators driven from %s\n", o.seed,
+                o.idle_max_ms > 0 ? ("of 0.." + std::to_string(std::lround(o.idle_max_ms)) + " ms after " +
+                                     std::to_string(std::lround(100 * o.idle_chance)) + "% of batches").c_str()
+                                  : "off",
+                o.threads ? "one thread each" : "this thread");
+    for (int c = kDup; c < kNumComms && o.random_shapes; ++c) {
+      std::printf("soak: communicator '%s' shape: %s\n", comm_name(c),
+                  shapes[static_cast<size_t>(c)].describe(comms[static_cast<size_t>(c)].members).c_str());
+    }
+    std::fflush(stdout);
+  }
 
   std::vector<Slot> slots = make_slots(o);
   PlanOptions plan;
@@ -282,6 +265,11 @@ int run(const Options& o) {
   Planner planner(plan);
   Runner runner(o.seed, rank, nranks, &comms, &slots);
   runner.corrupt_reference_of(o.corrupt_call);
+  if (o.random_shapes) runner.use_random_shapes();
+  if (o.threads) runner.use_threads();
+  // Pauses are this rank's own (the plan is everyone's): a rank idling
+  // while its peers go on is what leaves bytes it was to send unsent.
+  Rng idle(mix(o.seed ^ 0x49444c45ull) + static_cast<uint64_t>(rank));
 
   std::vector<Sample> samples;
   samples.reserve(static_cast<size_t>(o.seconds / o.sample_seconds) + 16);
@@ -308,6 +296,9 @@ int run(const Options& o) {
   double last_sample = 0;
   for (uint64_t batches = 1;; ++batches) {
     runner.run(planner.next());
+    if (o.idle_max_ms > 0 && idle.chance(o.idle_chance)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::llround(idle.unit() * o.idle_max_ms * 1000)));
+    }
     if (batches % kControlPeriod != 0) continue;
     // [0] stop, [1] sample, [2] warm-up ends: decided by rank 0's clock.
     int32_t control[3] = {0, 0, 0};
@@ -379,4 +370,4 @@ int run(const Options& o) {
 }  // namespace
 }  // namespace soak
 
-int main(int argc, char** argv) { return soak::run(soak::parse(argc, argv)); }
+int main(int argc, char** argv) { return soak::run(soak::parse_options(argc, argv)); }

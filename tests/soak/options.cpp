@@ -1,0 +1,138 @@
+#include "options.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace soak {
+
+namespace {
+
+constexpr const char kUsage[] =
+    "usage: rr-run -n N soak_rank [options]\n"
+    "  --seconds S            run for S seconds, warm-up included (default 60)\n"
+    "  --warmup-seconds S     resources are measured from the first sample after S seconds (default 10)\n"
+    "  --sample-seconds S     sample each rank's resources every S seconds (default 5)\n"
+    "  --seed N               the sequence of calls; the same on every rank (default 1)\n"
+    "  --max-bytes B          largest buffer of a call, per rank: 64M, 1G, 4096 (default 64M)\n"
+    "  --slots K              up to K calls in flight at once; slot 0 holds --max-bytes, the others 1/8 (default 4)\n"
+    "  --json FILE            write every rank's samples, calls per second and the verdict (rank 0 writes)\n"
+    "  --rss-tolerance-mib M  RSS may grow by M MiB after warm-up (default 8); open fds, threads,\n"
+    "                         files in /dev/shm and mapped shared-memory segments may not grow at all\n"
+    "  --no-shm-entries-check /dev/shm's file count is sampled but not required flat (a machine\n"
+    "                         where other jobs make or leave segments at the same time)\n"
+    "  --corrupt-reference C  make the reference of the first checked element of call C (or the next\n"
+    "                         call that checks one) wrong: the run must fail naming it (tests the check)\n"
+    "fuzzer (all off by default):\n"
+    "  --idle-max-ms M        after a batch, with chance --idle-chance, sleep 0..M ms; each rank draws its\n"
+    "                         own pauses (seeded by the seed and its rank), the calls stay the same on all\n"
+    "  --idle-chance P        how often a batch is followed by a pause (default 0.25)\n"
+    "  --random-shapes        each split communicator gets a chunk size (4 KiB..1 MiB, the same on every\n"
+    "                         rank) and a pipeline depth (1..16, sometimes a different one per rank) drawn\n"
+    "                         from the seed, remade with the churned communicator; rank 0 logs them\n"
+    "  --threads              a batch's calls on different communicators are issued and waited from one\n"
+    "                         thread per communicator, each in that communicator's program order\n"
+    "exit status: 0 every result right and nothing grew; 1 a wrong result, an engine error or growth; 2 usage\n";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "soak_rank: %s\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+double parse_number(const char* name, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(v >= 0)) usage_error(std::string(name) + " takes a number, not '" + text + "'");
+  return v;
+}
+
+// Integers that must survive exactly (a seed past 2^53 would not as a double).
+uint64_t parse_integer(const char* name, const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || text[0] == '-') {
+    usage_error(std::string(name) + " takes a whole number, not '" + text + "'");
+  }
+  return static_cast<uint64_t>(v);
+}
+
+size_t parse_bytes(const char* text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text) usage_error(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10, ++end;
+  else if (*end == 'M' || *end == 'm') shift = 20, ++end;
+  else if (*end == 'G' || *end == 'g') shift = 30, ++end;
+  if (*end != '\0') usage_error(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
+  return static_cast<size_t>(v) << shift;
+}
+
+// The shortest text that reads back as the same double.
+std::string number(double v) {
+  char text[64];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  return text;
+}
+
+}  // namespace
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (a == "--no-shm-entries-check") {
+      o.shm_entries_check = false;
+      continue;
+    }
+    if (a == "--random-shapes") {
+      o.random_shapes = true;
+      continue;
+    }
+    if (a == "--threads") {
+      o.threads = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage_error(a + " needs a value (or is not an option)");
+    const char* v = argv[++i];
+    if (a == "--seconds") o.seconds = parse_number("--seconds", v);
+    else if (a == "--warmup-seconds") o.warmup_seconds = parse_number("--warmup-seconds", v);
+    else if (a == "--sample-seconds") o.sample_seconds = parse_number("--sample-seconds", v);
+    else if (a == "--seed") o.seed = parse_integer("--seed", v);
+    else if (a == "--max-bytes") o.max_bytes = parse_bytes(v);
+    else if (a == "--slots") o.slots = static_cast<int>(parse_number("--slots", v));
+    else if (a == "--json") o.json = v;
+    else if (a == "--rss-tolerance-mib") o.rss_tolerance_mib = parse_number("--rss-tolerance-mib", v);
+    else if (a == "--corrupt-reference") o.corrupt_call = parse_integer("--corrupt-reference", v);
+    else if (a == "--idle-max-ms") o.idle_max_ms = parse_number("--idle-max-ms", v);
+    else if (a == "--idle-chance") o.idle_chance = parse_number("--idle-chance", v);
+    else usage_error("unknown option " + a);
+  }
+  if (o.slots < 1 || o.slots > 16) usage_error("--slots takes 1..16");
+  if (o.warmup_seconds >= o.seconds) usage_error("--warmup-seconds must be less than --seconds");
+  if (o.sample_seconds <= 0) usage_error("--sample-seconds must be positive");
+  if (o.idle_chance > 1) usage_error("--idle-chance takes a probability, 0..1");
+  return o;
+}
+
+std::string replay_options(const Options& o) {
+  std::string s = "--seconds " + number(o.seconds) + " --warmup-seconds " + number(o.warmup_seconds) +
+                  " --sample-seconds " + number(o.sample_seconds) + " --seed " + std::to_string(o.seed) +
+                  " --max-bytes " + std::to_string(o.max_bytes) + " --slots " + std::to_string(o.slots);
+  if (o.rss_tolerance_mib != kDefaultRssToleranceMiB) s += " --rss-tolerance-mib " + number(o.rss_tolerance_mib);
+  if (!o.shm_entries_check) s += " --no-shm-entries-check";
+  if (o.corrupt_call != UINT64_MAX) s += " --corrupt-reference " + std::to_string(o.corrupt_call);
+  if (o.idle_max_ms > 0) s += " --idle-max-ms " + number(o.idle_max_ms) + " --idle-chance " + number(o.idle_chance);
+  if (o.random_shapes) s += " --random-shapes";
+  if (o.threads) s += " --threads";
+  return s;
+}
+
+}  // namespace soak
