@@ -49,8 +49,10 @@ constexpr auto kFailureLinger = std::chrono::seconds(2);
 const Options* failing_options = nullptr;
 std::vector<Comm>* failing_comms = nullptr;
 int failing_rank = -1;
+std::string launch_environment;
 
-// The settings a replay needs besides the options: the engine's and UCX's.
+// The settings a replay needs besides the options: the engine's and UCX's,
+// read before init (the engine sets defaults of its own for UCX there).
 std::string engine_environment() {
   std::string out;
   for (char** e = environ; *e; ++e) {
@@ -70,7 +72,7 @@ void report_failure(const std::string& /*message*/, const Call* call) {
     where += std::string(" on '") + comm_name(call->comm) + "', " + std::to_string(call->bytes) + " bytes)";
   }
   std::fprintf(stderr, "soak: FAILED: rank %d, seed %" PRIu64 ", %s; replay: soak_rank %s (environment: %s)\n",
-               failing_rank, o.seed, where.c_str(), replay_options(o).c_str(), engine_environment().c_str());
+               failing_rank, o.seed, where.c_str(), replay_options(o).c_str(), launch_environment.c_str());
   std::fflush(stderr);
   for (int c = 0; c < static_cast<int>(failing_comms->size()); ++c) {
     const rrComm_t handle = (*failing_comms)[static_cast<size_t>(c)].handle;
@@ -222,6 +224,7 @@ void write_json(const Options& o, int nranks, const Report& r, const std::vector
 }
 
 int run(const Options& o) {
+  launch_environment = engine_environment();
   std::vector<Comm> comms(kNumComms);
   rrResult_t r = rrCommInitFromEnv(&comms[kWorld].handle);
   if (r != rrSuccess) die(std::string("rrCommInitFromEnv failed: ") + rrGetErrorString(r) + ": " + rrGetLastError(nullptr));
