@@ -53,10 +53,16 @@ std::string launch_environment;
 
 // The settings a replay needs besides the options: the engine's and UCX's,
 // read before init (the engine sets defaults of its own for UCX there).
+// Secrets stay out of the log (rr-run's RR_AUTH_TOKEN is made per job; a
+// replay gets its own).
 std::string engine_environment() {
   std::string out;
   for (char** e = environ; *e; ++e) {
-    if (std::strncmp(*e, "RR_", 3) == 0 || std::strncmp(*e, "UCX_", 4) == 0) out += std::string(out.empty() ? "" : " ") + *e;
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name.rfind("RR_", 0) != 0 && name.rfind("UCX_", 0) != 0) continue;
+    if (name.find("TOKEN") != std::string::npos || name.find("SECRET") != std::string::npos) continue;
+    out += (out.empty() ? "" : " ") + entry;
   }
   return out.empty() ? "none" : out;
 }
