@@ -8,6 +8,7 @@
 #include "algo/pipeline.hpp"
 #include "algo/ring.hpp"
 #include "algo/tree.hpp"
+#include "comm/idle_progress.hpp"
 #include "common/log.hpp"
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
@@ -33,6 +34,7 @@ Communicator::Communicator(int rank, int size, Settings settings,
       keepalive_(std::move(keepalive)) {}
 
 Communicator::~Communicator() {
+  idle_progress::remove(this);
   // Queued operations finish (or time out) before their transport goes.
   queue_.stop();
   // After a failure or an abort the transport is left as it is, unprogressed
@@ -102,6 +104,26 @@ Status Communicator::init() {
            exec::host_ranks(), exec::usable_cores());
   }
   return Status::Ok();
+}
+
+void Communicator::progress_while_idle(int* fd, bool* pending) {
+  *fd = -1;
+  *pending = false;
+  if (aborting() || expects_peer_loss_ || !broken_.ok()) return;
+  // Bounded: a transport that is never quiet still hands the turn back.
+  constexpr int kMaxRounds = 64;
+  for (int i = 0; i < kMaxRounds && transport_->progress(); ++i) {
+  }
+  switch (transport_->arm_events()) {
+    case transport::Transport::Arm::kArmed:
+      *fd = transport_->event_fd();
+      break;
+    case transport::Transport::Arm::kBusy:
+      *pending = true;
+      break;
+    case transport::Transport::Arm::kNoEvents:
+      break;
+  }
 }
 
 Status Communicator::enqueue_on_stream(const char* call, void* stream, int device,
@@ -345,8 +367,10 @@ Status Communicator::ring_shape(const char* name, size_t count, rrDataType_t dty
     if (largest_segment / balanced < kMaxColumns) chunk_elems = balanced;
     shape->depth = static_cast<uint8_t>(settings_.pipeline_depth);
   }
-  // A chunk holds at most 2^30 bytes (Settings::kMaxChunkBytes): its elements fit 32 bits.
-  shape->chunk_elems = static_cast<uint32_t>(chunk_elems);
+  // The cut, not the setting: ranks whose settings differ but cut alike
+  // (a segment of one chunk) agree. A chunk holds at most 2^30 bytes
+  // (Settings::kMaxChunkBytes): its elements fit 32 bits.
+  shape->chunk_elems = static_cast<uint32_t>(std::min(chunk_elems, largest_segment));
   return Status::Ok();
 }
 
@@ -384,23 +408,22 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
   const algo::AllreduceAlgo chosen = allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr);
   if (chosen == algo::AllreduceAlgo::kOneShot) {
     // Its publications carry the argument check.
-    return settle(
-        allreduce_one_shot(send, recv, count, dtype, op, call_header(wire::Collective::kAllReduce, count, dtype, op)));
+    return allreduce_one_shot(send, recv, count, dtype, op, call_header(wire::Collective::kAllReduce, count, dtype, op));
   }
   if (chosen == algo::AllreduceAlgo::kRecursiveDoubling) {
     // Its messages carry the argument check: no round trip before the data.
-    return settle(allreduce_recursive_doubling(send, recv, count, dtype, op,
-                                               call_header(wire::Collective::kAllReduce, count, dtype, op)));
+    return allreduce_recursive_doubling(send, recv, count, dtype, op,
+                                        call_header(wire::Collective::kAllReduce, count, dtype, op));
   }
   if (chosen == algo::AllreduceAlgo::kHalvingDoubling) {
     RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
-    return settle(allreduce_halving_doubling(send, recv, count, dtype, op));
+    return allreduce_halving_doubling(send, recv, count, dtype, op);
   }
   wire::RingShape shape;
   RR_RETURN_IF_ERROR(ring_shape("allreduce", count, dtype, reducer != nullptr, &shape));
   RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1, shape));
-  return settle(run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, shape, reducer,
-                         reduce_source));
+  return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, shape, reducer,
+                  reduce_source);
 }
 
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
@@ -416,7 +439,7 @@ Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcou
   wire::RingShape shape;
   RR_RETURN_IF_ERROR(ring_shape("reduce-scatter", count, dtype, false, &shape));
   RR_RETURN_IF_ERROR(agree(wire::Collective::kReduceScatter, recvcount, dtype, op, -1, shape));
-  return settle(run_ring("reduce-scatter", send, recv, count, dtype, op, -1, algo::RingPhases::kReduceScatter, shape));
+  return run_ring("reduce-scatter", send, recv, count, dtype, op, -1, algo::RingPhases::kReduceScatter, shape);
 }
 
 Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) {
@@ -431,7 +454,7 @@ Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, 
   wire::RingShape shape;
   RR_RETURN_IF_ERROR(ring_shape("all-gather", count, dtype, false, &shape));
   RR_RETURN_IF_ERROR(agree(wire::Collective::kAllGather, sendcount, dtype, rrSum, -1, shape));
-  return settle(run_ring("all-gather", send, recv, count, dtype, rrSum, -1, algo::RingPhases::kAllGather, shape));
+  return run_ring("all-gather", send, recv, count, dtype, rrSum, -1, algo::RingPhases::kAllGather, shape);
 }
 
 Status Communicator::check_peer(const char* what, const char* name, int peer) const {
@@ -467,7 +490,7 @@ Status Communicator::chain_shape(const char* name, size_t count, rrDataType_t dt
     return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
                            std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
   }
-  shape->chunk_elems = static_cast<uint32_t>(chunk_elems);
+  shape->chunk_elems = static_cast<uint32_t>(std::min(chunk_elems, count));  // the cut, as ring_shape()
   shape->depth = static_cast<uint8_t>(settings_.pipeline_depth);
   return Status::Ok();
 }
@@ -504,7 +527,7 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
   if (!by_tree) RR_RETURN_IF_ERROR(chain_shape("broadcast", count, dtype, &shape));
   RR_RETURN_IF_ERROR(agree(wire::Collective::kBroadcast, count, dtype, rrSum, root, shape));
   if (!by_tree) {
-    return settle(run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root, shape));
+    return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root, shape);
   }
   // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
   const algo::BinomialTree tree(size_, rank_, root);
@@ -517,7 +540,7 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   }
   for (int child : tree.children()) batch_->add_send(child, tag, recv, bytes);
-  return settle(run_batch(*batch_, name));
+  return run_batch(*batch_, name);
 }
 
 Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
@@ -533,7 +556,7 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   wire::RingShape shape;  // the chain's; none for the tree
   if (!by_tree) RR_RETURN_IF_ERROR(chain_shape("reduce", count, dtype, &shape));
   RR_RETURN_IF_ERROR(agree(wire::Collective::kReduce, count, dtype, op, root, shape));
-  if (!by_tree) return settle(run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root, shape));
+  if (!by_tree) return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root, shape);
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
   // Small: a binomial tree. Gather the children's partial results, add them
@@ -547,10 +570,10 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   for (size_t c = 0; c < children.size(); ++c) reduce::reduce(acc, acc, pool_.slot(c + 1), count, dtype, op);
   if (tree.parent() >= 0) {
     batch_->add_send(tree.parent(), tag, acc, bytes);
-    return settle(run_batch(*batch_, name));
+    return run_batch(*batch_, name);
   }
   reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, at the root
-  return settle(Status::Ok());  // the argument check's messages
+  return Status::Ok();
 }
 
 Status Communicator::barrier() {
@@ -563,9 +586,9 @@ Status Communicator::barrier() {
   if (size_ == 1) return Status::Ok();
   const wire::OpHeader header = call_header(wire::Collective::kBarrier, 0, rrUint8, rrSum);
   if (board_exec_ && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling) {
-    return settle(allreduce_one_shot(&token, &token, 1, rrUint8, rrMax, header));
+    return allreduce_one_shot(&token, &token, 1, rrUint8, rrMax, header);
   }
-  return settle(allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax, header));
+  return allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax, header);
 }
 
 Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {

@@ -164,6 +164,13 @@ class Communicator : public exec::Interrupt {
   // Every operation of this communicator runs through it (lib/api/ does so).
   OperationQueue& queue() { return queue_; }
 
+  // The idle-progress thread's round on this communicator, with its turn
+  // (comm/idle_progress.hpp): progresses the transport until it runs dry
+  // and arms it; *fd is then the descriptor to sleep on (-1: none), and
+  // *pending says that events wait already. Nothing once it failed or is
+  // aborting.
+  void progress_while_idle(int* fd, bool* pending);
+
   // A stream-ordered call (comm/stream_order.hpp): queues `body` after the
   // work enqueued on `stream` so far, and makes later work on the stream wait
   // for it; returns once it is queued. `device` is the buffers' GPU (-1: the
@@ -190,18 +197,6 @@ class Communicator : public exec::Interrupt {
 
  private:
   Status check_usable();
-  // Every public operation ends here (comm/flush.cpp): when `outcome` is
-  // ok, flushes what this rank sent since the last flush and waits, under
-  // the wait policy and a deadline of its own, until nothing of it needs
-  // this rank's progress any more (transport/transport.hpp, "flushing"), so
-  // that a call that returned success has delivered its bytes whatever the
-  // caller does next. A flush that fails or times out fails the operation.
-  // Without `block` it only looks: *settled is false while a flush is
-  // still under way (rrTest of a send).
-  Status settle(Status outcome, bool block = true, bool* settled = nullptr);
-  // settle()'s flush and wait, until `until`, ended early by `interrupt`
-  // (none: deaf to notices, as the greeting is).
-  Status flush_sends(exec::Clock::time_point until, exec::Interrupt* interrupt, bool block, bool* settled);
   // Exchanges this call's header with both ring neighbours and compares;
   // not ok, on this rank and (by notice) every other, when they differ. On
   // the same-host board when there is one, else through the transport.

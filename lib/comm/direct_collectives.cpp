@@ -43,7 +43,7 @@ Status Communicator::gather(const void* send, void* recv, size_t count, rrDataTy
       }
     }
   }
-  return settle(run_batch(*batch_, "gather #" + std::to_string(sequence_ - 1)));
+  return run_batch(*batch_, "gather #" + std::to_string(sequence_ - 1));
 }
 
 Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
@@ -65,7 +65,7 @@ Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataT
       }
     }
   }
-  return settle(run_batch(*batch_, "scatter #" + std::to_string(sequence_ - 1)));
+  return run_batch(*batch_, "scatter #" + std::to_string(sequence_ - 1));
 }
 
 Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype) {
@@ -84,7 +84,7 @@ Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDa
     batch_->add_recv(from, tag, out + static_cast<size_t>(from) * bytes, bytes);
     batch_->add_send(to, tag, in + static_cast<size_t>(to) * bytes, bytes);
   }
-  return settle(run_batch(*batch_, "all-to-all #" + std::to_string(sequence_ - 1)));
+  return run_batch(*batch_, "all-to-all #" + std::to_string(sequence_ - 1));
 }
 
 Status Communicator::agree_counts(const size_t* sendcounts, const size_t* recvcounts) {
@@ -152,7 +152,7 @@ Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, co
     batch_->add_send(static_cast<int>(to), tag, sendcounts[to] ? in + sdispls[to] * elem : nullptr,
                      sendcounts[to] * elem, true);
   }
-  return settle(run_batch(*batch_, "all-to-all-v #" + std::to_string(sequence_ - 1)));
+  return run_batch(*batch_, "all-to-all-v #" + std::to_string(sequence_ - 1));
 }
 
 }  // namespace rr

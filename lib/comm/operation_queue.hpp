@@ -10,7 +10,12 @@
 // queued collectives, but never runs while another operation does: the
 // transport is driven by one thread at a time. A point-to-point post that
 // finds an operation running (try_run) does not wait for it: the transport
-// queues it for the running operation's next progress (post_later).
+// queues it for the running operation's next progress (post_later). Between
+// calls, the idle-progress thread (comm/idle_progress.hpp) takes the turn
+// for a few microseconds at a time (run_if_idle): a blocking call that finds
+// it there waits it out instead of handing itself to the worker thread.
+
+#include <sched.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -51,7 +56,7 @@ class OperationQueue {
   template <typename Body>
   Status run(Body&& body, bool overtake = false) {
     // Nothing queued, nobody waiting to slip in: take the turn without the lock.
-    if (!overtake && queued_.load() == 0 && overtakers_.load() == 0 && take_turn()) {
+    if (!overtake && queued_.load() == 0 && overtakers_.load() == 0 && take_turn_past_idle_progress()) {
       Status status = run_guarded(body);
       give_turn();
       return status;
@@ -89,6 +94,25 @@ class OperationQueue {
     return true;
   }
 
+  // For the idle-progress thread: runs `body` now when nothing runs, waits
+  // or is queued, else returns false at once.
+  template <typename Body>
+  bool run_if_idle(Body&& body) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_ || !queue_.empty() || overtakers_.load() != 0) return false;
+      idle_progress_.store(true);  // before the turn: a caller that misses it then waits it out
+      if (!take_turn()) {
+        idle_progress_.store(false);
+        return false;
+      }
+    }
+    (void)run_guarded(body);
+    give_turn();
+    idle_progress_.store(false);  // after the turn: a caller waiting it out takes it
+    return true;
+  }
+
   // Queues `body` to run on the worker thread; returns at once.
   std::shared_ptr<AsyncOperation> enqueue(std::function<Status()> body);
   // Blocks until `op` ran; its result.
@@ -120,6 +144,15 @@ class OperationQueue {
     bool idle = false;
     return running_.compare_exchange_strong(idle, true);
   }
+  // take_turn(), waiting while the idle-progress thread holds the turn (a
+  // few microseconds); false when a call holds it.
+  bool take_turn_past_idle_progress() {
+    for (;;) {
+      if (take_turn()) return true;
+      if (!idle_progress_.load()) return false;
+      sched_yield();
+    }
+  }
   void give_turn() {
     running_.store(false);
     if (queued_.load() != 0 || overtakers_.load() != 0) {
@@ -146,6 +179,7 @@ class OperationQueue {
   std::atomic<bool> running_{false};  // the turn (take_turn / give_turn)
   bool stopping_ = false;
   std::atomic<int> overtakers_{0};  // threads waiting to slip point-to-point work in
+  std::atomic<bool> idle_progress_{false};  // the idle-progress thread has (or is taking) the turn
   std::thread worker_;
 };
 

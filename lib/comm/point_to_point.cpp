@@ -30,7 +30,7 @@ Status Communicator::point_to_point(bool is_send, void* buf, size_t count, rrDat
                         " (peer=" + std::to_string(peer) +
                         ") can only complete inside rrGroupStart/rrGroupEnd with its partner call");
   }
-  return settle(run_batch(batch, (is_send ? "send to rank " : "receive from rank ") + std::to_string(peer)));
+  return run_batch(batch, (is_send ? "send to rank " : "receive from rank ") + std::to_string(peer));
 }
 
 Status Communicator::flush_group() {
@@ -40,7 +40,7 @@ Status Communicator::flush_group() {
     group_->clear();  // nothing was posted: drop the queue
     return usable;
   }
-  return settle(run_batch(*group_, "group of " + std::to_string(group_->size()) + " sends and receives"));
+  return run_batch(*group_, "group of " + std::to_string(group_->size()) + " sends and receives");
 }
 
 Status Communicator::post_group() {
@@ -58,16 +58,13 @@ Status Communicator::post_group() {
 }
 
 Status Communicator::poll_group(bool* finished) {
-  // An empty group may still be flushing what it sent (below).
-  if (group_->size() == 0) return settle(Status::Ok(), /*block=*/false, finished);
+  *finished = group_->size() == 0;
+  if (*finished) return Status::Ok();
   Status status = group_->poll(group_name_, group_deadline_, this, finished);
   if (*finished || !status.ok()) {
     *finished = true;
     group_->clear();
   }
-  // Polled beside other communicators' groups (rrGroupEnd): a flush under
-  // way is looked at again at the next poll, not waited for here.
-  if (*finished && status.ok()) return settle(status, /*block=*/false, finished);
   return fail_operation(status);
 }
 
@@ -159,8 +156,7 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
     return RemoteError(describe_p2p(is_send, bytes, from, tag) + ": rank " + std::to_string(from) + " sent " +
                        std::to_string(done.bytes) + " bytes, expected " + std::to_string(bytes));
   }
-  // Finished once what it sent has left this rank too: a test looks again later.
-  return settle(Status::Ok(), block, finished);
+  return Status::Ok();
 }
 
 }  // namespace rr

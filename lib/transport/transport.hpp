@@ -83,18 +83,26 @@ class Transport {
   // Sleeps until the transport may have something to progress, at most timeout_ms.
   virtual void wait_for_events(int timeout_ms) = 0;
 
+  // For a thread that sleeps until an idle transport has something to do
+  // (comm/idle_progress.hpp), once progress() ran dry: kArmed when
+  // event_fd() turns readable at the next event, kBusy when events wait
+  // already (progress again), kNoEvents when it has no such descriptor.
+  enum class Arm { kArmed, kBusy, kNoEvents };
+  virtual Arm arm_events() { return Arm::kNoEvents; }
+  virtual int event_fd() const { return -1; }
+
   // A send is done once its buffer may be reused, which on some lanes comes
-  // before its bytes have left this process: UCX's TCP lane copies a send
-  // below its zero-copy threshold, reports it done, and keeps what the
-  // socket did not take for a later progress() of this transport. A caller
-  // that stops progressing it after the call returned (its next call is on
-  // another communicator, or it computes) would leave the peer waiting.
-  // Flushing moves everything sent since the last flush to where the peer
-  // takes it without this rank (the kernel's socket, the peer's shared
-  // memory): begin_flush() starts it on every peer sent to since the last
-  // one, flush_waiting_for() is a peer whose flush is still under way (-1
-  // once none is), and flush_failure() is not ok once one failed. Driven by
-  // progress(), on the thread that drives the transport.
+  // before all of its bytes have left this process: UCX's TCP lane copies a
+  // send below its zero-copy threshold, reports it done, and keeps what the
+  // socket did not take for a later progress() (which the idle-progress
+  // thread makes while no call does). A rank about to stop progressing
+  // for good (a failed one telling its peers why) flushes: begin_flush()
+  // starts moving everything sent since the last flush on its way,
+  // flush_waiting_for() is a peer whose flush is still under way (-1 once
+  // none is), and flush_failure() is not ok once one failed. Driven by
+  // progress(), on the thread that drives the transport. (On UCX's TCP lane
+  // a flush also waits for the peer's acknowledgment, which takes the peer's
+  // progress: bound the wait.)
   virtual bool has_unflushed() const { return false; }
   virtual Status begin_flush() { return Status::Ok(); }
   virtual int flush_waiting_for() const { return -1; }

@@ -87,12 +87,13 @@ TEST_F(Faults, MatchingCallsStillPassWithTheCheck) {
 
 // The ring exchanges the header with its neighbours before any data: forced
 // here (1000 floats would take recursive doubling by default). Its header
-// says how it cuts the call: on one host, a same-host slot (256 KiB) a chunk.
+// says how it cuts the call: on one host a same-host slot a chunk, here a
+// segment of 250 (251 for 1001 floats) in one.
 TEST_F(Faults, MismatchedCountOnTheRingIsReportedOnEveryRank) {
   setenv("RR_ALGO", "ring", 1);  // the forked ranks inherit it
   expect_mismatch(4, 1, [](rrComm_t c, float* d) { return rrAllReduce(d, d, 1001, rrFloat32, rrSum, c, nullptr); },
-                  "allreduce #0 (count=1000, dtype=float32, op=sum, chunks of 65536 elements)",
-                  "allreduce #0 (count=1001, dtype=float32, op=sum, chunks of 65536 elements)");
+                  "allreduce #0 (count=1000, dtype=float32, op=sum, chunks of 250 elements)",
+                  "allreduce #0 (count=1001, dtype=float32, op=sum, chunks of 251 elements)");
   unsetenv("RR_ALGO");
 }
 

@@ -6,8 +6,8 @@
 // waits in user space for the next progress of that communicator. Each test
 // makes the sender's next step something that does not progress it: a call
 // on another communicator, or an idle pause longer than the receiver's
-// timeout. Before the fix (Communicator::settle) every one of them hung
-// into the timeout.
+// timeout. Before the idle-progress thread (lib/comm/idle_progress.hpp)
+// each of them hung into the timeout.
 
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>

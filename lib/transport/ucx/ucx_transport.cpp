@@ -507,12 +507,7 @@ void UcxTransport::on_recv_done(void* request, ucs_status_t status, const ucp_ta
   done->bytes = status == UCS_OK ? info->length : 0;
   done->handle = nullptr;
   done->done = true;
-  if (done->peer >= 0) {
-    self->counters_[done->peer].received += done->bytes;
-    // A rendezvous receive answers its sender (UCX's acknowledgment), which
-    // may be held as a send's bytes are: the flush covers it.
-    if (matched) self->mark_unflushed(done->peer);
-  }
+  if (done->peer >= 0) self->counters_[done->peer].received += done->bytes;
   ucp_request_free(request);
 }
 
@@ -589,6 +584,13 @@ void UcxTransport::wait_for_events(int timeout_ms) {
     return;
   }
   (void)poll(wait_fds_.data(), wait_fds_.size(), timeout_ms);
+}
+
+Transport::Arm UcxTransport::arm_events() {
+  if (event_fd_ < 0) return Arm::kNoEvents;
+  const ucs_status_t status = ucp_worker_arm(worker_);
+  if (status == UCS_OK) return Arm::kArmed;
+  return status == UCS_ERR_BUSY ? Arm::kBusy : Arm::kNoEvents;
 }
 
 void UcxTransport::mark_dead(Peer& p) const {

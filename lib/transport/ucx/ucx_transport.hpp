@@ -47,6 +47,8 @@ class UcxTransport final : public Transport {
   void cancel_posted(Completion* pending) override;
   bool progress_posted() override;
   void wait_for_events(int timeout_ms) override;
+  Arm arm_events() override;
+  int event_fd() const override { return event_fd_; }
   // Per endpoint (ucp_ep_flush_nbx): a worker-wide flush completes at once
   // while sends wait for room in a shared-memory FIFO.
   bool has_unflushed() const override { return !unflushed_.empty(); }
@@ -104,7 +106,7 @@ class UcxTransport final : public Transport {
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);
   static void on_flush_done(void* request, ucs_status_t status, void* user_data);
-  // `peer` was sent to, or answered (a receive): flushed by the next begin_flush().
+  // `peer` was sent to: flushed by the next begin_flush().
   void mark_unflushed(int peer);
   // The first flush that failed: its peer (-1: none) and UCX's status.
   void note_flush_failure(int peer, ucs_status_t status);
