@@ -274,15 +274,17 @@ rrResult_t finish_request(const char* call, rrRequest_t request, bool block, int
     if (status && finished && s.ok()) *status = status_of(*request);
     // A failed or finished request is released; a pending one stays for the next test or wait.
     if (finished || !s.ok()) {
-      const bool in_flight = !request->operation && !request->done.done;
-      if (in_flight) {
+      // A transfer UCX may still hold is leaked rather than left dangling.
+      bool held = false;
+      if (!request->operation && !finished) {
+        // With the turn: between calls the idle-progress thread may complete it.
         (void)queue.run([&] {  // canceling cannot fail
-          comm->impl->transport().cancel(&request->done);
+          if (!request->done.done) comm->impl->transport().cancel(&request->done);
+          held = !request->done.done;
           return rr::Status::Ok();
         }, true);
       }
-      // A transfer UCX may still hold is leaked rather than left dangling.
-      if (take_if_live(request, true) && !(in_flight && !request->done.done)) delete request;
+      if (take_if_live(request, true) && !held) delete request;
     }
     return fail(comm, s);
   });

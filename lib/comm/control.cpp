@@ -80,7 +80,7 @@ void ControlChannel::tell_everyone(const wire::Notice& notice, std::chrono::mill
     for (const auto& done : sends_) pending |= !done.done;
     if (!pending && !flush_begun) {
       flush_begun = true;
-      (void)transport_->begin_flush();  // a peer it fails on is past telling
+      transport_->begin_flush();
     }
     if (!pending && transport_->flush_waiting_for() < 0) return;
     if (std::chrono::steady_clock::now() >= until) return;

@@ -95,18 +95,16 @@ class Transport {
   // before all of its bytes have left this process: UCX's TCP lane copies a
   // send below its zero-copy threshold, reports it done, and keeps what the
   // socket did not take for a later progress() (which the idle-progress
-  // thread makes while no call does). A rank about to stop progressing
-  // for good (a failed one telling its peers why) flushes: begin_flush()
-  // starts moving everything sent since the last flush on its way,
-  // flush_waiting_for() is a peer whose flush is still under way (-1 once
-  // none is), and flush_failure() is not ok once one failed. Driven by
-  // progress(), on the thread that drives the transport. (On UCX's TCP lane
-  // a flush also waits for the peer's acknowledgment, which takes the peer's
-  // progress: bound the wait.)
-  virtual bool has_unflushed() const { return false; }
-  virtual Status begin_flush() { return Status::Ok(); }
+  // thread makes while no call does). A rank about to stop progressing for
+  // good (a failed one telling its peers why) flushes: begin_flush() starts
+  // pushing out everything sent since the last flush, and
+  // flush_waiting_for() is a peer whose flush is still under way, -1 once
+  // none is (a flush that failed is over). Driven by progress(), on the
+  // thread that drives the transport. On UCX's TCP lane a flush also waits
+  // for the peer's acknowledgment, which takes the peer's progress: bound
+  // the wait.
+  virtual void begin_flush() {}
   virtual int flush_waiting_for() const { return -1; }
-  virtual Status flush_failure() const { return Status::Ok(); }
 
   // Sub-communicators: a fresh transport of the same kind for `size` ranks,
   // whose address (local_address) the caller exchanges and hands to connect().

@@ -424,71 +424,38 @@ void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_d
   ucp_request_free(request);
 }
 
-void UcxTransport::on_flush_done(void* request, ucs_status_t status, void* user_data) {
-  auto* p = static_cast<Peer*>(user_data);
-  --p->flushing;
-  if (status != UCS_OK) p->owner->note_flush_failure(p->rank, status);
+void UcxTransport::on_flush_done(void* request, ucs_status_t /*status*/, void* user_data) {
+  --static_cast<Peer*>(user_data)->flushing;  // failed or not, it is over
   ucp_request_free(request);
 }
 
-void UcxTransport::mark_unflushed(int peer) {
-  Peer& p = peers_[peer];
-  if (p.unflushed) return;
-  p.unflushed = true;
-  unflushed_.push_back(peer);
-}
-
-void UcxTransport::note_flush_failure(int peer, ucs_status_t status) {
-  if (flush_failed_peer_ >= 0) return;
-  flush_failed_peer_ = peer;
-  flush_failed_status_ = status;
-}
-
-Status UcxTransport::begin_flush() {
+void UcxTransport::begin_flush() {
   flushing_.erase(std::remove_if(flushing_.begin(), flushing_.end(), [&](int peer) { return peers_[peer].flushing == 0; }),
                   flushing_.end());
   for (int peer : unflushed_) {
     Peer& p = peers_[peer];
     p.unflushed = false;
-    if (!p.ep) continue;  // closed since: nothing of it is held
-    if (p.failure != UCS_OK) {
-      note_flush_failure(peer, p.failure);
-      continue;
-    }
+    if (!p.ep || p.failure != UCS_OK) continue;  // closed, or past reaching
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = &UcxTransport::on_flush_done;
     param.user_data = &p;
-    ++p.flushing;  // before the call: UCX may complete it inside
+    ++p.flushing;  // before the call, in case UCX completes it inside
     ucs_status_ptr_t request = ucp_ep_flush_nbx(p.ep, &param);
-    if (UCS_PTR_IS_ERR(request)) {
-      --p.flushing;
-      note_flush_failure(peer, UCS_PTR_STATUS(request));
-    } else if (request == nullptr) {
-      --p.flushing;  // nothing was held: the common case
-    } else if (p.flushing > 0 &&
-               std::find(flushing_.begin(), flushing_.end(), peer) == flushing_.end()) {
-      flushing_.push_back(peer);
+    if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+      --p.flushing;  // nothing was held, or it cannot be flushed
+      continue;
     }
+    if (std::find(flushing_.begin(), flushing_.end(), peer) == flushing_.end()) flushing_.push_back(peer);
   }
   unflushed_.clear();
-  return flush_failure();
 }
 
 int UcxTransport::flush_waiting_for() const {
-  while (!flushing_.empty() && peers_[flushing_.back()].flushing == 0) flushing_.pop_back();
   for (int peer : flushing_) {
     if (peers_[peer].flushing > 0) return peer;
   }
   return -1;
-}
-
-Status UcxTransport::flush_failure() const {
-  if (flush_failed_peer_ < 0) return Status::Ok();
-  Status alive = peer_status(flush_failed_peer_);
-  return RemoteError("sending to rank " + std::to_string(flush_failed_peer_) + " failed before its bytes left rank " +
-                     std::to_string(rank_) + ": " +
-                     (alive.ok() ? std::string(ucs_status_string(flush_failed_status_)) : alive.message()));
 }
 
 void UcxTransport::on_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
@@ -530,7 +497,10 @@ Status UcxTransport::post_send(int peer, uint64_t tag, const void* buf, size_t b
                        " failed: " + ucs_status_string(status));
   }
   counters_[peer].sent += bytes;
-  mark_unflushed(peer);
+  if (!peers_[peer].unflushed) {
+    peers_[peer].unflushed = true;
+    unflushed_.push_back(peer);
+  }
   if (request == nullptr) {
     done->done = true;
   } else if (!done->done) {

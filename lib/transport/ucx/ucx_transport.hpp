@@ -51,10 +51,8 @@ class UcxTransport final : public Transport {
   int event_fd() const override { return event_fd_; }
   // Per endpoint (ucp_ep_flush_nbx): a worker-wide flush completes at once
   // while sends wait for room in a shared-memory FIFO.
-  bool has_unflushed() const override { return !unflushed_.empty(); }
-  Status begin_flush() override;
+  void begin_flush() override;
   int flush_waiting_for() const override;
-  Status flush_failure() const override;
   // Registers [ptr, ptr + bytes) with UCX for the lifetime of this transport.
   Status register_memory(void* ptr, size_t bytes) override;
   void deregister_memory(void* ptr) override;
@@ -106,10 +104,6 @@ class UcxTransport final : public Transport {
   static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);
   static void on_flush_done(void* request, ucs_status_t status, void* user_data);
-  // `peer` was sent to: flushed by the next begin_flush().
-  void mark_unflushed(int peer);
-  // The first flush that failed: its peer (-1: none) and UCX's status.
-  void note_flush_failure(int peer, ucs_status_t status);
   static void on_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
                            void* user_data);
 
@@ -128,8 +122,6 @@ class UcxTransport final : public Transport {
   std::vector<Counters> counters_;
   std::vector<int> unflushed_;  // peers sent to since the last begin_flush(), once each
   mutable std::vector<int> flushing_;  // peers whose flush may be under way
-  int flush_failed_peer_ = -1;
-  ucs_status_t flush_failed_status_ = UCS_OK;
 };
 
 }  // namespace rr::transport
