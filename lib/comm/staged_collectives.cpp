@@ -223,17 +223,20 @@ Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Pl
 }
 
 Status StagedCollectives::run_now(const Plan& plan) {
-  // As a stream-ordered call (submit()), on a queue of its own.
+  // As a stream-ordered call (submit()), on the communicator's queue: its
+  // collectives take the communicator's turn, as every call does (between
+  // calls the idle-progress thread drives the transport).
   if (plan.segments == 0) return Status::Ok();
   Status failure;
   Submission submission;
   submission.failed = [&failure](const Status& cause, uint64_t) { failure = cause; };
-  Status status;
-  {
-    OperationQueue queue;
-    bool refused = false;
-    status = submit(queue, std::make_shared<const Plan>(plan), std::move(submission), &refused);
-  }  // the queue ran the host half (and any report of a failed issue)
+  OperationQueue& queue = comm_->queue();
+  bool refused = false;
+  Status status = submit(queue, std::make_shared<const Plan>(plan), std::move(submission), &refused);
+  // The host half (and any report of a failed issue) ran once an operation
+  // queued after them has.
+  auto drained = queue.enqueue([] { return Status::Ok(); });
+  (void)queue.wait(*drained);
   if (status.ok()) status = failure;
   // No copy may still touch the caller's buffers or a slot once the call
   // returns: wait for the end of each lane, also after a failed issue.

@@ -24,7 +24,7 @@
 // meanwhile: issuing blocks when a lane's queue is full, until the host half
 // released enough of it. submit() does both so on the communicator's queue,
 // for a stream-ordered call (comm/stream_order.hpp); run_now() does the
-// same on a queue of its own, and waits for the copies.
+// same and waits for the host half and the copies.
 //
 // The copies go through a memory::CopyEngine (CUDA streams, or host threads
 // in tests); the host collective is the Communicator's own, so each segment
@@ -174,8 +174,8 @@ class StagedCollectives {
   // after_issue failed (the host half stops where the issue did).
   Status submit(OperationQueue& queue, std::shared_ptr<const Plan> plan, Submission submission, bool* refused);
 
-  // Both halves, as submit() on a queue of its own; returns once no copy of
-  // the plan runs any more (also after a failure).
+  // Both halves, as submit() on the communicator's queue; returns once no
+  // copy of the plan runs any more (also after a failure).
   Status run_now(const Plan& plan);
 
   size_t segment_bytes() const { return segment_bytes_; }
