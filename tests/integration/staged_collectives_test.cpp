@@ -225,9 +225,10 @@ TEST(StagedAllReduce, SecondCallIssuedBeforeTheFirstRuns) {
     ASSERT_TRUE(staged.issue(first, first_count).ok());
     ASSERT_TRUE(staged.issue(second, second_count).ok());
     EXPECT_EQ(second_count, first_count + first.segments);
-    Status ran = staged.run(first, first_count);
+    // On the communicator's queue, as every call that drives its transport.
+    Status ran = g_comm->queue().run([&] { return staged.run(first, first_count); });
     ASSERT_TRUE(ran.ok()) << ran.message();
-    ran = staged.run(second, second_count);
+    ran = g_comm->queue().run([&] { return staged.run(second, second_count); });
     ASSERT_TRUE(ran.ok()) << ran.message();
     // A call without copies, issued after both: once it is done, so are theirs.
     ASSERT_TRUE(staged.run_now(StagedCollectives::host_call([] { return Status::Ok(); })).ok());
