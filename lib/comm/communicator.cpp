@@ -112,7 +112,7 @@ void Communicator::progress_while_idle(int* fd, bool* pending) {
   if (aborting() || expects_peer_loss_ || !broken_.ok()) return;
   // Bounded: a transport that is never quiet still hands the turn back.
   constexpr int kMaxRounds = 64;
-  for (int i = 0; i < kMaxRounds && transport_->progress(); ++i) {
+  for (int i = 0; i < kMaxRounds && transport_->progress_between_calls(); ++i) {
   }
   switch (transport_->arm_events()) {
     case transport::Transport::Arm::kArmed:

@@ -70,6 +70,18 @@ class Transport {
     if (has_later_.load(std::memory_order_acquire)) post_queued();
     return progress_posted();
   }
+  // progress() by the idle-progress thread, between calls. A peer that
+  // leaves now (UCX reports the endpoint of a peer that destroyed its
+  // communicator first as failed) has left after its last call, as far as
+  // this rank knows: the next call that needs it fails naming it, and
+  // closing still tears the transport down (expect_peer_loss()'s leaving it
+  // as it is is for a communicator that failed or aborted).
+  bool progress_between_calls() {
+    between_calls_ = true;
+    const bool moved = progress();
+    between_calls_ = false;
+    return moved;
+  }
 
   // For a thread that must not wait for the one driving the transport (a
   // point-to-point post beside a running collective): from any thread,
@@ -150,6 +162,7 @@ class Transport {
   uint64_t bytes_received(int peer) const { return counters(peer).received.load(std::memory_order_relaxed); }
 
  protected:
+  bool between_calls_ = false;  // inside progress_between_calls()
   virtual void cancel_posted(Completion* pending) = 0;
   virtual bool progress_posted() = 0;
   virtual std::string describe_posted_error(const Completion& c) const = 0;

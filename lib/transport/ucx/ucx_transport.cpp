@@ -184,23 +184,27 @@ UcxTransport::~UcxTransport() {
   for (Peer& p : peers_) {
     if (p.pidfd >= 0) close(p.pidfd);
   }
-  if (loss_noted_) {
+  if (abandon_at_close_) {
     // UCX 1.13 asserts (arbiter.c:36, in the CMA endpoint's cleanup) when
     // an endpoint to a peer that died or stopped is torn down with
     // transfers still queued, and aborts the process. After a loss (a peer
-    // gone, or this communicator failed or aborted: its notices have left
-    // already) the endpoints, worker and context are therefore left as they
-    // are until the process exits: nobody progresses them again, their
-    // shared memory is already unlinked, and UCX's error callbacks run only
-    // from a progress call.
+    // gone during a call, or this communicator failed or aborted: its
+    // notices have left already) the endpoints, worker and context are
+    // therefore left as they are until the process exits: nobody progresses
+    // them again, their shared memory is already unlinked, and UCX's error
+    // callbacks run only from a progress call.
     ucx_log::count_loss(-1);
     (void)remove_orphan_ucx_segments();  // what a dead peer left
     return;
   }
+  // A peer that left between calls (its endpoint failed: it closed first)
+  // is closed by force below, the others with a flush; nothing of theirs
+  // was queued, since every call had ended.
   close_endpoints();
   for (const auto& registration : registrations_) ucp_mem_unmap(context_, registration.second);
   if (worker_) ucp_worker_destroy(worker_);
   if (context_) ucp_cleanup(context_);
+  if (loss_noted_) ucx_log::count_loss(-1);
 }
 
 int UcxTransport::same_host_ranks() const {
@@ -214,6 +218,11 @@ void UcxTransport::note_loss() const {
   if (loss_noted_) return;
   loss_noted_ = true;
   ucx_log::count_loss(+1);
+}
+
+void UcxTransport::abandon_at_close() const {
+  abandon_at_close_ = true;
+  note_loss();
 }
 
 Status UcxTransport::connect(std::vector<std::vector<uint8_t>> addresses,
@@ -332,7 +341,11 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
 void UcxTransport::on_peer_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
   auto* p = static_cast<Peer*>(arg);
   p->failure = status;
-  p->owner->note_loss();
+  if (p->owner->between_calls_) {
+    p->owner->note_loss();
+  } else {
+    p->owner->abandon_at_close();
+  }
 }
 
 void UcxTransport::close_endpoints() {
@@ -565,7 +578,7 @@ Transport::Arm UcxTransport::arm_events() {
 
 void UcxTransport::mark_dead(Peer& p) const {
   p.failure = UCS_ERR_CONNECTION_RESET;
-  note_loss();
+  abandon_at_close();
   // A rank killed between creating a shared-memory segment and unlinking
   // it leaves the segment behind; it has released it by now.
   (void)remove_orphan_ucx_segments();

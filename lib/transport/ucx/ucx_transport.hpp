@@ -61,7 +61,7 @@ class UcxTransport final : public Transport {
   std::vector<int> host_of_ranks() const override { return host_of_ranks_; }
   std::vector<int> numa_of_ranks() const override { return numa_of_ranks_; }
   void set_close_timeout(std::chrono::milliseconds limit) override { close_timeout_ = limit; }
-  void expect_peer_loss() override { note_loss(); }
+  void expect_peer_loss() override { abandon_at_close(); }
   std::string describe_posted_error(const Completion& c) const override;
 
  protected:
@@ -90,6 +90,10 @@ class UcxTransport final : public Transport {
   // Once a peer has been lost (or may be): UCX's lines about it are expected.
   void note_loss() const;
   mutable bool loss_noted_ = false;
+  // ... and, unless it left between calls (progress_between_calls()), the
+  // transport is left as it is when it closes (~UcxTransport).
+  void abandon_at_close() const;
+  mutable bool abandon_at_close_ = false;
   // Whether same-host peers are reached through shared memory (learned from
   // the first same-host endpoint): then their endpoints take error mode NONE.
   std::vector<int> host_of_ranks_;  // by connect(): equal host identities, equal ints
