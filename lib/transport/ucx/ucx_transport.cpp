@@ -556,17 +556,16 @@ void UcxTransport::cancel_posted(Completion* pending) {
 bool UcxTransport::progress_posted() { return ucp_worker_progress(worker_) != 0; }
 
 void UcxTransport::wait_for_events(int timeout_ms) {
-  if (event_fd_ < 0) {
-    sched_yield();
-    return;
+  switch (arm_events()) {
+    case Arm::kBusy:
+      return;  // events are already waiting
+    case Arm::kNoEvents:
+      sched_yield();
+      return;
+    case Arm::kArmed:
+      (void)poll(wait_fds_.data(), wait_fds_.size(), timeout_ms);
+      return;
   }
-  ucs_status_t status = ucp_worker_arm(worker_);
-  if (status == UCS_ERR_BUSY) return;  // events are already waiting
-  if (status != UCS_OK) {
-    sched_yield();
-    return;
-  }
-  (void)poll(wait_fds_.data(), wait_fds_.size(), timeout_ms);
 }
 
 Transport::Arm UcxTransport::arm_events() {
