@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what ringreduce needs on Debian 12, then configures and builds it
-# in ./build. Safe to run again. Root or sudo is needed for apt-get only.
+# Installs what ringreduce needs on Debian 12, makes the project's Python
+# environment (.venv, scripts/setup-python.sh: torch from PyPI, about 3 GB),
+# then configures and builds it in ./build. Safe to run again. Root or sudo is
+# needed for apt-get only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,10 +11,10 @@ packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc
           iptables  # rr-net-bench --delay where the kernel has no netem (rr-delay-line's NFQUEUE rule)
           libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib
           clang libclang-rt-14-dev  # the fuzz suite: clang and its libFuzzer runtime
-          # the Python package (python/ringreduce), its torch.distributed
-          # backend and Dask bootstrapping, and their pytest suites
-          python3-dev pybind11-dev python3-numpy python3-pytest
-          python3-torch libtorch-dev python3-distributed)
+          # the project's Python environment (.venv: torch, numpy, pytest,
+          # dask, meson-python from python/requirements.lock) for the Python
+          # package, its torch.distributed backend and their pytest suites
+          python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,7 +27,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+scripts/setup-python.sh
+
+# The package and the torch backend are built for the environment's Python.
+interpreter="$PWD/.venv/bin/python"
 if [ ! -f build/build.ninja ]; then
-  meson setup build --buildtype=release
+  meson setup build --buildtype=release -Dpython_interpreter="$interpreter"
+elif ! meson introspect build --buildoptions | "$interpreter" -c '
+import json, sys
+opts = {o["name"]: o["value"] for o in json.load(sys.stdin)}
+sys.exit(opts.get("python_interpreter") != sys.argv[1])' "$interpreter"; then
+  meson configure build -Dpython_interpreter="$interpreter"
 fi
 ninja -C build

@@ -1,4 +1,4 @@
-"""torch.distributed backend "ringreduce".
+"""torch.distributed backend "ringreduce" (torch 2.x).
 
 Importing this module registers the backend (once; importing again is
 harmless)::
@@ -6,6 +6,9 @@ harmless)::
     import ringreduce.torch
     import torch.distributed as dist
     dist.init_process_group("ringreduce", init_method="env://")
+
+or for one device type beside another backend:
+``init_process_group("cpu:ringreduce,cuda:nccl")``.
 
 Every group (the default one and each ``new_group``) is one ringreduce
 communicator: its rank 0 makes a unique id (and serves the rendezvous), puts
@@ -22,23 +25,30 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import torch
 import torch.distributed as dist
 
 from ringreduce import _torch
 from ringreduce._torch import ProcessGroupRingreduce
 
-__all__ = ["ProcessGroupRingreduce", "BACKEND", "abort"]
+__all__ = ["ProcessGroupRingreduce", "BACKEND", "DEVICES", "abort", "backend_of"]
 
 #: The name to pass to ``init_process_group`` and ``new_group``.
 BACKEND = "ringreduce"
+
+#: The device types whose tensors this build of the backend takes: ("cpu",),
+#: and "cuda" where it was built against a CUDA toolkit of torch's CUDA
+#: version. torch itself refuses the others for a "ringreduce" group, naming
+#: the device type.
+DEVICES: tuple[str, ...] = tuple(_torch.DEVICES)
 
 # The key is per group: torch gives each group's creator a store prefixed
 # with the group's name.
 _UNIQUE_ID_KEY = "ringreduce/unique_id"
 
 
-def _create_process_group(store: Any, rank: int, size: int,
-                          timeout: datetime.timedelta) -> ProcessGroupRingreduce:
+def _create_backend(store: Any, rank: int, size: int,
+                    timeout: datetime.timedelta) -> ProcessGroupRingreduce:
     """torch's creator function: (store, group rank, group size, timeout)."""
     if rank == 0:
         unique_id = _torch.unique_id()
@@ -48,18 +58,49 @@ def _create_process_group(store: Any, rank: int, size: int,
     return ProcessGroupRingreduce(rank, size, bytes(unique_id), timeout)
 
 
+def backend_of(group: Any = None) -> ProcessGroupRingreduce:
+    """The ringreduce backend behind ``group`` (default: the default group).
+
+    ``group`` may be a ``ProcessGroup`` (what ``init_process_group`` and
+    ``new_group`` make), the backend itself, or torch's debug wrapper around
+    it (``TORCH_DISTRIBUTED_DEBUG=DETAIL`` wraps every plugin backend in a
+    ``_ProcessGroupWrapper``). Raises TypeError when no ringreduce backend is
+    behind it.
+    """
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    candidates = [pg]
+    if isinstance(pg, dist.ProcessGroup):
+        candidates = []
+        for device in DEVICES:
+            try:
+                candidates.append(pg._get_backend(torch.device(device)))
+            except RuntimeError:
+                continue  # no backend for this device type in the group
+    for backend in candidates:
+        # The debug wrapper keeps the real backend as wrapped_pg.
+        while backend is not None and not isinstance(backend, ProcessGroupRingreduce) \
+                and hasattr(backend, "wrapped_pg"):
+            backend = backend.wrapped_pg
+        if isinstance(backend, ProcessGroupRingreduce):
+            return backend
+    raise TypeError(f"ringreduce.torch: {pg!r} is not a ringreduce process group")
+
+
 def abort(group: Any = None) -> None:
-    """Ends ``group``'s communicator now (default: the default group).
+    """Ends ``group``'s ringreduce communicator now (default: the default group).
 
     Operations in flight on this rank fail at once; the peers' fail naming
     this rank instead of waiting out the timeout. The group must still be
-    destroyed (``destroy_process_group``) afterwards.
+    destroyed (``destroy_process_group``) afterwards. torch's own
+    ``ProcessGroup.abort()`` reaches the same call.
     """
-    pg = group if group is not None else dist.distributed_c10d._get_default_group()
-    if not isinstance(pg, ProcessGroupRingreduce):
-        raise TypeError(f"ringreduce.torch.abort: {pg!r} is not a ringreduce process group")
-    pg.abort()
+    backend_of(group).abort()
 
 
-if BACKEND.upper() not in dist.Backend._plugins:
-    dist.Backend.register_backend(BACKEND, _create_process_group)
+def _register() -> None:
+    if BACKEND.upper() in dist.Backend._plugins:
+        return
+    dist.Backend.register_backend(BACKEND, _create_backend, devices=list(DEVICES))
+
+
+_register()

@@ -1,4 +1,4 @@
-// ringreduce._torch: the ProcessGroup class that ringreduce.torch registers
+// ringreduce._torch: the c10d::Backend class that ringreduce.torch registers
 // as torch.distributed's backend "ringreduce", and the unique id it passes
 // through the group's store.
 
@@ -16,7 +16,7 @@ using ringreduce_torch::ProcessGroupRingreduce;
 
 PYBIND11_MODULE(_torch, m) {
   m.doc() = "ringreduce's torch.distributed backend (see ringreduce.torch)";
-  // c10d::ProcessGroup's Python type, the base class below.
+  // c10d::Backend's Python type, the base class below.
   py::module_::import("torch.distributed");
 
   // The backend's failures as ringreduce.Error subclasses, which are
@@ -31,6 +31,10 @@ PYBIND11_MODULE(_torch, m) {
     }
   });
 
+  // The device types this build takes tensors of: CUDA only where the
+  // backend was built against a toolkit of torch's CUDA version.
+  m.attr("DEVICES") = RR_TORCH_CUDA ? py::tuple(py::make_tuple("cpu", "cuda")) : py::tuple(py::make_tuple("cpu"));
+
   m.def(
       "unique_id",
       [] {
@@ -40,9 +44,9 @@ PYBIND11_MODULE(_torch, m) {
       },
       "A new unique id: this process serves the rendezvous of the communicator it names.");
 
-  py::class_<ProcessGroupRingreduce, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupRingreduce>>(
+  py::class_<ProcessGroupRingreduce, c10d::Backend, c10::intrusive_ptr<ProcessGroupRingreduce>>(
       m, "ProcessGroupRingreduce",
-      "torch.distributed's backend 'ringreduce': a c10d ProcessGroup over one ringreduce communicator.")
+      "torch.distributed's backend 'ringreduce': a c10d Backend over one ringreduce communicator.")
       .def(py::init([](int rank, int size, const std::string& unique_id, std::chrono::milliseconds timeout) {
              if (unique_id.size() != RR_UNIQUE_ID_BYTES) {
                throw ringreduce_torch::invalid_argument("init", "unique_id has " + std::to_string(unique_id.size()) +
@@ -58,6 +62,9 @@ PYBIND11_MODULE(_torch, m) {
            "Joins the communicator named by unique_id (made by group rank 0); timeout bounds every operation.")
       .def("abort", &ProcessGroupRingreduce::abort, py::call_guard<py::gil_scoped_release>(),
            "Ends the communicator now: operations in flight fail here at once, and at the peers naming this rank.")
+      .def("shutdown", &ProcessGroupRingreduce::shutdown, py::call_guard<py::gil_scoped_release>(),
+           "What destroy_process_group calls: destroys the communicator, or aborts it when operations are still "
+           "in flight, and waits for every Work to end.")
       .def("async_error",
            [](ProcessGroupRingreduce& pg) { return static_cast<int>(pg.async_error()); },
            "rrCommGetAsyncError: 0 while the communicator is healthy, else the result code that broke it.");

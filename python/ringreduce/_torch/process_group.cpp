@@ -14,29 +14,6 @@ namespace ringreduce_torch {
 
 namespace {
 
-void check_root_tensor(const char* op_name, int64_t root_tensor) {
-  if (root_tensor != 0) {
-    throw invalid_argument(op_name,
-                           "rootTensor=" + std::to_string(root_tensor) + " is out of range for one tensor per process");
-  }
-}
-
-void check_count(const char* op_name, const char* what, size_t got, size_t expected) {
-  if (got != expected) {
-    throw invalid_argument(op_name, std::string(what) + " holds " + std::to_string(got) + " entries, expected " +
-                                        std::to_string(expected));
-  }
-}
-
-void check_same_dtype(const char* op_name, const at::Tensor& output, const at::Tensor& input) {
-  check_cpu_dense(op_name, output);
-  check_cpu_dense(op_name, input);
-  if (output.scalar_type() != input.scalar_type()) {
-    throw invalid_argument(op_name, "output dtype " + std::string(c10::toString(output.scalar_type())) +
-                                        " differs from input dtype " + c10::toString(input.scalar_type()));
-  }
-}
-
 // Element counts and displacements of all-to-all's blocks along dim 0: from
 // `split_sizes` (rows per peer), or equal blocks when it is empty.
 struct Blocks {
@@ -89,16 +66,11 @@ Blocks blocks_of_list(const std::vector<at::Tensor>& tensors) {
   return b;
 }
 
-std::function<void()> copy_back_if_needed(const Staged& s) {
-  if (!s.needs_copy_back()) return nullptr;
-  return [s] { copy_back({s}); };
-}
-
 }  // namespace
 
 ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id,
                                                std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : c10d::Backend(rank, size) {
   rrConfig_t config = RR_CONFIG_INITIALIZER;
   config.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
   check_result(rrCommInitRankConfig(&comm_, size, unique_id, rank, &config), "init");
@@ -106,13 +78,36 @@ ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqu
   init();
 }
 
-ProcessGroupRingreduce::~ProcessGroupRingreduce() {
-  // The last reference may go from Python (the group's object) or from a
-  // thread that holds the GIL: waiting for the Completer with it held would
-  // stop future callbacks that need it.
+ProcessGroupRingreduce::~ProcessGroupRingreduce() { shutdown(); }
+
+void ProcessGroupRingreduce::abort() {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  if (state_ != State::kOpen) return;
+  state_ = State::kAborted;
+  (void)rrCommAbort(comm_);
+}
+
+void ProcessGroupRingreduce::shutdown() {
+  // Called from Python (destroy_process_group), from the destructor (the
+  // last reference may go on a thread that holds the GIL) or from a future's
+  // callback: waiting for the Completer with the GIL held would stop future
+  // callbacks that need it.
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
-  completer_.reset();
+  bool destroy = false;
+  {
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    if (!completer_) return;  // shut down already
+    if (state_ == State::kOpen) {
+      if (completer_->idle() && !p2p_pending()) {
+        destroy = true;
+      } else {
+        (void)rrCommAbort(comm_);  // what is in flight may never end otherwise
+      }
+    }
+    state_ = State::kShutDown;
+  }
+  completer_.reset();  // runs every collective already issued to its end
   std::vector<std::shared_ptr<PointToPoint>> in_flight;
   {
     std::lock_guard<std::mutex> lock(p2p_mutex_);
@@ -122,44 +117,32 @@ ProcessGroupRingreduce::~ProcessGroupRingreduce() {
     // A transfer may still read or write its tensor; a Work still held
     // learns the outcome from the state.
     std::lock_guard<std::mutex> lock(p->mutex);
-    p->advance_locked(/*block=*/true, "destroy");
+    p->advance_locked(/*block=*/true, "shutdown");
   }
-  if (!aborted_) (void)rrCommDestroy(comm_);
+  if (destroy) (void)rrCommDestroy(comm_);
 }
 
-void ProcessGroupRingreduce::abort() {
-  std::lock_guard<std::mutex> lock(issue_mutex_);
-  if (aborted_) return;
-  aborted_ = true;
-  (void)rrCommAbort(comm_);
+bool ProcessGroupRingreduce::p2p_pending() {
+  std::lock_guard<std::mutex> lock(p2p_mutex_);
+  return std::any_of(p2p_in_flight_.begin(), p2p_in_flight_.end(),
+                     [](const std::shared_ptr<PointToPoint>& p) { return !p->ended.load(std::memory_order_acquire); });
 }
 
 rrResult_t ProcessGroupRingreduce::async_error() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
-  if (aborted_) return rrInvalidUsage;
+  if (state_ != State::kOpen) return rrInvalidUsage;
   rrResult_t error = rrSuccess;
   check_result(rrCommGetAsyncError(comm_, &error), "async_error");
   return error;
 }
 
 void ProcessGroupRingreduce::check_open(const char* op_name) const {
-  if (aborted_) throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name + ": the process group was aborted");
-}
-
-template <typename Issue>
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType type, const char* op_name,
-                                                                  std::vector<at::Tensor> outputs,
-                                                                  std::vector<at::Tensor> keep_alive,
-                                                                  std::function<void()> on_success, Issue&& issue) {
-  auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, std::move(outputs), std::move(keep_alive),
-                                                  std::move(on_success));
-  std::lock_guard<std::mutex> lock(issue_mutex_);
-  check_open(op_name);
-  rrRequest_t request = nullptr;
-  check_result(issue(&request), op_name);
-  work->set_request(request);
-  completer_->add(work);
-  return work;
+  if (state_ == State::kAborted) {
+    throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name + ": the process group was aborted");
+  }
+  if (state_ == State::kShutDown) {
+    throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name + ": the process group was shut down");
+  }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at::Tensor>& tensors,
@@ -173,7 +156,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   const rrDataType_t dtype = engine_dtype(kOp, s.engine);
   void* buf = s.engine.data_ptr();
   const size_t count = s.engine.numel();
-  return collective(c10d::OpType::BROADCAST, kOp, tensors, {s.engine}, copy_back_if_needed(s),
+  return collective(c10d::OpType::BROADCAST, kOp, "ringreduce:broadcast", tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrBroadcastAsync(buf, buf, count, dtype, root, comm_, r); });
 }
 
@@ -186,23 +169,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = s.engine.numel();
-  return collective(c10d::OpType::ALLREDUCE, kOp, tensors, {s.engine}, copy_back_if_needed(s),
-                    [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
-    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  static constexpr const char* kOp = "allreduce_coalesced";
-  if (tensors.empty()) throw invalid_argument(kOp, "the tensor list is empty");
-  check_like(kOp, tensors[0], tensors, /*same_shape=*/false);
-  const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
-  const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
-  at::Tensor flat = flatten(tensors);
-  void* buf = flat.data_ptr();
-  const size_t count = flat.numel();
-  std::vector<at::Tensor> outputs = tensors;
-  return collective(c10d::OpType::ALLREDUCE_COALESCED, kOp, tensors, {flat},
-                    [flat, outputs] { copy_out(flat, outputs); },
+  return collective(c10d::OpType::ALLREDUCE, kOp, "ringreduce:all_reduce", tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
 }
 
@@ -218,7 +185,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = s.engine.numel();
-  return collective(c10d::OpType::REDUCE, kOp, tensors, {s.engine}, copy_back_if_needed(s),
+  return collective(c10d::OpType::REDUCE, kOp, "ringreduce:reduce", tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrReduceAsync(buf, buf, count, dtype, op, root, comm_, r); });
 }
 
@@ -237,7 +204,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   const void* send = in.engine.data_ptr();
   void* recv = flat.data_ptr();
   const size_t count = in.engine.numel();
-  return collective(c10d::OpType::ALLGATHER, kOp, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
+  return collective(c10d::OpType::ALLGATHER, kOp, "ringreduce:all_gather", inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
 }
 
@@ -256,42 +223,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = in.engine.numel();
-  return collective(c10d::OpType::_ALLGATHER_BASE, kOp, {output}, {in.engine, out.engine},
+  return collective(c10d::OpType::_ALLGATHER_BASE, kOp, "ringreduce:all_gather_into_tensor", {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
-    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
-  static constexpr const char* kOp = "allgather_coalesced";
-  if (inputs.empty()) throw invalid_argument(kOp, "the input list is empty");
-  check_like(kOp, inputs[0], inputs, /*same_shape=*/false);
-  check_count(kOp, "the output list of lists", outputs.size(), size_);
-  for (const auto& per_rank : outputs) {
-    check_count(kOp, "an output list", per_rank.size(), inputs.size());
-    check_like(kOp, inputs[0], per_rank, /*same_shape=*/false);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (per_rank[i].numel() != inputs[i].numel()) {
-        throw invalid_argument(kOp, "output tensor " + std::to_string(i) + " has " +
-                                        std::to_string(per_rank[i].numel()) + " elements, input " + std::to_string(i) +
-                                        " has " + std::to_string(inputs[i].numel()));
-      }
-    }
-  }
-  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
-  at::Tensor flat_in = flatten(inputs);
-  const int64_t n = flat_in.numel();
-  at::Tensor flat_out = at::empty({n * size_}, flat_in.options());
-  std::vector<std::vector<at::Tensor>> out = outputs;
-  std::vector<at::Tensor> all;
-  for (const auto& per_rank : outputs) all.insert(all.end(), per_rank.begin(), per_rank.end());
-  const void* send = flat_in.data_ptr();
-  void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::ALLGATHER_COALESCED, kOp, all, {flat_in, flat_out},
-                    [flat_out, out, n] {
-                      for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
-                    },
-                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, n, dtype, comm_, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -322,7 +256,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   const size_t count = in.engine.numel();
   std::vector<at::Tensor> keep{in.engine};
   if (flat.defined()) keep.push_back(flat);
-  return collective(c10d::OpType::GATHER, kOp, out, keep, on_success,
+  return collective(c10d::OpType::GATHER, kOp, "ringreduce:gather", inputs, out, keep, on_success,
                     [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
 }
 
@@ -350,7 +284,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   const size_t count = out.engine.numel();
   std::vector<at::Tensor> keep{out.engine};
   if (flat.defined()) keep.push_back(flat);
-  return collective(c10d::OpType::SCATTER, kOp, outputs, keep, copy_back_if_needed(out),
+  return collective(c10d::OpType::SCATTER, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrScatterAsync(send, recv, count, dtype, root, comm_, r); });
 }
 
@@ -369,7 +303,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   const void* send = flat.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = out.engine.numel();
-  return collective(c10d::OpType::REDUCE_SCATTER, kOp, outputs, {flat, out.engine}, copy_back_if_needed(out),
+  return collective(c10d::OpType::REDUCE_SCATTER, kOp, "ringreduce:reduce_scatter", inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
 
@@ -389,7 +323,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = out.engine.numel();
-  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, kOp, {output}, {in.engine, out.engine},
+  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, kOp, "ringreduce:reduce_scatter_tensor", {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
@@ -407,7 +341,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor&
   Staged out = stage(output, false);
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
-  return collective(c10d::OpType::ALLTOALL_BASE, kOp, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
+  return collective(c10d::OpType::ALLTOALL_BASE, kOp, "ringreduce:all_to_all_single", {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) {
                       return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
                                               recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
@@ -430,7 +364,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::
   std::vector<at::Tensor> out = outputs;
   const void* send = flat_in.data_ptr();
   void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::ALLTOALL, kOp, outputs, {flat_in, flat_out},
+  return collective(c10d::OpType::ALLTOALL, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
                     [flat_out, out] { copy_out(flat_out, out); },
                     [&](rrRequest_t* r) {
                       return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
@@ -439,7 +373,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions&) {
-  return collective(c10d::OpType::BARRIER, "barrier", {}, {}, nullptr,
+  return collective(c10d::OpType::BARRIER, "barrier", "ringreduce:barrier", {}, {}, {}, nullptr,
                     [&](rrRequest_t* r) { return rrBarrierAsync(comm_, r); });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // ProcessGroupRingreduce: torch.distributed's backend "ringreduce", a
-// c10d::ProcessGroup over one ringreduce communicator. It is a client of the
+// c10d::Backend over one ringreduce communicator (torch 2.x: a ProcessGroup
+// holds one Backend per device type; this is the one for "cpu"). It is a client of the
 // public C API only, as any framework that embeds ringreduce is.
 //
 // Every operation checks its arguments first (throwing with the operation's
@@ -10,7 +11,7 @@
 // order, a Completer thread completes them. Sends and receives are posted at
 // once and finish in any order.
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <chrono>
 #include <memory>
@@ -20,24 +21,31 @@
 
 #include <ringreduce/ringreduce.h>
 
+#include "errors.hpp"
 #include "work.hpp"
 
 namespace ringreduce_torch {
 
-class ProcessGroupRingreduce : public c10d::ProcessGroup {
+class ProcessGroupRingreduce : public c10d::Backend {
  public:
   // Joins the communicator of `unique_id` (made by group rank 0 with
   // rrGetUniqueId); `timeout` is every operation's deadline in the engine.
   ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id, std::chrono::milliseconds timeout);
-  // Runs every issued collective to its end, waits for sends and receives
-  // still in flight, then destroys the communicator (unless aborted).
+  // shutdown(), unless it ran already.
   ~ProcessGroupRingreduce() override;
 
   const std::string getBackendName() const override { return "ringreduce"; }
 
   // Ends the communicator now (rrCommAbort): operations in flight here fail
-  // at once, and the peers' fail naming this rank.
-  void abort();
+  // at once, and the peers' fail naming this rank. torch calls it from
+  // ProcessGroup.abort() (_abort_process_group, fault-tolerance libraries).
+  void abort() override;
+  // What destroy_process_group calls: with nothing in flight, the
+  // communicator is destroyed in order (rrCommDestroy); with operations still
+  // in flight (a peer that died, a collective the peers never joined) it is
+  // aborted instead, so that shutdown returns at once and they fail. Then
+  // waits for every Work to end. Later operations raise.
+  void shutdown() override;
   // rrCommGetAsyncError: rrSuccess while healthy, else what broke the
   // communicator (rrInvalidUsage once aborted).
   rrResult_t async_error();
@@ -57,6 +65,9 @@ class ProcessGroupRingreduce : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
@@ -67,6 +78,9 @@ class ProcessGroupRingreduce : public c10d::ProcessGroup {
                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                std::vector<int64_t>& output_split_sizes,
                                                std::vector<int64_t>& input_split_sizes,
@@ -82,20 +96,48 @@ class ProcessGroupRingreduce : public c10d::ProcessGroup {
   // One engine call: `issue` makes it (an ...Async call that writes the
   // request), under the issue lock so that the Completer's line is the
   // engine's order. A failed issue throws here, with the engine's text.
+  // `profile` names it in torch.profiler traces ("ringreduce:all_reduce"),
+  // with `inputs`' shapes.
   template <typename Issue>
-  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* op_name, std::vector<at::Tensor> outputs,
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* op_name, const char* profile,
+                                            const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
                                             std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
                                             Issue&& issue);
   c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, const char* op_name, at::Tensor& tensor,
                                                 int peer, int tag);
   void check_open(const char* op_name) const;
+  // True while a send or receive has not ended.
+  bool p2p_pending();
+
+  // The communicator's state: open, then aborted or shut down (destroyed, or
+  // aborted by shutdown). Guarded by issue_mutex_.
+  enum class State { kOpen, kAborted, kShutDown };
 
   rrComm_t comm_ = nullptr;
-  bool aborted_ = false;
+  State state_ = State::kOpen;
   std::mutex issue_mutex_;
   std::unique_ptr<Completer> completer_;
   std::mutex p2p_mutex_;
   std::vector<std::shared_ptr<PointToPoint>> p2p_in_flight_;
 };
+
+// Defined here: the coalesced forms (coalesced.cpp) issue through it too.
+template <typename Issue>
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType type, const char* op_name,
+                                                                  const char* profile,
+                                                                  const std::vector<at::Tensor>& inputs,
+                                                                  std::vector<at::Tensor> outputs,
+                                                                  std::vector<at::Tensor> keep_alive,
+                                                                  std::function<void()> on_success, Issue&& issue) {
+  auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
+                                                  std::move(keep_alive), std::move(on_success));
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  check_open(op_name);
+  rrRequest_t request = nullptr;
+  check_result(issue(&request), op_name);
+  work->set_request(request);
+  completer_->add(work);
+  return work;
+}
 
 }  // namespace ringreduce_torch

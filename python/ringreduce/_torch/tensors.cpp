@@ -61,8 +61,8 @@ void check_cpu_dense(const char* op_name, const at::Tensor& tensor) {
   }
   if (!tensor.device().is_cpu()) {
     throw invalid_argument(op_name, std::string("tensors on device ") + tensor.device().str() +
-                                        " are not supported yet (CPU tensors are; the GPU path is "
-                                        "not proven on a GPU)");
+                                        " are not supported by this build of the backend, which takes CPU "
+                                        "tensors (ringreduce.torch.DEVICES says which; README: CUDA tensors)");
   }
   if (tensor.layout() != at::kStrided) {
     throw invalid_argument(op_name,
@@ -112,6 +112,35 @@ void copy_back(const std::vector<Staged>& staged) {
     if (s.needs_copy_back()) s.user.copy_(s.engine);
   }
 }
+
+void check_root_tensor(const char* op_name, int64_t root_tensor) {
+  if (root_tensor != 0) {
+    throw invalid_argument(op_name,
+                           "rootTensor=" + std::to_string(root_tensor) + " is out of range for one tensor per process");
+  }
+}
+
+void check_count(const char* op_name, const char* what, size_t got, size_t expected) {
+  if (got != expected) {
+    throw invalid_argument(op_name, std::string(what) + " holds " + std::to_string(got) + " entries, expected " +
+                                        std::to_string(expected));
+  }
+}
+
+void check_same_dtype(const char* op_name, const at::Tensor& output, const at::Tensor& input) {
+  check_cpu_dense(op_name, output);
+  check_cpu_dense(op_name, input);
+  if (output.scalar_type() != input.scalar_type()) {
+    throw invalid_argument(op_name, "output dtype " + std::string(c10::toString(output.scalar_type())) +
+                                        " differs from input dtype " + c10::toString(input.scalar_type()));
+  }
+}
+
+std::function<void()> copy_back_if_needed(const Staged& s) {
+  if (!s.needs_copy_back()) return nullptr;
+  return [s] { copy_back({s}); };
+}
+
 
 int64_t total_numel(const std::vector<at::Tensor>& tensors) {
   int64_t n = 0;

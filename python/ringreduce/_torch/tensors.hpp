@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ void check_single(const char* op_name, const std::vector<at::Tensor>& tensors);
 void check_like(const char* op_name, const at::Tensor& like, const std::vector<at::Tensor>& tensors,
                 bool same_shape);
 void check_rank(const char* op_name, const char* what, int64_t rank, int size);
+// Throws unless rootTensor is 0 (one tensor per process).
+void check_root_tensor(const char* op_name, int64_t root_tensor);
+// Throws unless a list (`what`) holds `expected` entries.
+void check_count(const char* op_name, const char* what, size_t got, size_t expected);
+// Throws unless both are CPU dense tensors of one dtype.
+void check_same_dtype(const char* op_name, const at::Tensor& output, const at::Tensor& input);
 
 // A tensor the engine can use in place of `user`: `user` itself when it is
 // contiguous, else a contiguous copy (made now when `copy_in`) that
@@ -49,6 +56,9 @@ struct Staged {
 };
 Staged stage(const at::Tensor& user, bool copy_in);
 void copy_back(const std::vector<Staged>& staged);
+// copy_back of `s` as a Work's on-success step, or nothing where `s` is the
+// user's own tensor.
+std::function<void()> copy_back_if_needed(const Staged& s);
 
 // The tensors laid end to end in one new contiguous tensor (their dtype), for
 // the coalesced and list forms; copy_out() writes the pieces back.

@@ -19,10 +19,10 @@ Error wait_timed_out(const char* op_name, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-CollectiveWork::CollectiveWork(int rank, c10d::OpType type, const char* op_name,
-                               std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep_alive,
-                               std::function<void()> on_success)
-    : c10d::Work(rank, type),
+CollectiveWork::CollectiveWork(int rank, c10d::OpType type, const char* op_name, const char* profile,
+                               const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
+                               std::vector<at::Tensor> keep_alive, std::function<void()> on_success)
+    : c10d::Work(rank, type, profile, inputs),
       op_name_(op_name),
       outputs_(std::move(outputs)),
       keep_alive_(std::move(keep_alive)),
@@ -92,6 +92,11 @@ Completer::~Completer() {
   thread_.detach();
 }
 
+bool Completer::idle() {
+  std::lock_guard<std::mutex> lock(line_->mutex);
+  return line_->works.empty() && line_->running == 0;
+}
+
 void Completer::add(c10::intrusive_ptr<CollectiveWork> work) {
   {
     std::lock_guard<std::mutex> lock(line_->mutex);
@@ -109,8 +114,12 @@ void Completer::loop(const std::shared_ptr<Line>& line) {
       if (line->works.empty()) return;  // stopping, and every collective ran to its end
       work = std::move(line->works.front());
       line->works.pop_front();
+      ++line->running;
     }
     work->run_to_end();
+    work.reset();
+    std::lock_guard<std::mutex> lock(line->mutex);
+    --line->running;
   }
 }
 

@@ -37,7 +37,10 @@ class CollectiveWork : public c10d::Work {
   // `outputs`: result() and the future's value. `keep_alive`: every tensor the
   // engine reads or writes until the call finished. `on_success` runs on the
   // Completer's thread once the engine call succeeded (copies out of staging).
-  CollectiveWork(int rank, c10d::OpType type, const char* op_name, std::vector<at::Tensor> outputs,
+  // `profile`: the name torch.profiler shows ("ringreduce:all_reduce"), with
+  // `inputs`' shapes.
+  CollectiveWork(int rank, c10d::OpType type, const char* op_name, const char* profile,
+                 const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
                  std::vector<at::Tensor> keep_alive, std::function<void()> on_success);
 
   bool wait(std::chrono::milliseconds timeout) override;
@@ -67,6 +70,8 @@ class Completer {
   // reference to the process group): it then runs the rest itself.
   ~Completer();
   void add(c10::intrusive_ptr<CollectiveWork> work);
+  // True when every collective added has ended.
+  bool idle();
 
  private:
   // Shared with the thread, which may outlive this object by the unwinding
@@ -75,6 +80,7 @@ class Completer {
     std::mutex mutex;
     std::condition_variable added;
     std::deque<c10::intrusive_ptr<CollectiveWork>> works;
+    int running = 0;  // taken off `works`, not yet ended
     bool stopping = false;
   };
   static void loop(const std::shared_ptr<Line>& line);
