@@ -17,9 +17,8 @@
 extern "C" {
 #endif
 
-#define RR_MAJOR 0
-#define RR_MINOR 1
-#define RR_PATCH 0
+#include <ringreduce/version.h> /* RR_MAJOR, RR_MINOR, RR_PATCH: generated */
+
 #define RR_VERSION_CODE (RR_MAJOR * 10000 + RR_MINOR * 100 + RR_PATCH)
 
 typedef enum {

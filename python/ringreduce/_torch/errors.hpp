@@ -29,7 +29,12 @@ inline Error invalid_argument(const char* op_name, const std::string& what) {
 // "ringreduce <op_name>: <the engine's text>" with `result`, right after a
 // call failed on this thread: the engine keeps each thread's last error, so
 // this is the failed call's text even when the communicator is gone (aborted).
+// A timeout says so in the words torch's users and its test suite look for
+// (" Timed out ").
 inline Error engine_error(rrResult_t result, const char* op_name) {
+  if (result == rrTimeout) {
+    return Error(result, std::string("ringreduce ") + op_name + ": Timed out (" + rrGetLastError(nullptr) + ")");
+  }
   return Error(result, std::string("ringreduce ") + op_name + ": " + rrGetLastError(nullptr));
 }
 

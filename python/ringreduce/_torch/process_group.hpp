@@ -13,6 +13,7 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,12 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // rrCommGetAsyncError: rrSuccess while healthy, else what broke the
   // communicator (rrInvalidUsage once aborted).
   rrResult_t async_error();
+
+  // The group's collective count, which torch's debug wrapper
+  // (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares across ranks before each call.
+  // Point-to-point calls do not count: they are not matched across ranks.
+  void setSequenceNumberForGroup() override { sequence_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return sequence_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -115,6 +122,7 @@ class ProcessGroupRingreduce : public c10d::Backend {
 
   rrComm_t comm_ = nullptr;
   State state_ = State::kOpen;
+  std::atomic<uint64_t> sequence_{0};
   std::mutex issue_mutex_;
   std::unique_ptr<Completer> completer_;
   std::mutex p2p_mutex_;
@@ -135,6 +143,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType t
   check_open(op_name);
   rrRequest_t request = nullptr;
   check_result(issue(&request), op_name);
+  ++sequence_;
   work->set_request(request);
   completer_->add(work);
   return work;

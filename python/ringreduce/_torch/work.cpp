@@ -40,10 +40,11 @@ bool CollectiveWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-void CollectiveWork::run_to_end() {
+void CollectiveWork::run_to_end(const std::function<void()>& engine_done) {
   std::exception_ptr error;
   const rrResult_t result = rrWait(request_);
   request_ = nullptr;
+  if (engine_done) engine_done();
   if (result != rrSuccess) {
     error = std::make_exception_ptr(engine_error(result, op_name_));
   } else {
@@ -116,10 +117,10 @@ void Completer::loop(const std::shared_ptr<Line>& line) {
       line->works.pop_front();
       ++line->running;
     }
-    work->run_to_end();
-    work.reset();
-    std::lock_guard<std::mutex> lock(line->mutex);
-    --line->running;
+    work->run_to_end([&] {
+      std::lock_guard<std::mutex> lock(line->mutex);
+      --line->running;
+    });
   }
 }
 

@@ -50,7 +50,10 @@ class CollectiveWork : public c10d::Work {
   const char* op_name() const { return op_name_; }
   // The Completer's side: the engine request, then the outcome.
   void set_request(rrRequest_t request) { request_ = request; }
-  void run_to_end();
+  // Waits for the engine call; then `engine_done` runs (the Completer counts
+  // the call as ended there, before any waiter can wake), then the Work
+  // completes (copies out of staging, the future, wait()).
+  void run_to_end(const std::function<void()>& engine_done = nullptr);
 
  private:
   const char* op_name_;
@@ -80,7 +83,7 @@ class Completer {
     std::mutex mutex;
     std::condition_variable added;
     std::deque<c10::intrusive_ptr<CollectiveWork>> works;
-    int running = 0;  // taken off `works`, not yet ended
+    int running = 0;  // taken off `works`, its engine call not yet ended
     bool stopping = false;
   };
   static void loop(const std::shared_ptr<Line>& line);

@@ -1,0 +1,292 @@
+"""What torch 2.x adds around a plugin backend, on "ringreduce".
+
+Proves: the coalesced tensor forms (allgather_into_tensor_coalesced,
+reduce_scatter_tensor_coalesced through torch's _coalescing_manager) against
+a float64 reference; per-device backend strings ("cpu:ringreduce"), new_group,
+new_subgroups and a 2-D init_device_mesh("cpu"); functional collectives;
+collectives named in a torch.profiler trace; everything under
+TORCH_DISTRIBUTED_DEBUG=DETAIL, where torch wraps the backend and
+ringreduce.torch still finds it; CUDA tensors refused with a message naming
+the device type; shutdown (destroy_process_group) and abort returning within
+a second with a collective pending on a dead peer; getFuture, wait(timeout)
+and exception() on a Work.
+
+Each spawned job runs many checks: starting a rank costs a torch import.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+from ranks import run_ranks  # noqa: E402
+
+try:
+    import ringreduce.torch  # noqa: F401
+except ImportError as e:  # pragma: no cover - a build without the backend
+    pytest.skip(f"the ringreduce torch backend is not built: {e}", allow_module_level=True)
+
+R = dist.ReduceOp
+
+
+def init(backend: str = "ringreduce", timeout: float = 60.0) -> None:
+    import ringreduce.torch  # noqa: F401  (registers the backend in this rank)
+    dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=timeout))
+
+
+def seeded(case: int, rank: int, n: int, dtype=torch.float32) -> torch.Tensor:
+    g = torch.Generator().manual_seed(7919 * case + rank)
+    return torch.randn(n, generator=g, dtype=torch.float64).to(dtype)
+
+
+# --- what the ranks run ---------------------------------------------------------------------
+
+def _coalesced_tensor_forms(rank: int, size: int) -> int:
+    init("cpu:ringreduce")
+    assert dist.get_backend() == "cpu:ringreduce" or "ringreduce" in dist.get_backend()
+    checks = 0
+    lengths = [0, 1, 7, 1000]
+    for dtype in (torch.float32, torch.float64, torch.int32):
+        # allgather_into_tensor_coalesced: output i = every rank's input i, rank-major
+        inputs = [seeded(1, rank, n).to(dtype) for n in lengths]
+        outputs = [torch.empty(n * size, dtype=dtype) for n in lengths]
+        with dist._coalescing_manager(async_ops=True) as cm:
+            for o, i in zip(outputs, inputs):
+                dist.all_gather_into_tensor(o, i)
+        cm.wait()
+        for n, o in zip(lengths, outputs):
+            want = torch.cat([seeded(1, r, n).to(dtype) for r in range(size)])
+            assert torch.equal(o, want), f"all_gather_into_tensor coalesced {dtype} n={n}"
+            checks += 1
+        # reduce_scatter_tensor_coalesced: output i = block `rank` of the sum of inputs i
+        inputs = [seeded(2, rank, n * size).to(dtype) for n in lengths]
+        outputs = [torch.empty(n, dtype=dtype) for n in lengths]
+        with dist._coalescing_manager(async_ops=True) as cm:
+            for o, i in zip(outputs, inputs):
+                dist.reduce_scatter_tensor(o, i, op=R.SUM)
+        cm.wait()
+        for n, o in zip(lengths, outputs):
+            total = sum(seeded(2, r, n * size).to(dtype).to(torch.float64) for r in range(size))
+            want = total[rank * n:(rank + 1) * n]
+            torch.testing.assert_close(o.to(torch.float64), want, rtol=1e-5, atol=1e-5)
+            checks += 1
+    # The group's entry points directly, with a non-contiguous output (a
+    # transposed view): its elements in logical order are the gathered ones.
+    world = dist.group.WORLD
+    ins = [seeded(3, rank, 6), seeded(4, rank, 10)]
+    outs = [torch.empty(3, 2 * size).t(), torch.empty(10 * size)]
+    world.allgather_into_tensor_coalesced(outs, ins).wait()
+    for o, n, case in zip(outs, (6, 10), (3, 4)):
+        want = torch.cat([seeded(case, r, n) for r in range(size)])
+        assert torch.equal(o.reshape(-1), want), f"allgather_into_tensor_coalesced n={n}"
+        checks += 1
+    ins = [seeded(5, rank, 4 * size).reshape(2 * size, 2).t(), seeded(6, rank, 3 * size)]
+    outs = [torch.empty(4), torch.empty(3)]
+    world.reduce_scatter_tensor_coalesced(outs, ins).wait()
+    for o, n, case, i in zip(outs, (4, 3), (5, 6), ins):
+        total = sum(seeded(case, r, n * size).reshape(i.shape[::-1]).t().reshape(-1).to(torch.float64)
+                    for r in range(size)) if case == 5 else \
+            sum(seeded(case, r, n * size).to(torch.float64) for r in range(size))
+        torch.testing.assert_close(o.to(torch.float64), total[rank * n:(rank + 1) * n], rtol=1e-5, atol=1e-5)
+        checks += 1
+    dist.destroy_process_group()
+    return checks
+
+
+def _groups_and_mesh(rank: int, size: int) -> int:
+    from torch.distributed.device_mesh import init_device_mesh
+    init()
+    checks = 0
+    # new_subgroups: consecutive pairs
+    sub, subgroups = dist.new_subgroups(group_size=2)
+    t = torch.full((5,), float(rank))
+    dist.all_reduce(t, group=sub)
+    first = rank - rank % 2
+    want = float(first + min(first + 1, size - 1)) if first + 1 < size else float(first)
+    assert torch.equal(t, torch.full((5,), want)), (t, want)
+    checks += 1
+    # a 2-D mesh: rows and columns are ringreduce groups
+    mesh = init_device_mesh("cpu", (2, size // 2), mesh_dim_names=("dp", "tp"))
+    for dim in ("dp", "tp"):
+        group = mesh.get_group(dim)
+        members = dist.get_process_group_ranks(group)
+        t = torch.full((3,), float(rank + 1))
+        dist.all_reduce(t, group=group)
+        assert torch.equal(t, torch.full((3,), float(sum(m + 1 for m in members)))), (dim, t)
+        assert isinstance(ringreduce.torch.backend_of(group), ringreduce.torch.ProcessGroupRingreduce)
+        checks += 1
+    # functional collectives on a ringreduce group
+    import torch.distributed._functional_collectives as funcol
+    x = seeded(5, rank, 11)
+    y = funcol.all_reduce(x, "sum", dist.group.WORLD)
+    torch.testing.assert_close(y.to(torch.float64), sum(seeded(5, r, 11).to(torch.float64) for r in range(size)),
+                               rtol=1e-5, atol=1e-5)
+    g = funcol.all_gather_tensor(x, 0, dist.group.WORLD)
+    assert torch.equal(g, torch.cat([seeded(5, r, 11) for r in range(size)]))
+    rs = funcol.reduce_scatter_tensor(torch.cat([x] * size), "sum", 0, dist.group.WORLD)
+    torch.testing.assert_close(rs.to(torch.float64),
+                               sum(seeded(5, r, 11).to(torch.float64) for r in range(size)), rtol=1e-5, atol=1e-5)
+    checks += 3
+    dist.destroy_process_group()
+    return checks
+
+
+def _profiled(rank: int, size: int) -> list:
+    init()
+    from torch.profiler import ProfilerActivity, profile
+    t = torch.ones(1000)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with dist._coalescing_manager(async_ops=True) as cm:
+            dist.all_gather_into_tensor(torch.empty(10 * size), torch.ones(10))
+            dist.all_gather_into_tensor(torch.empty(20 * size), torch.ones(20))
+        cm.wait()
+        dist.all_reduce(t)
+        dist.broadcast(t, src=0)
+        dist.all_gather_into_tensor(torch.empty(1000 * size), t)
+        dist.barrier()
+    names = sorted({e.name for e in prof.events() if e.name.startswith("ringreduce:")})
+    shapes = [e.input_shapes for e in prof.events() if e.name == "ringreduce:all_reduce"]
+    dist.destroy_process_group()
+    return [names, shapes]
+
+
+def _wrapped_by_torch_debug(rank: int, size: int) -> int:
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL (set by the test): torch wraps every
+    # plugin backend in its _ProcessGroupWrapper, which checks each call's
+    # shapes across ranks on a helper Gloo group first.
+    init()
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    assert not isinstance(backend, ringreduce.torch.ProcessGroupRingreduce), type(backend)
+    assert isinstance(ringreduce.torch.backend_of(), ringreduce.torch.ProcessGroupRingreduce)
+    t = torch.full((100,), float(rank))
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((100,), float(sum(range(size)))))
+    out = torch.empty(100 * size)
+    dist.all_gather_into_tensor(out, t)
+    dist.barrier()
+    if rank == 1:
+        # a mismatch the wrapper reports before our engine sees it
+        with pytest.raises(RuntimeError):
+            dist.all_reduce(torch.ones(7 + rank))
+    elif rank == 0:
+        with pytest.raises(RuntimeError):
+            dist.all_reduce(torch.ones(7 + rank))
+    ringreduce.torch.abort()
+    with pytest.raises(RuntimeError, match="aborted"):
+        ringreduce.torch.backend_of().allreduce([torch.ones(1)]).wait()
+    dist.destroy_process_group()
+    return 1
+
+
+def _cuda_refused(rank: int, size: int) -> str:
+    init()
+    if "cuda" in ringreduce.torch.DEVICES:
+        return "cuda supported"
+    # What torch does with a CUDA tensor's collective on this group: it looks
+    # up the group's backend for the tensor's device type (no GPU is needed
+    # to ask).
+    with pytest.raises(RuntimeError) as info:
+        dist.group.WORLD._get_backend(torch.device("cuda"))
+    message = str(info.value)
+    dist.destroy_process_group()
+    return message
+
+
+def _work_objects(rank: int, size: int) -> int:
+    init()
+    t = torch.full((1000,), float(rank))
+    work = dist.all_reduce(t, async_op=True)
+    fut = work.get_future()
+    value = fut.wait()
+    assert torch.equal(value[0], torch.full((1000,), float(sum(range(size)))))
+    assert work.is_completed() and work.is_success() and work.exception() is None
+    # chained callbacks run on completion without anyone calling wait()
+    t2 = torch.ones(10)
+    chained = dist.all_reduce(t2, async_op=True).get_future().then(lambda f: f.value()[0] * 2)
+    assert torch.equal(chained.wait(), torch.full((10,), 2.0 * size))
+    # wait(timeout) expires on a receive nobody sends, and the work is still usable
+    if size > 1:
+        buf = torch.empty(4)
+        peer = (rank + 1) % size
+        recv = dist.irecv(buf, src=peer, tag=77)
+        with pytest.raises(RuntimeError, match="wait"):
+            recv.wait(timeout=datetime.timedelta(milliseconds=50))
+        dist.barrier()
+        dist.send(torch.full((4,), float(rank)), dst=(rank - 1) % size, tag=77)
+        recv.wait()
+        assert torch.equal(buf, torch.full((4,), float(peer)))
+    dist.destroy_process_group()
+    return 1
+
+
+def _ends_with_a_dead_peer(rank: int, size: int, how: str) -> float:
+    # The group's timeout is long: returning within a second is the call
+    # ending the communicator, not the timeout.
+    init(timeout=120.0)
+    t = torch.ones(1000)
+    dist.all_reduce(t)
+    if rank == size - 1:
+        os._exit(0)  # dies with no collective pending; the others start one it never joins
+    work = dist.all_reduce(torch.ones(10), async_op=True)
+    time.sleep(0.2)
+    start = time.monotonic()
+    if how == "abort":
+        dist.distributed_c10d._abort_process_group()
+    else:
+        dist.destroy_process_group()
+    elapsed = time.monotonic() - start
+    with pytest.raises(RuntimeError):
+        work.wait()
+    return elapsed
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_coalesced_tensor_forms(size):
+    checks = run_ranks(_coalesced_tensor_forms, size, timeout=300)
+    assert checks[0] >= 24
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_subgroups_device_mesh_and_functional_collectives(size):
+    run_ranks(_groups_and_mesh, size, timeout=300)
+
+
+def test_profiler_trace_names_the_collectives():
+    out = run_ranks(_profiled, 2, timeout=300)
+    names, shapes = out[0]
+    for name in ("ringreduce:all_reduce", "ringreduce:broadcast", "ringreduce:all_gather_into_tensor",
+                 "ringreduce:barrier", "ringreduce:all_gather_into_tensor_coalesced"):
+        assert name in names, names
+    assert [[1000]] in shapes, shapes
+
+
+def test_under_torch_distributed_debug_detail(monkeypatch):
+    monkeypatch.setenv("TORCH_DISTRIBUTED_DEBUG", "DETAIL")
+    run_ranks(_wrapped_by_torch_debug, 2, timeout=300)
+
+
+def test_cuda_tensors_refused_naming_the_device():
+    messages = run_ranks(_cuda_refused, 2, timeout=300)
+    if messages[0] == "cuda supported":
+        pytest.skip("this build takes CUDA tensors")
+    assert "cuda" in messages[0], messages[0]
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_work_future_wait_timeout_and_exception(size):
+    run_ranks(_work_objects, size, timeout=300)
+
+
+@pytest.mark.parametrize("how", ["shutdown", "abort"])
+def test_ending_with_a_peer_dead_returns_at_once(how):
+    out = run_ranks(_ends_with_a_dead_peer, 3, how, timeout=120, expect_failure=[2])
+    for r in (0, 1):
+        assert out[r] < 1.0, f"rank {r}: {how} took {out[r]:.2f} s"
