@@ -5,10 +5,13 @@ the torch of the interpreter that runs it, as key=value lines; exits non-zero
 import os
 import sys
 
-# The lowest torch the backend builds against and is tested with: the
+# The lowest torch the backend builds against (it is tested with the pinned
+# one, python/requirements.lock): the
 # c10d::Backend interface (allgather_into_tensor_coalesced,
-# reduce_scatter_tensor_coalesced, shutdown, abort) as it is from 2.6 on.
-MINIMUM = (2, 6)
+# reduce_scatter_tensor_coalesced, and abort and shutdown to override) as it
+# is from 2.7 on; 2.6's Backend has no virtual abort or shutdown (checked by
+# compiling the backend against its headers).
+MINIMUM = (2, 7)
 
 try:
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """torch.distributed.all_reduce bus bandwidth: Gloo beside ringreduce, and ringreduce's C API.
 
 In each rank, in one launch: a Gloo process group and a "ringreduce" process

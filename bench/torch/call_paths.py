@@ -1,19 +1,26 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Time per allreduce call on one path alone: where a small call's time goes.
 
 usage (one path per launch, so that no other communicator's threads compete):
 
-    PYTHONPATH=build/python build/tools/rr-run -n 2 /usr/bin/python3 bench/torch/call_paths.py PATH
+    PYTHONPATH=build/python build/tools/rr-run -n 2 .venv/bin/python bench/torch/call_paths.py PATH [--sizes LIST]
 
 PATH is one of
   blocking   ringreduce.Comm.allreduce(IN_PLACE, v): the C API's blocking call
   async      ringreduce.Comm.iallreduce(IN_PLACE, v).wait(): the non-blocking call
   torch      torch.distributed.all_reduce(t) on backend "ringreduce"
+  gloo       torch.distributed.all_reduce(t) on backend "gloo" (the peer)
   split      the torch call's issue (async_op=True) and its wait() timed apart,
-             1 KiB, on backend "ringreduce" and then "gloo" (two groups)
+             on backend "ringreduce" and then "gloo" (two groups); 1 KiB
+             unless --sizes says otherwise
+
+--sizes LIST  comma-separated sizes in bytes (K, M suffixes; a multiple of 4):
+              default 1K,64K,1M,4M,16M (split: 1K). 8 is the per-call
+              overhead (2 floats); -n 1 under rr-run is a 1-rank group.
 
 float32 sum in place on the same tensor's memory (v = t.numpy()); rank 0
-prints its mean per call after a warm-up (200 calls up to 1 MiB, 40 above).
+prints its mean per call after a warm-up (200 calls up to 1 MiB, 40 above;
+2000 calls up to 1 KiB).
 """
 
 import datetime
@@ -25,12 +32,29 @@ import torch
 SIZES = [1 << 10, 1 << 16, 1 << 20, 4 << 20, 16 << 20]
 
 
-def split_issue_and_wait() -> None:
+def parse_sizes(text: str) -> list:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    out = []
+    for item in text.split(","):
+        item = item.strip().upper().rstrip("B")
+        n = int(item[:-1]) * units[item[-1]] if item and item[-1] in units else int(item)
+        if n < 4 or n % 4:
+            raise SystemExit(f"call_paths.py: size {item} is not a positive multiple of 4 bytes")
+        out.append(n)
+    return out
+
+
+def iterations(nbytes: int) -> int:
+    return 2000 if nbytes <= 1 << 10 else 200 if nbytes <= 1 << 20 else 40
+
+
+def split_issue_and_wait(sizes: list) -> None:
     import torch.distributed as dist
     import ringreduce.torch  # noqa: F401
     dist.init_process_group("ringreduce", timeout=datetime.timedelta(seconds=120))
-    for name, group in (("ringreduce", None), ("gloo", dist.new_group(backend="gloo"))):
-        t = torch.zeros(256)
+    gloo = dist.new_group(backend="gloo")
+    for nbytes, (name, group) in [(b, g) for b in sizes for g in (("ringreduce", None), ("gloo", gloo))]:
+        t = torch.zeros(nbytes // 4)
         for _ in range(20):
             dist.all_reduce(t, group=group)
         dist.barrier()
@@ -45,22 +69,30 @@ def split_issue_and_wait() -> None:
             issue += b - a
             wait += c - b
         if dist.get_rank() == 0:
-            print(f"{name:10s} {dist.get_world_size()} ranks  issue {issue / n * 1e6:.1f} us  "
+            print(f"{name:10s} {dist.get_world_size()} ranks {nbytes:>8d} B  issue {issue / n * 1e6:.1f} us  "
                   f"wait {wait / n * 1e6:.1f} us", flush=True)
         dist.barrier()
     dist.destroy_process_group()
 
 
 def main() -> int:
-    path = sys.argv[1] if len(sys.argv) > 1 else ""
+    args = sys.argv[1:]
+    path = args[0] if args else ""
+    sizes = None
+    if len(args) == 3 and args[1] == "--sizes":
+        sizes = parse_sizes(args[2])
+    elif len(args) != 1:
+        path = ""
     torch.set_num_threads(1)
     if path == "split":
-        split_issue_and_wait()
+        split_issue_and_wait(sizes or [1 << 10])
         return 0
-    if path == "torch":
+    if path in ("torch", "gloo"):
         import torch.distributed as dist
-        import ringreduce.torch  # noqa: F401
-        dist.init_process_group("ringreduce", timeout=datetime.timedelta(seconds=120))
+        if path == "torch":
+            import ringreduce.torch  # noqa: F401
+        dist.init_process_group("ringreduce" if path == "torch" else "gloo",
+                                timeout=datetime.timedelta(seconds=120))
         rank, barrier = dist.get_rank(), dist.barrier
     elif path in ("blocking", "async"):
         import ringreduce
@@ -69,7 +101,7 @@ def main() -> int:
     else:
         print(__doc__, file=sys.stderr)
         return 2
-    for nbytes in SIZES:
+    for nbytes in sizes or SIZES:
         t = torch.zeros(nbytes // 4)
         v = t.numpy()
         if path == "blocking":
@@ -78,7 +110,7 @@ def main() -> int:
             call = lambda: comm.iallreduce(ringreduce.IN_PLACE, v).wait()  # noqa: E731
         else:
             call = lambda: dist.all_reduce(t)  # noqa: E731
-        iters = 200 if nbytes <= 1 << 20 else 40
+        iters = iterations(nbytes)
         for _ in range(10):
             call()
         barrier()
@@ -90,7 +122,7 @@ def main() -> int:
             print(f"{path:9s} {nbytes:>10d} B {seconds * 1e6:10.1f} us  busbw {nbytes / seconds / 1e9:6.2f} GB/s",
                   flush=True)
     barrier()
-    if path == "torch":
+    if path in ("torch", "gloo"):
         dist.destroy_process_group()
     else:
         comm.destroy()

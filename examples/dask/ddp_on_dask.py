@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """DistributedDataParallel training dispatched on a Dask cluster.
 
 The training of examples/torch/ddp.py (a small MLP learning a fixed linear
@@ -8,7 +8,7 @@ MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE in each, makes the "ringreduce"
 process group before train() and destroys it after. The client gathers each
 rank's final parameters and checks that the replicas are bit-identical.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/dask/ddp_on_dask.py [--workers 2] [--epochs 5]
+    PYTHONPATH=build/python .venv/bin/python examples/dask/ddp_on_dask.py [--workers 2] [--epochs 5]
 
 To use a cluster of your own, pass its scheduler's address (--scheduler
 tcp://host:8786); every worker must be able to import ringreduce and torch.

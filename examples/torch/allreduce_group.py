@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """All-reduce on a group.
 
 PyTorch's "Writing Distributed Applications with PyTorch", its collective
 communication example, with backend="ringreduce": ranks 0 and 1 form a group
 and sum a tensor of ones over it, so each prints 2.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch/allreduce_group.py
+    PYTHONPATH=build/python .venv/bin/python examples/torch/allreduce_group.py
 """
 import os
 import torch

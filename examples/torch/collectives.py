@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The collectives "Writing Distributed Applications with PyTorch" lists.
 
 The tutorial names them (broadcast, reduce, all_reduce, scatter, gather,
@@ -6,7 +6,7 @@ all_gather, barrier, all_to_all) and the reduction ops (SUM, PRODUCT, MAX,
 MIN) without a program; this is one, in its run.py skeleton, with
 backend="ringreduce". Each rank checks what it got and prints it.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch/collectives.py
+    PYTHONPATH=build/python .venv/bin/python examples/torch/collectives.py
 """
 import os
 import torch

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """DistributedDataParallel training on the ringreduce backend.
 
 After PyTorch's "Getting Started with Distributed Data Parallel" (setup,
@@ -8,7 +8,7 @@ data, each rank reading its own shard through a DistributedSampler. DDP
 all-reduces the gradients in buckets during backward, so every replica
 stays the same; the program checks that they are bit-identical at the end.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch/ddp.py [--world-size 2] [--epochs 5]
+    PYTHONPATH=build/python .venv/bin/python examples/torch/ddp.py [--world-size 2] [--epochs 5]
 """
 import argparse
 import os

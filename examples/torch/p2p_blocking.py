@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Blocking point-to-point communication.
 
 PyTorch's "Writing Distributed Applications with PyTorch" (the run.py
 skeleton and its first example) with backend="ringreduce": rank 0 sends a
 tensor to rank 1 with send/recv.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch/p2p_blocking.py
+    PYTHONPATH=build/python .venv/bin/python examples/torch/p2p_blocking.py
 """
 import os
 import torch

@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Non-blocking point-to-point communication.
 
 PyTorch's "Writing Distributed Applications with PyTorch", its isend/irecv
 example, with backend="ringreduce": the requests return at once and the
 tensor may be read or written only after wait().
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch/p2p_nonblocking.py
+    PYTHONPATH=build/python .venv/bin/python examples/torch/p2p_nonblocking.py
 """
 import os
 import torch

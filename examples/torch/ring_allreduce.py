@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The tutorial's hand-written ring allreduce, over isend/recv.
 
 "Writing Distributed Applications with PyTorch", its "Our Own Ring-Allreduce"
@@ -8,7 +8,7 @@ tutorial writes: every step moves the whole buffer, where ringreduce's own
 all_reduce moves 2(N-1)/N of it in total.) The tutorial gives only
 allreduce(); run() calls it and compares with dist.all_reduce.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch/ring_allreduce.py
+    PYTHONPATH=build/python .venv/bin/python examples/torch/ring_allreduce.py
 """
 import os
 import torch

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Distributed synchronous SGD with average_gradients.
 
 "Writing Distributed Applications with PyTorch", its "Distributed Training"
@@ -14,7 +14,7 @@ instead of 10 (the tutorial's run takes minutes even on MNIST). The batch
 size is 128 // size: the tutorial's 128 / float(size) is a float, which
 DataLoader refuses. Nothing else is changed.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/torch/sgd.py
+    PYTHONPATH=build/python .venv/bin/python examples/torch/sgd.py
 """
 import os
 from math import ceil

@@ -89,8 +89,8 @@ def _abort_group(backend: str) -> None:
     """Ends a ringreduce default group's communicator now, whoever still holds the group.
 
     Called when ``fn`` raised: the peers' operations then fail naming this
-    rank at once. Other backends have no abort in torch 1.13; for them
-    _destroy_group's collection is what ends the group.
+    rank at once. Gloo cannot be aborted (pytorch/pytorch#130345); for
+    other backends _destroy_group's collection is what ends the group.
     """
     if backend != "ringreduce":
         return

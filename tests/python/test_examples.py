@@ -1,6 +1,6 @@
 """Runs every Python example (examples/torch, examples/dask) and bench/torch so that none can rot.
 
-Each example runs as its users run it (``/usr/bin/python3 examples/...``,
+Each example runs as its users run it (``.venv/bin/python examples/...``,
 the package found through PYTHONPATH), with a port of its own in
 MASTER_PORT and a deadline; the test checks the exit status, that no rank
 printed a traceback, and what the example says it proves (the tutorial

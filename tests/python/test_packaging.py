@@ -44,10 +44,14 @@ ALL_REDUCE = textwrap.dedent("""
 """)
 
 
+def _clean_env() -> dict:
+    """The environment without the build tree on the path (meson test puts it there)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 def _run(cmd, **kw) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(kw.pop("env", {}))
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=kw.pop("timeout", 900), **kw)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_clean_env(), timeout=kw.pop("timeout", 900),
+                          **kw)
     assert proc.returncode == 0, f"{cmd} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc
 
@@ -123,5 +127,6 @@ def test_uninstall_leaves_nothing(env):
     _run([py, "-m", "pip", "uninstall", "-y", "ringreduce"])
     left = [p.name for p in site.iterdir() if "ringreduce" in p.name]
     assert not left, left
-    proc = subprocess.run([py, "-c", "import ringreduce"], capture_output=True, text=True, cwd="/")
+    proc = subprocess.run([py, "-c", "import ringreduce"], capture_output=True, text=True, cwd="/",
+                          env=_clean_env())
     assert proc.returncode != 0

@@ -1,6 +1,6 @@
 """torch.distributed's backend "ringreduce" (ringreduce.torch), on 1-4 ranks.
 
-Proves: every operation torch 1.13 routes to a backend, for every dtype it
+Proves: every operation torch 2.x routes to a backend, for every dtype it
 applies to, against a reference each rank computes locally in float64 from
 every rank's seeded input (counts 0, 1, primes and multi-chunk); results equal
 Gloo's where Gloo is correct; non-contiguous tensors give the right answer;
@@ -258,7 +258,7 @@ def _against_gloo(rank: int, size: int) -> None:
 
 
 def _non_contiguous(rank: int, size: int) -> None:
-    """Strided views reduce element by element (torch 1.13's Gloo reduces
+    """Strided views reduce element by element (torch 1.13's Gloo reduced
     the first numel() elements of the storage instead)."""
     init()
     base = torch.arange(24, dtype=torch.float32).reshape(4, 6) * (rank + 1)

@@ -46,9 +46,8 @@ void check_same_dtype(const char* op_name, const at::Tensor& output, const at::T
 
 // A tensor the engine can use in place of `user`: `user` itself when it is
 // contiguous, else a contiguous copy (made now when `copy_in`) that
-// copy_back() writes into `user` once the call succeeded. torch 1.13's Gloo
-// reduces the first numel() elements of a non-contiguous tensor's storage;
-// this gives the right answer instead.
+// copy_back() writes into `user` once the call succeeded (torch 1.13's Gloo
+// reduced the first numel() elements of a non-contiguous tensor's storage).
 struct Staged {
   at::Tensor user;
   at::Tensor engine;

@@ -46,6 +46,13 @@ class CollectiveWork : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // From the future, which completes first (DDP's hooks chain on it): once
+  // it has, the Work says so too, with its outcome, before wait() wakes.
+  bool isCompleted() override { return future_->completed(); }
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+  std::exception_ptr exception() const override {
+    return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+  }
 
   const char* op_name() const { return op_name_; }
   // The Completer's side: the engine request, then the outcome.
