@@ -2,7 +2,7 @@
 
 Proves: the coalesced tensor forms (allgather_into_tensor_coalesced,
 reduce_scatter_tensor_coalesced through torch's _coalescing_manager) against
-a float64 reference; per-device backend strings ("cpu:ringreduce"), new_group,
+a float64 reference; per-device backend strings ("cpu:ringreduce,cuda:gloo"),
 new_subgroups and a 2-D init_device_mesh("cpu"); functional collectives;
 collectives named in a torch.profiler trace; everything under
 TORCH_DISTRIBUTED_DEBUG=DETAIL, where torch wraps the backend and
@@ -48,8 +48,13 @@ def seeded(case: int, rank: int, n: int, dtype=torch.float32) -> torch.Tensor:
 # --- what the ranks run ---------------------------------------------------------------------
 
 def _coalesced_tensor_forms(rank: int, size: int) -> int:
-    init("cpu:ringreduce")
-    assert dist.get_backend() == "cpu:ringreduce" or "ringreduce" in dist.get_backend()
+    # A per-device backend string: ringreduce for CPU tensors beside another
+    # backend for CUDA ones (Gloo here: NCCL will not start without a GPU).
+    init("cpu:ringreduce,cuda:gloo")
+    assert dist.get_backend() == "cpu:ringreduce,cuda:gloo", dist.get_backend()
+    cpu = dist.group.WORLD._get_backend(torch.device("cpu"))
+    assert isinstance(cpu, ringreduce.torch.ProcessGroupRingreduce), type(cpu)
+    assert not isinstance(dist.group.WORLD._get_backend(torch.device("cuda")), ringreduce.torch.ProcessGroupRingreduce)
     checks = 0
     lengths = [0, 1, 7, 1000]
     for dtype in (torch.float32, torch.float64, torch.int32):
