@@ -97,7 +97,7 @@ void ProcessGroupRingreduce::shutdown() {
   bool destroy = false;
   {
     std::lock_guard<std::mutex> lock(issue_mutex_);
-    if (!completer_) return;  // shut down already
+    if (state_ == State::kShutDown) return;  // by another call: one of them does it
     if (state_ == State::kOpen) {
       if (completer_->idle() && !p2p_pending()) {
         destroy = true;
