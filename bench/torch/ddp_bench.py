@@ -14,7 +14,8 @@ bucketing and hooks without any all-reduce, so step - noop-hook is what the
 backend's all-reduce adds to a DDP step. "capi" times ringreduce's C API
 (ringreduce.Comm.allreduce on a NumPy float32 array, in place) on the
 gradient bytes in the same launch: as one call ("capi") and as one call per
-DDP bucket, in DDP's bucket sizes ("capi-buckets").
+DDP bucket, in the sizes the no-op hook saw ("capi-buckets"; one call of
+everything when noop-hook did not run).
 
 usage: bench/torch/ddp_bench.py [--ranks N] [--layers 6] [--width 2048] [--batch 16]
                                 [--steps 20] [--warmup 3] [--rounds 1] [--bucket-view]
@@ -89,9 +90,14 @@ def make_model(layers: int, width: int) -> nn.Module:
 
 
 def noop_hook(state, bucket):  # no annotations: DDP checks them, and this file's are strings
-    """A DDP communication hook that communicates nothing: the bucket, at once."""
+    """A DDP communication hook that communicates nothing: the bucket, at once.
+
+    ``state`` (a dict) records each bucket's size in bytes by its index: what
+    DDP's (rebuilt) buckets are, for the capi-buckets row."""
+    buf = bucket.buffer()
+    state[bucket.index()] = buf.numel() * buf.element_size()
     fut = torch.futures.Future()
-    fut.set_result(bucket.buffer())
+    fut.set_result(buf)
     return fut
 
 
@@ -137,7 +143,8 @@ def bench_rank(rank: int, size: int, args: argparse.Namespace, launcher: str) ->
 
     times_of: Dict[str, List[float]] = {}
     identical_of: Dict[str, bool] = {}
-    bucket_bytes: List[int] = []  # DDP's buckets (bytes), as the last DDP reported them
+    bucket_bytes: List[int] = []  # DDP's buckets (bytes) in the order DDP reduces them, as the no-op hook saw them
+    seen_buckets: Dict[int, int] = {}
 
     def run_ddp(name: str) -> None:
         model = make_model(args.layers, args.width)
@@ -145,7 +152,8 @@ def bench_rank(rank: int, size: int, args: argparse.Namespace, launcher: str) ->
         ddp = nn.parallel.DistributedDataParallel(model, process_group=groups[name],
                                                   gradient_as_bucket_view=args.bucket_view)
         if name == "noop-hook":
-            ddp.register_comm_hook(None, noop_hook)
+            seen_buckets.clear()
+            ddp.register_comm_hook(seen_buckets, noop_hook)
         opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
 
         def step() -> None:
@@ -171,14 +179,8 @@ def bench_rank(rank: int, size: int, args: argparse.Namespace, launcher: str) ->
             dist.all_gather(replicas, flat)
             same = all(torch.equal(replicas[0], r) for r in replicas)
             identical_of[name] = identical_of.get(name, True) and same
-        if name != "no_sync":
-            try:
-                sizes = str(ddp._get_ddp_logging_data().get("bucket_sizes", ""))
-                found = [int(b) for b in sizes.split(",") if b.strip()]
-                if sum(found) == params * 4:
-                    bucket_bytes[:] = found
-            except (AttributeError, RuntimeError, ValueError):
-                pass
+        if name == "noop-hook" and sum(seen_buckets.values()) == params * 4:
+            bucket_bytes[:] = [seen_buckets[i] for i in sorted(seen_buckets)]
         del ddp, model, opt
 
     def run_capi(comm: Any) -> None:
@@ -201,7 +203,7 @@ def bench_rank(rank: int, size: int, args: argparse.Namespace, launcher: str) ->
             times_of.setdefault(label, []).extend(times)
 
     order = [n for n in args.backends if n not in skipped]
-    if "capi" in order:  # after a DDP, so that DDP's bucket sizes are known
+    if "capi" in order:  # after the no-op hook's DDP, so that DDP's bucket sizes are known
         order.remove("capi")
         order.append("capi")
     for _ in range(args.rounds):
@@ -229,7 +231,8 @@ def bench_rank(rank: int, size: int, args: argparse.Namespace, launcher: str) ->
           f"gradient_as_bucket_view={args.bucket_view}; {args.rounds} round(s) of {args.steps} timed steps after "
           f"{args.warmup} warm-ups")
     if bucket_bytes:
-        print(f"# DDP buckets (bytes): {','.join(str(b) for b in bucket_bytes)}")
+        print(f"# DDP buckets (bytes, as the no-op hook saw them after the rebuild): "
+              f"{','.join(str(b) for b in bucket_bytes)}")
     print("# step: the slowest rank's time per step; -no_sync / -noop = mean - that row's mean (comm's cost); "
           "vs-gloo = mean / torch-gloo mean; capi rows: the C API all-reduce of the gradient bytes alone")
     for name, why in skipped.items():
