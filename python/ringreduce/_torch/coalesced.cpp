@@ -79,7 +79,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
   for (const auto& per_rank : outputs) all.insert(all.end(), per_rank.begin(), per_rank.end());
   const void* send = flat_in.data_ptr();
   void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::ALLGATHER_COALESCED, kOp, "ringreduce:all_gather_coalesced", inputs, all, {flat_in, flat_out},
+  return collective(c10d::OpType::ALLGATHER_COALESCED, kOp, "ringreduce:all_gather_coalesced",
+                    inputs, all, {flat_in, flat_out},
                     [flat_out, out, n] {
                       for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
                     },

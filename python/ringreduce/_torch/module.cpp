@@ -31,8 +31,8 @@ PYBIND11_MODULE(_torch, m) {
     }
   });
 
-  // The device types this build takes tensors of: CUDA only where the
-  // backend was built against a toolkit of torch's CUDA version.
+  // The device types this build takes tensors of (RR_TORCH_CUDA: set by
+  // python/meson.build, which so far builds every backend for "cpu" only).
   m.attr("DEVICES") = RR_TORCH_CUDA ? py::tuple(py::make_tuple("cpu", "cuda")) : py::tuple(py::make_tuple("cpu"));
 
   m.def(

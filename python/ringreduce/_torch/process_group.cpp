@@ -156,7 +156,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   const rrDataType_t dtype = engine_dtype(kOp, s.engine);
   void* buf = s.engine.data_ptr();
   const size_t count = s.engine.numel();
-  return collective(c10d::OpType::BROADCAST, kOp, "ringreduce:broadcast", tensors, tensors, {s.engine}, copy_back_if_needed(s),
+  return collective(c10d::OpType::BROADCAST, kOp, "ringreduce:broadcast",
+                    tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrBroadcastAsync(buf, buf, count, dtype, root, comm_, r); });
 }
 
@@ -169,7 +170,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = s.engine.numel();
-  return collective(c10d::OpType::ALLREDUCE, kOp, "ringreduce:all_reduce", tensors, tensors, {s.engine}, copy_back_if_needed(s),
+  return collective(c10d::OpType::ALLREDUCE, kOp, "ringreduce:all_reduce",
+                    tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
 }
 
@@ -185,7 +187,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = s.engine.numel();
-  return collective(c10d::OpType::REDUCE, kOp, "ringreduce:reduce", tensors, tensors, {s.engine}, copy_back_if_needed(s),
+  return collective(c10d::OpType::REDUCE, kOp, "ringreduce:reduce",
+                    tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrReduceAsync(buf, buf, count, dtype, op, root, comm_, r); });
 }
 
@@ -204,7 +207,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   const void* send = in.engine.data_ptr();
   void* recv = flat.data_ptr();
   const size_t count = in.engine.numel();
-  return collective(c10d::OpType::ALLGATHER, kOp, "ringreduce:all_gather", inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
+  return collective(c10d::OpType::ALLGATHER, kOp, "ringreduce:all_gather",
+                    inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
 }
 
@@ -223,7 +227,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = in.engine.numel();
-  return collective(c10d::OpType::_ALLGATHER_BASE, kOp, "ringreduce:all_gather_into_tensor", {input}, {output}, {in.engine, out.engine},
+  return collective(c10d::OpType::_ALLGATHER_BASE, kOp, "ringreduce:all_gather_into_tensor",
+                    {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
 }
@@ -303,7 +308,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   const void* send = flat.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = out.engine.numel();
-  return collective(c10d::OpType::REDUCE_SCATTER, kOp, "ringreduce:reduce_scatter", inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
+  return collective(c10d::OpType::REDUCE_SCATTER, kOp, "ringreduce:reduce_scatter",
+                    inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
 
@@ -323,7 +329,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = out.engine.numel();
-  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, kOp, "ringreduce:reduce_scatter_tensor", {input}, {output}, {in.engine, out.engine},
+  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, kOp, "ringreduce:reduce_scatter_tensor",
+                    {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
@@ -341,7 +348,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor&
   Staged out = stage(output, false);
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
-  return collective(c10d::OpType::ALLTOALL_BASE, kOp, "ringreduce:all_to_all_single", {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
+  return collective(c10d::OpType::ALLTOALL_BASE, kOp, "ringreduce:all_to_all_single",
+                    {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) {
                       return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
                                               recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
