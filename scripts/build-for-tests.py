@@ -11,6 +11,7 @@ run the tests afterwards with `meson test --no-rebuild`.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -36,7 +37,10 @@ def main() -> int:
         print(f"build-for-tests: no test named {', '.join(sorted(missing))}", file=sys.stderr)
         return 2
     files = {t["id"]: t["filename"] for t in introspect("--targets")}
-    outputs = sorted({f for t in chosen for dep in t["depends"] for f in files.get(dep, [])})
+    # Meson records absolute file names; ninja knows its targets relative to the build folder.
+    build_dir = os.path.abspath(args.build_dir)
+    outputs = sorted({os.path.relpath(f, build_dir)
+                      for t in chosen for dep in t["depends"] for f in files.get(dep, [])})
     print(f"build-for-tests: {len(chosen)} tests need {len(outputs)} targets")
     return subprocess.run(["ninja", "-C", args.build_dir] + outputs).returncode
 
