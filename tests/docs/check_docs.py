@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Checks that the documents say what the project is.
+
+    check_docs.py SOURCE_ROOT BUILD_ROOT RR_INFO
+
+- The settings tables (README.md's short one, docs/settings.md's full one)
+  name exactly the RR_* variables the engine reads: the ones rr-info reports
+  (`rr-info --json`) and the ones lib/ looks up by name.
+- Every relative link in the documents points at a file that exists, and a
+  link's #anchor at one of that file's headings.
+- Every repository path the documents name (`lib/...`, `scripts/...`,
+  `build/...`) exists, in the source tree or in this build.
+"""
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+DOCUMENTS = ["README.md", "docs/*.md", "bench/README.md", "bench/RESULTS.md", "examples/README.md"]
+TOP_DIRS = ("lib", "include", "kernels", "bench", "tests", "tools", "python", "scripts", "examples", "docs")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def table_variables(text: str, heading: str) -> set[str]:
+    """RR_* names in the first column of the first table under `heading`."""
+    start = text.index(heading)
+    names: set[str] = set()
+    in_table = False
+    for line in text[start:].splitlines()[1:]:
+        if line.startswith("|"):
+            in_table = True
+            names.update(re.findall(r"`(RR_[A-Z0-9_]+)`", line.split("|")[1]))
+        elif in_table:
+            break
+    return names
+
+
+def main() -> int:
+    root, build, rr_info = pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve(), sys.argv[3]
+    problems: list[str] = []
+
+    # 1. Settings.
+    info = json.loads(subprocess.run([rr_info, "--json"], check=True, capture_output=True, text=True).stdout)
+    reported = {v["variable"] for v in info["settings"]["variables"]}
+    looked_up: set[str] = set()
+    for src in list((root / "lib").rglob("*.cpp")) + list((root / "lib").rglob("*.hpp")):
+        looked_up.update(re.findall(r'"(RR_[A-Z0-9_]+)"', src.read_text()))
+    engine = reported | looked_up
+    for name in sorted(looked_up - reported):
+        problems.append(f"lib/ reads {name}, which rr-info does not report")
+    tables = {"README.md": table_variables((root / "README.md").read_text(), "## Settings"),
+              "docs/settings.md": table_variables((root / "docs/settings.md").read_text(), "| variable")}
+    for doc, names in tables.items():
+        for name in sorted(names - engine):
+            problems.append(f"{doc}'s settings table names {name}, which the engine does not read")
+        for name in sorted(engine - names):
+            problems.append(f"the engine reads {name}, which {doc}'s settings table does not name")
+
+    # 2. Links and 3. paths.
+    docs = sorted({p for pattern in DOCUMENTS for p in root.glob(pattern)})
+    headings = {}
+    for doc in docs:
+        text = doc.read_text()
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            dest = (doc.parent / path).resolve() if path else doc
+            where = f"{doc.relative_to(root)}: link {target}"
+            if not dest.exists():
+                problems.append(f"{where}: no such file")
+                continue
+            if anchor and dest.suffix == ".md":
+                if dest not in headings:
+                    body = re.sub(r"```.*?```", "", dest.read_text(), flags=re.S)
+                    headings[dest] = {slug(h) for h in re.findall(r"^#+ (.*)$", body, flags=re.M)}
+                if anchor not in headings[dest]:
+                    problems.append(f"{where}: no heading #{anchor} in {dest.relative_to(root)}")
+        path_re = r"(?<![\w./-])((?:build|%s)/[\w./+-]*[\w/])(\.?[{*<$]?)" % "|".join(TOP_DIRS)
+        for token, after in re.findall(path_re, text):
+            if after.endswith(("{", "*", "<", "$")):
+                continue  # a pattern: net{2,4}-..., idle_progress.{hpp,cpp}
+            # build/X is in this build; a source path may also name what the
+            # build makes from it (tests/soak/soak_rank, include/.../version.h).
+            candidates = [build / token[len("build/"):]] if token.startswith("build/") else [root / token, build / token]
+            if not any(c.exists() for c in candidates):
+                problems.append(f"{doc.relative_to(root)}: names {token}, which does not exist")
+
+    for p in problems:
+        print(p)
+    print(f"check_docs: {len(docs)} documents, {len(engine)} settings, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
