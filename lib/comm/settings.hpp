@@ -52,7 +52,8 @@ struct Settings {
   bool gpu_reduce_on_device = false;
 
   // The allreduce schedule: auto (the model below decides by size and rank
-  // count), ring or rd (recursive doubling). RR_ALGO.
+  // count), ring, rd (recursive doubling), hd (halving-doubling) or oneshot
+  // (the shared-memory board). RR_ALGO.
   algo::AllreduceAlgo allreduce_algo = algo::AllreduceAlgo::kAuto;
   // The machine's alpha-beta-gamma constants the choice is made from:
   // RR_MODEL_ALPHA_US (per message), RR_MODEL_MOVE_GBPS (bytes moved),
