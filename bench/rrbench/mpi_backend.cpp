@@ -9,7 +9,8 @@
 //   mpi-alg5     coll/tuned's segmented ring forced (algorithm 5, 1 MiB
 //                segments: coll_tuned_allreduce_algorithm_segmentsize), the
 //                strongest of its configurations for large messages on one
-//                host (bench/RESULTS.md), so every sweep shows the one to beat.
+//                host (bench/RESULTS.md, "Shared memory, 2 and 4 ranks"), so
+//                every sweep shows the one to beat.
 // coll/tuned reads the forced algorithm and segment size when a
 // communicator is created, so rr-bench sets coll_tuned_use_dynamic_rules
 // before MPI_Init (as the OMPI_MCA_ variable) and writes the others through

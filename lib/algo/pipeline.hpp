@@ -11,8 +11,9 @@
 // so a link whose bandwidth-delay product is larger than the default
 // pipeline's idles for part of every hop (measured on a shaped 1 Gbit/s
 // link with 10 ms each way: depth 1, 2, 4 give 0.32, 0.61, 0.905 of the link,
-// linear until the link is full; bench/RESULTS.md). The margin covers what
-// the formula leaves out: the reduction, a rendezvous hand-shake, jitter.
+// linear until the link is full; bench/RESULTS.md, "Delayed links"). The
+// margin covers what the formula leaves out: the reduction, a rendezvous
+// hand-shake, jitter.
 
 #include <cstddef>
 

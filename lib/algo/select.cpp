@@ -102,7 +102,8 @@ AllreduceAlgo choose_allreduce(AllreduceAlgo forced, const CostModel& m, int nra
   // Halving-doubling only when forced: this model adds its transfers and
   // reductions, which its runner does one after the other, but also the
   // ring's, which overlaps them across its columns, so the model would pick
-  // it at sizes where it has not been measured to win (bench/RESULTS.md).
+  // it at sizes where it has not been measured to win (bench/RESULTS.md,
+  // "Shared memory, 2 and 4 ranks", "Halving-doubling beside the ring").
   return recursive_doubling_seconds(m, nranks, bytes, shape) < ring_seconds(m, nranks, bytes, shape)
              ? AllreduceAlgo::kRecursiveDoubling
              : AllreduceAlgo::kRing;

@@ -23,7 +23,8 @@
 // lie), up to the board's capacity per call (RR_SHM_BOARD_BYTES). It is
 // taken whenever it is predicted no slower than the others. Measured, it
 // stays faster than the ring up to about twice the size this predicts
-// (bench/RESULTS.md, "Where the one-shot and the ring cross").
+// (bench/RESULTS.md, "Small messages and latency", "Where the one-shot and
+// the ring cross").
 //
 // Across hosts (HostShape: H hosts, at most K ranks on one), messages
 // between hosts cost remote_alpha instead of alpha. The ring, in its

@@ -56,7 +56,8 @@ class Communicator : public exec::Interrupt {
   // sockets shut), UCX 1.13's TCP lane reconnects them under its feet and
   // trips its own assertions (tcp_cm.c:519, tcp_iface.c:307) the next time
   // this communicator is progressed, even by rrCommAbort's notice
-  // (bench/RESULTS.md, "Chaos"). Call once every rank has its communicator.
+  // (bench/RESULTS.md, "Faults and chaos"). Call once every rank has its
+  // communicator.
   Status greet_neighbours(exec::Clock::time_point until);
 
   int rank() const { return rank_; }

@@ -74,9 +74,9 @@ Status Communicator::setup_same_host_path() {
   // RR_SHM_SLOT_BYTES when set. Else the default, four times larger when
   // ranks share cores (each hand-over then waits for a context switch:
   // 256 KiB measured 1.2-1.9 x faster than 64 KiB at 4 ranks on 2 cores,
-  // bench/RESULTS.md), or the communicator's chunk when that is smaller (a
-  // small chunk_bytes is how tests reach many chunk columns with small
-  // buffers, on either path).
+  // bench/RESULTS.md, "Shared memory, 2 and 4 ranks"), or the communicator's
+  // chunk when that is smaller (a small chunk_bytes is how tests reach many
+  // chunk columns with small buffers, on either path).
   mine.slot_bytes = settings_.shm_slot_bytes;
   if (settings_.shm_slot_bytes_source == "default") {
     if (shares_cores) mine.slot_bytes *= 4;

@@ -47,8 +47,9 @@ constexpr auto kDrainLimit = std::chrono::milliseconds(100);
 //                     (never sleeps: the core goes to whichever rank has
 //                     work, and a long wait keeps one busy);
 //   kSpin             only spins.
-// Measured on 2 cores (bench/RESULTS.md, "Wait policy"): on 2 ranks they
-// tie; on 4, yielding is 1.5-2.8 x faster than sleeping for small messages
+// Measured on 2 cores (bench/RESULTS.md, "Small messages and latency",
+// "Wait policy with more ranks than cores"): on 2 ranks they tie; on 4,
+// yielding is 1.7-2.6 x faster than sleeping for small messages
 // (a sleeping rank pays a scheduler wake-up per message) and spinning takes
 // milliseconds per call. A policy that yielded first and slept after 50 ms
 // measured like sleeping (once a rank has armed UCX's event descriptor, its

@@ -18,8 +18,9 @@ before_ns=$(ip netns list | awk '{print $1}' | sort)
 before_links=$(ip -o link show | awk -F': ' '{print $2}' | sort)
 
 # ringreduce and Gloo only: mpirun's daemons across namespaces once failed to
-# start (bench/RESULTS.md), and a test that can hang on a peer library's
-# launcher would make CI flaky. The script's mpi rows are for manual runs.
+# start (bench/RESULTS.md, "Shaped links, 2 to 16 hosts"), and a test that
+# can hang on a peer library's launcher would make CI flaky. The script's mpi
+# rows are for manual runs.
 timeout 55 bash "$SCRIPT" --bench "$BENCH" --backend ringreduce --backend gloo -n 2 -b 64K -e 256K -f 4 --iters 2 --warmup 1 \
   --timeout 40 --out "$TMP/out" --debug >"$TMP/log" 2>&1
 rc=$?

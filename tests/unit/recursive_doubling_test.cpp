@@ -97,8 +97,9 @@ TEST(Select, SmallMessagesTakeRecursiveDoublingLargeOnesTheRing) {
 
 // One host with slot rings: each rank on a core of its own passes messages
 // at slot_alpha, so the ring takes over at a few KiB (measured: 4 KiB on 2
-// ranks, bench/RESULTS.md); ranks sharing cores pay alpha per hand-over,
-// so recursive doubling keeps sizes ten times larger.
+// ranks, bench/RESULTS.md, "Small messages and latency"); ranks sharing
+// cores pay alpha per hand-over, so recursive doubling keeps sizes ten times
+// larger.
 TEST(Select, SlotRingsMoveTheCrossoverByWhetherRanksShareCores) {
   using rr::algo::AllreduceAlgo;
   const rr::algo::CostModel model;

@@ -121,8 +121,8 @@ Status UcxTransport::Create(int rank, int size, std::unique_ptr<UcxTransport>* o
 
   // UCX's TCP lane moves messages in 8 KiB segments by default; its cost per
   // segment holds a ring on a 1 Gbit/s link to 0.65-0.69 x link rate, where
-  // 512 KiB segments reach 0.95 (bench/RESULTS.md, "shaped network links").
-  // UCX reads transport settings from the environment when it opens an
+  // 512 KiB segments reach 0.95 (bench/RESULTS.md, "Shaped links, 2 to 16
+  // hosts"). UCX reads transport settings from the environment when it opens an
   // interface (ucp_config_modify only reaches UCP's own), so the default goes
   // there; a value the user set wins (overwrite = 0).
   setenv("UCX_TCP_TX_SEG_SIZE", "512k", 0);
