@@ -10,6 +10,8 @@
   link's #anchor at one of that file's headings.
 - Every repository path the documents name (`lib/...`, `scripts/...`,
   `build/...`) exists, in the source tree or in this build.
+- Every section of bench/RESULTS.md a source comment cites by name
+  (`bench/RESULTS.md, "Delayed links"`) is a heading there.
 """
 
 import json
@@ -94,6 +96,22 @@ def main() -> int:
             candidates = [build / token[len("build/"):]] if token.startswith("build/") else [root / token, build / token]
             if not any(c.exists() for c in candidates):
                 problems.append(f"{doc.relative_to(root)}: names {token}, which does not exist")
+
+    # 4. Code comments cite bench/RESULTS.md by section name: "..." must be a heading there.
+    results = (root / "bench/RESULTS.md").read_text()
+    sections = {re.sub(r"\s+", " ", h).strip() for h in re.findall(r"^#+ (.*)$", results, flags=re.M)}
+    for folder in ("lib", "include", "kernels", "python", "tools", "bench", "tests", "scripts", "examples"):
+        for src in (root / folder).rglob("*"):
+            if not src.is_file() or src.suffix in (".md", ".json", ".png", ".csv") or src.name == "check_docs.py":
+                continue
+            try:
+                text = src.read_text()
+            except UnicodeDecodeError:
+                continue
+            joined = re.sub(r"\n\s*(?://+|#+)\s*", " ", text)  # comments wrapped over lines
+            for name in re.findall(r'bench/RESULTS\.md[\s,(]*"([^"]+)"', joined):
+                if re.sub(r"\s+", " ", name).strip() not in sections:
+                    problems.append(f"{src.relative_to(root)} cites bench/RESULTS.md \"{name}\", which is no heading there")
 
     for p in problems:
         print(p)
