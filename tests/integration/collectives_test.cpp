@@ -227,11 +227,7 @@ std::vector<Case> all_cases() {
 // The reduction over every rank's input element `i`, and how far a correct
 // result may be from it (0 for integers, max and min).
 double reference(rrDataType_t t, rrRedOp_t op, size_t i, uint64_t seed, double* tolerance) {
-  // One buffer for every element: references run over tens of millions of
-  // elements, and an allocation each (counted by the operator new above) was
-  // most of the 8-rank suites' time.
-  static thread_local std::vector<double> xs;
-  xs.resize(static_cast<size_t>(g_size));
+  std::vector<double> xs(static_cast<size_t>(g_size));
   double sum_abs = 0;
   for (int r = 0; r < g_size; ++r) {
     xs[static_cast<size_t>(r)] = input_value(t, op, r, i, seed);
