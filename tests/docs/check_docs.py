@@ -31,6 +31,12 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+def headings(path: pathlib.Path) -> list[str]:
+    """The text of every heading in a markdown file, code blocks left out."""
+    body = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    return re.findall(r"^#+ (.*)$", body, flags=re.M)
+
+
 def table_variables(text: str, heading: str) -> set[str]:
     """RR_* names in the first column of the first table under `heading`."""
     start = text.index(heading)
@@ -68,7 +74,7 @@ def main() -> int:
 
     # 2. Links and 3. paths.
     docs = sorted({p for pattern in DOCUMENTS for p in root.glob(pattern)})
-    headings = {}
+    anchors = {}
     for doc in docs:
         text = doc.read_text()
         prose = re.sub(r"```.*?```", "", text, flags=re.S)
@@ -82,10 +88,9 @@ def main() -> int:
                 problems.append(f"{where}: no such file")
                 continue
             if anchor and dest.suffix == ".md":
-                if dest not in headings:
-                    body = re.sub(r"```.*?```", "", dest.read_text(), flags=re.S)
-                    headings[dest] = {slug(h) for h in re.findall(r"^#+ (.*)$", body, flags=re.M)}
-                if anchor not in headings[dest]:
+                if dest not in anchors:
+                    anchors[dest] = {slug(h) for h in headings(dest)}
+                if anchor not in anchors[dest]:
                     problems.append(f"{where}: no heading #{anchor} in {dest.relative_to(root)}")
         path_re = r"(?<![\w./-])((?:build|%s)/[\w./+-]*[\w/])(\.?[{*<$]?)" % "|".join(TOP_DIRS)
         for token, after in re.findall(path_re, text):
@@ -98,8 +103,7 @@ def main() -> int:
                 problems.append(f"{doc.relative_to(root)}: names {token}, which does not exist")
 
     # 4. Code comments cite bench/RESULTS.md by section name: "..." must be a heading there.
-    results = (root / "bench/RESULTS.md").read_text()
-    sections = {re.sub(r"\s+", " ", h).strip() for h in re.findall(r"^#+ (.*)$", results, flags=re.M)}
+    sections = {re.sub(r"\s+", " ", h).strip() for h in headings(root / "bench/RESULTS.md")}
     for folder in ("lib", "include", "kernels", "python", "tools", "bench", "tests", "scripts", "examples"):
         for src in (root / folder).rglob("*"):
             if not src.is_file() or src.suffix in (".md", ".json", ".png", ".csv") or src.name == "check_docs.py":
