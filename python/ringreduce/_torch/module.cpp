@@ -67,5 +67,7 @@ PYBIND11_MODULE(_torch, m) {
            "in flight, and waits for every Work to end.")
       .def("async_error",
            [](ProcessGroupRingreduce& pg) { return static_cast<int>(pg.async_error()); },
-           "rrCommGetAsyncError: 0 while the communicator is healthy, else the result code that broke it.");
+           "rrCommGetAsyncError: 0 while the communicator is healthy, else the result code that broke it.")
+      .def("last_error", &ProcessGroupRingreduce::last_error,
+           "rrGetLastError: the text of the communicator's last error (what broke it, naming the peer).");
 }

@@ -136,6 +136,13 @@ rrResult_t ProcessGroupRingreduce::async_error() {
   return error;
 }
 
+std::string ProcessGroupRingreduce::last_error() {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  if (state_ == State::kAborted) return "the process group was aborted";
+  if (state_ == State::kShutDown) return "the process group was shut down";
+  return rrGetLastError(comm_);
+}
+
 void ProcessGroupRingreduce::check_open(const char* op_name) const {
   if (state_ == State::kAborted) {
     throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name + ": the process group was aborted");

@@ -50,6 +50,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // rrCommGetAsyncError: rrSuccess while healthy, else what broke the
   // communicator (rrInvalidUsage once aborted).
   rrResult_t async_error();
+  // rrGetLastError: the text of the communicator's last error (what broke
+  // it, naming the peer), or what closed the group.
+  std::string last_error();
 
   // The group's collective count, which torch's debug wrapper
   // (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares across ranks before each call.

@@ -1,0 +1,140 @@
+"""torchft process groups backed by ringreduce (torchft 0.2).
+
+torchft (PyTorch's fault-tolerance library) keeps training going when a
+replica group dies: a lighthouse forms quorums, a ``Manager`` decides each
+step whether to commit, and the process group of the replica dimension is
+reconfigured at every quorum change. :class:`ProcessGroupRingreduce` is that
+process group::
+
+    from torchft import Manager, DistributedDataParallel, Optimizer
+    from ringreduce.torchft import ProcessGroupRingreduce
+
+    manager = Manager(pg=ProcessGroupRingreduce(timeout=timedelta(seconds=10)),
+                      min_replica_size=2, load_state_dict=..., state_dict=...,
+                      replica_id="0", lighthouse_addr=..., ...)
+
+It is torchft's reconfigurable wrapper, as torchft's own in-process
+``ProcessGroupGloo`` is: each ``configure`` (one per quorum) aborts the
+previous communicator and makes a new one over the store torchft hands it
+(its rank 0 puts a unique id there, the others read it). What Gloo cannot
+do, this group does in process, without torchft's subprocess ("Baby")
+groups: ``abort`` ends the communicator at once (operations in flight fail
+here, and at the peers naming this rank), a peer that died makes the
+survivors' collectives fail within the timeout naming it, and ``errored``
+reports a communicator that broke.
+
+A failed operation is reported the way torchft's Manager expects of its
+process groups ("tracked asynchronously"): the work's ``wait()`` returns
+False instead of raising, its future carries the error (the Manager reports
+it there, and the step is not committed), and ``errored()`` returns it.
+torchft's DistributedDataParallel needs this: its gradient hook asserts on a
+work whose ``wait()`` raised.
+
+The timeout (constructor or ``set_timeout``, which takes effect at the next
+``configure`` as for torchft's other wrappers) bounds the store client, the
+rendezvous of each new communicator and every operation on it.
+
+Needs torchft (``pip install torchft``; the project's environment pins
+0.2.0): importing this module without it raises ImportError.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Optional
+
+import torch
+import torch.distributed as dist
+from torchft.process_group import ProcessGroupWrapper
+
+from ringreduce.errors import from_result
+from ringreduce.torch import _create_backend, backend_of
+
+__all__ = ["ProcessGroupRingreduce", "FailingSoftlyWork"]
+
+_CUSTOM = dist.ProcessGroup.BackendType.CUSTOM
+
+
+class FailingSoftlyWork(dist._Work):
+    """A work whose failure is its future's: ``wait()`` returns False.
+
+    What torchft's Manager expects of a process group's work (its
+    DistributedDataParallel hook asserts on a ``wait()`` that raised).
+    :class:`ProcessGroupRingreduce` wraps every work in it; wrapping the
+    works of torchft's own Gloo groups in it lets them survive a peer's
+    death under DistributedDataParallel too.
+    """
+
+    def __init__(self, work: dist._Work) -> None:
+        super().__init__()
+        self._work = work
+        self.error: Optional[Exception] = None  # what wait() caught
+
+    def wait(self, timeout: Optional[timedelta] = None) -> bool:
+        try:
+            return self._work.wait() if timeout is None else self._work.wait(timeout)
+        except Exception as error:  # the future holds it, and errored() reports it
+            self.error = error
+            return False
+
+    def get_future(self) -> torch.futures.Future:
+        return self._work.get_future()
+
+    def is_completed(self) -> bool:
+        return self._work.is_completed()
+
+    def is_success(self) -> bool:
+        return self._work.is_success()
+
+    def exception(self) -> Optional[BaseException]:
+        return self._work.exception()
+
+
+class ProcessGroupRingreduce(ProcessGroupWrapper):
+    """torchft's reconfigurable process group over a ringreduce communicator.
+
+    Args:
+        timeout: the store client's, each rendezvous's and every operation's
+            deadline (default 60 s, torchft's).
+    """
+
+    def _create_pg(self, store: Any, rank: int, world_size: int) -> dist.ProcessGroup:
+        # The same rendezvous as init_process_group("ringreduce"): blocks
+        # (without the GIL) until every rank of the quorum has joined, or
+        # raises naming the ranks that did not within the timeout.
+        backend = _create_backend(store, rank, world_size, self._timeout)
+        pg = dist.ProcessGroup(store, rank, world_size)
+        pg._set_default_backend(_CUSTOM)
+        pg._register_backend(torch.device("cpu"), _CUSTOM, backend)
+        return pg
+
+    def _wrap_work(self, work: dist._Work, opts: object) -> dist._Work:
+        return FailingSoftlyWork(work)
+
+    def getBackendName(self) -> str:
+        return "torchft-ringreduce"
+
+    def errored(self) -> Optional[Exception]:
+        """The error that broke the current communicator, or None.
+
+        torchft's Manager asks before each commit: a communicator that a dead
+        peer or an abort ended reports it here, and the step is not committed.
+        """
+        pg = self._pg
+        if pg is None:
+            return None
+        backend = backend_of(pg)
+        code = backend.async_error()
+        if code == 0:
+            return None
+        return from_result(code, f"ringreduce.torchft: the replica group's communicator failed: "
+                                 f"{backend.last_error()}")
+
+    def shutdown(self) -> None:
+        """Ends the current communicator in order (torchft's wrapper only
+        drops the reference): destroyed when nothing is in flight, else
+        aborted, so that it returns at once either way."""
+        pg = self._pg
+        self._pg = None
+        if pg is not None:
+            backend_of(pg).shutdown()
