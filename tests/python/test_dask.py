@@ -1,17 +1,38 @@
-"""ringreduce.dask.run on a real Dask cluster (a LocalCluster of 3 worker processes).
+"""ringreduce.dask on real Dask clusters of two kinds, each with 3 single-threaded workers.
 
-Proves: the env:// variables each task sees (rank order, the port, local
-ranks) and that they are put back afterwards; DDP training through run()
+``local``: a LocalCluster (worker processes under nannies, the scheduler in
+this process). ``processes``: ``dask scheduler`` and ``dask worker
+--no-nanny`` started as separate processes, as on a real cluster, the
+workers on two fake hosts (UTS namespaces named rrfakehost0, with 2
+workers, and rrfakehost1) listening on this machine's non-loopback address;
+the scheduler runs without ringreduce on its path (what runs there must come
+by value). Where UTS namespaces or such an address are missing, the
+``processes`` cluster is one host on loopback and the tests that need more
+are skipped.
+
+Proves: the env:// variables each task sees (rank order by host, local ranks,
+the port, a fresh RR_AUTH_TOKEN per job) and that they are put back;
+``backend=None`` with ``ringreduce.Comm.from_env()`` across hosts, and that
+without the token the rendezvous refuses it; DDP training through run()
 leaves every replica bit-identical (and equal to one process training on
 all the data, up to rounding); a rank whose function raises makes the other
-ranks' collectives fail within the timeout instead of hanging, every future
-says so, and the same cluster then runs the next job.
+ranks' collectives fail within the timeout, every future says so, and the
+same cluster runs the next job; the results channel delivers every rank's
+messages in order (more than the scheduler keeps per topic) and the
+checkpoints come back as the futures' results; a worker process killed
+mid-job fails its rank's future with WorkerLost naming it, within the
+timeout, the others with the engine's error, and the next job succeeds.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import pathlib
+import random
+import signal
+import socket
+import subprocess
 import sys
 import time
 
@@ -19,34 +40,127 @@ import pytest
 
 torch = pytest.importorskip("torch")
 distributed = pytest.importorskip("distributed")
-import cloudpickle  # noqa: E402  (Dask's serializer; present with distributed)
+np = pytest.importorskip("numpy")
+import dask  # noqa: E402
 
+import ringreduce  # noqa: E402
 import ringreduce.dask  # noqa: E402
 
 NWORKERS = 3
+# The scheduler's per-topic event log, made short so that a job outruns it.
+LOG_LENGTH = 40
+# What a hang gets before a test fails: far beyond what a prompt answer takes.
+DEADLINE = 90.0
 
 # The backend under test. RR_TEST_DASK_BACKEND=gloo runs the same tests on
 # PyTorch's own backend (the reference for what the tests expect).
 BACKEND = os.environ.get("RR_TEST_DASK_BACKEND", "ringreduce")
 
-# The workers import this module's functions by value: they cannot import
-# the test file itself.
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+# The scheduler and the workers unpickle the tasks, which name this module's
+# functions: the processes cluster has this folder on its path (the
+# LocalCluster's processes inherit it).
+HERE = pathlib.Path(__file__).resolve().parent
 
 
-@pytest.fixture(scope="module")
-def client():
+# --- the clusters ---------------------------------------------------------------------------
+
+def _non_loopback_address():
+    """This machine's address on its default route, or None (a UDP connect sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("198.51.100.1", 9))
+        except OSError:
+            return None
+        address = s.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+def _can_fake_hosts() -> bool:
+    if os.geteuid() != 0:
+        return False
+    return subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode == 0
+
+
+class ProcessCluster:
+    """``dask scheduler`` and ``dask worker`` processes, each in a session of its own."""
+
+    def __init__(self, tmp: pathlib.Path) -> None:
+        self.tmp = tmp
+        self.procs = []
+        self.address = _non_loopback_address() or "127.0.0.1"
+        self.fake_hosts = _can_fake_hosts()
+        self.hosts = ["rrfakehost0", "rrfakehost0", "rrfakehost1"] if self.fake_hosts else [None] * NWORKERS
+        self.scheduler_file = tmp / "scheduler.json"
+        dask_cli = str(pathlib.Path(sys.executable).with_name("dask"))
+        # The scheduler unpickles the tasks: it needs ringreduce and this module as the workers do.
+        path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=path, DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH=str(LOG_LENGTH))
+        self._start([dask_cli, "scheduler", "--host", self.address, "--port", "0", "--no-dashboard",
+                     "--scheduler-file", str(self.scheduler_file)], env, "scheduler")
+        deadline = time.monotonic() + 60
+        while not self.scheduler_file.exists():  # written once the scheduler listens
+            if time.monotonic() > deadline or self.procs[0].poll() is not None:
+                raise RuntimeError(f"the scheduler did not start:\n{self.log('scheduler')}")
+            time.sleep(0.05)
+        for i, host in enumerate(self.hosts):
+            self._start([dask_cli, "worker", "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
+                         "--no-nanny", "--no-dashboard", "--host", self.address, "--name", f"w{i}"],
+                        env, f"worker{i}", host)
+
+    def _start(self, cmd, env, name, hostname=None):
+        if hostname:
+            cmd = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', hostname, *cmd]
+        with open(self.tmp / f"{name}.log", "w") as log:
+            self.procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True))
+
+    def log(self, name: str) -> str:
+        return (self.tmp / f"{name}.log").read_text()
+
+    def close(self) -> None:
+        """After Client.shutdown() (which closes them all), or without it; none is left behind."""
+        deadline = time.monotonic() + 5
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module", params=["local", "processes"])
+def cluster(request, tmp_path_factory):
+    """(kind, client, ProcessCluster or None)."""
     if BACKEND == "ringreduce":
         try:
             import ringreduce.torch  # noqa: F401
         except ImportError as e:
             pytest.skip(f"the ringreduce torch backend is not built: {e}")
-    cluster = distributed.LocalCluster(n_workers=NWORKERS, processes=True, threads_per_worker=1,
-                                       dashboard_address=":0", silence_logs=logging.ERROR)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    if request.param == "local":
+        with dask.config.set({"distributed.admin.low-level-log-length": LOG_LENGTH}):
+            local = distributed.LocalCluster(n_workers=NWORKERS, processes=True, threads_per_worker=1,
+                                             dashboard_address=":0", silence_logs=logging.ERROR)
+        client = distributed.Client(local)
+        yield "local", client, None
+        client.close()
+        local.close()
+    else:
+        procs = ProcessCluster(tmp_path_factory.mktemp("dask"))
+        try:
+            client = distributed.Client(scheduler_file=str(procs.scheduler_file), timeout=30)
+            client.wait_for_workers(NWORKERS, timeout=60)
+            yield "processes", client, procs
+            client.shutdown()
+        finally:
+            procs.close()
+
+
+@pytest.fixture
+def client(cluster):
+    return cluster[1]
 
 
 # --- what runs on the workers ---------------------------------------------------------------
@@ -59,6 +173,7 @@ def _report_env() -> dict:
     import torch.distributed as dist
     env = _environment()
     env["worker"] = distributed.get_worker().address
+    env["hostname"] = socket.gethostname()
     env["group"] = dist.is_initialized()
     return env
 
@@ -106,34 +221,118 @@ def _fail_on_rank(fail_rank: int) -> float:
     return _all_reduce_ranks()  # the others wait for it here (or, when it serves the store, still in init)
 
 
+def _data(seed: int, rank: int, n: int = 4096) -> "np.ndarray":
+    return np.random.default_rng([seed, rank]).integers(-1000, 1000, n, dtype=np.int64)
+
+
+def _from_env_allreduce(seed: int, drop_token: bool) -> dict:
+    """backend=None: the program makes its own communicator from the variables run() set."""
+    if drop_token:
+        del os.environ["RR_AUTH_TOKEN"]  # run() puts the environment back after the task
+    rank = int(os.environ["RANK"])
+    x = _data(seed, rank)
+    y = np.empty_like(x)
+    with ringreduce.Comm.from_env(timeout=30) as comm:
+        comm.allreduce(x, y, op="sum")
+        return {"rank": comm.rank, "size": comm.size, "hostname": socket.gethostname(), "sum": y}
+
+
+def _metric(seed: int, rank: int, i: int) -> float:
+    return random.Random(f"{seed}-{rank}-{i}").random()
+
+
+def _publish_and_checkpoint(seed: int, count: int) -> dict:
+    """Publishes ``count`` metrics, checks what publish refuses, returns a checkpoint too big for an event."""
+    rank = int(os.environ["RANK"])
+    refused = []
+    for bad in ({"big": b"x" * (ringreduce.dask.MAX_MESSAGE_BYTES + 1)}, {"obj": object()}, {1: "int key"}):
+        try:
+            ringreduce.dask.publish(bad)
+        except (ValueError, TypeError) as e:
+            refused.append(type(e).__name__)
+    for i in range(count):
+        # A NumPy scalar and a 0-d tensor: publish makes them Python numbers.
+        assert ringreduce.dask.publish({"step": np.int64(i), "loss": torch.tensor(_metric(seed, rank, i),
+                                                                                  dtype=torch.float64)})
+    return {"refused": refused, "checkpoint": _data(seed, rank, 1 << 17)}  # 1 MiB
+
+
+def _publish_outside_a_channel() -> bool:
+    return ringreduce.dask.publish({"loss": 1.0})
+
+
+def _all_reduce_until_peers_fail(timeout: float) -> str:
+    """Says it is running, then all-reduces until a peer is gone (the test kills one)."""
+    import torch.distributed as dist
+    ringreduce.dask.publish("running")
+    end = time.monotonic() + timeout
+    t = torch.ones(1)
+    while time.monotonic() < end:
+        dist.all_reduce(t)
+        t.fill_(1)
+    return "no peer failed"
+
+
 # --- tests ----------------------------------------------------------------------------------
 
 def _unset_on_workers(client) -> bool:
     return all(all(v is None for v in env.values()) for env in client.run(_environment).values())
 
 
-def test_backend_none_sets_env_and_puts_it_back(client):
+def test_env_tokens_and_rank_order(cluster):
+    kind, client, procs = cluster
     assert _unset_on_workers(client)
     futures = ringreduce.dask.run(client, _report_env, backend=None)
     envs = client.gather(futures, errors="raise")
-    workers = client.scheduler_info()["workers"]
-    expected_order = sorted(workers, key=lambda a: (workers[a]["host"], a))
-    assert [e["worker"] for e in envs] == expected_order  # one task per worker, in rank order
+    hostnames = {e["worker"]: e["hostname"] for e in envs}
+    assert len(hostnames) == NWORKERS  # one task per worker
+    expected_order = sorted(hostnames, key=lambda a: (hostnames[a], a))
+    assert [e["worker"] for e in envs] == expected_order  # ranks by host, then address
+    assert [w for w, _ in ringreduce.dask.worker_ranks(client)] == expected_order
     assert [e["RANK"] for e in envs] == [str(r) for r in range(NWORKERS)]
     assert {e["WORLD_SIZE"] for e in envs} == {str(NWORKERS)}
-    # A LocalCluster is one host: local ranks are the ranks.
-    assert [e["LOCAL_RANK"] for e in envs] == [str(r) for r in range(NWORKERS)]
-    assert {e["LOCAL_WORLD_SIZE"] for e in envs} == {str(NWORKERS)}
-    assert {e["MASTER_ADDR"] for e in envs} == {workers[expected_order[0]]["host"]}
+    if procs is not None and procs.fake_hosts:
+        assert [e["hostname"] for e in envs] == ["rrfakehost0", "rrfakehost0", "rrfakehost1"]
+        assert [e["LOCAL_RANK"] for e in envs] == ["0", "1", "0"]
+        assert [e["LOCAL_WORLD_SIZE"] for e in envs] == ["2", "2", "1"]
+    else:  # one host: local ranks are the ranks
+        assert [e["LOCAL_RANK"] for e in envs] == [str(r) for r in range(NWORKERS)]
+        assert {e["LOCAL_WORLD_SIZE"] for e in envs} == {str(NWORKERS)}
+    assert {e["MASTER_ADDR"] for e in envs} == {distributed.comm.get_address_host(expected_order[0])}
     ports = {e["MASTER_PORT"] for e in envs}
     assert len(ports) == 1 and 0 < int(ports.pop()) < 65536
+    tokens = {e["RR_AUTH_TOKEN"] for e in envs}
+    assert len(tokens) == 1 and len(tokens.pop()) == 64  # one secret per job, 32 random bytes
     assert not any(e["group"] for e in envs)  # backend=None makes no process group
     assert _unset_on_workers(client)
 
-    # Not pure: the same call again runs again (new tasks, a new port found).
-    again = ringreduce.dask.run(client, _report_env, backend=None)
-    assert {f.key for f in again}.isdisjoint({f.key for f in futures})
-    assert [e["RANK"] for e in client.gather(again)] == [str(r) for r in range(NWORKERS)]
+    # Not pure: the same call again runs again (new tasks, a new token).
+    again = client.gather(ringreduce.dask.run(client, _report_env, backend=None))
+    assert [e["RANK"] for e in again] == [str(r) for r in range(NWORKERS)]
+    assert {e["RR_AUTH_TOKEN"] for e in again}.isdisjoint({e["RR_AUTH_TOKEN"] for e in envs})
+
+
+def test_comm_from_env_across_hosts_needs_the_token(cluster):
+    kind, client, procs = cluster
+    if kind == "local":
+        pytest.skip("one host on loopback: the processes cluster has the hosts")
+    seed = random.randrange(1 << 30)
+    results = client.gather(ringreduce.dask.run(client, _from_env_allreduce, seed, False, backend=None))
+    expected = sum(_data(seed, r) for r in range(NWORKERS))
+    for rank, r in enumerate(results):
+        assert (r["rank"], r["size"]) == (rank, NWORKERS)
+        np.testing.assert_array_equal(r["sum"], expected)
+    if not procs.fake_hosts or procs.address.startswith("127."):
+        pytest.skip("no fake hosts or no non-loopback address here: the token is not required")
+    assert len({r["hostname"] for r in results}) == 2
+
+    # Without the secret run() sets, the rendezvous off loopback refuses every rank at once.
+    futures = ringreduce.dask.run(client, _from_env_allreduce, seed, True, backend=None)
+    distributed.wait(futures, timeout=DEADLINE)
+    for f in futures:
+        assert isinstance(f.exception(), ringreduce.InvalidArgumentError), repr(f.exception())
+        assert "RR_AUTH_TOKEN" in str(f.exception())
+    assert _unset_on_workers(client)
 
 
 def test_ddp_replicas_bit_identical(client):
@@ -164,7 +363,10 @@ def test_ddp_replicas_bit_identical(client):
 # still be in init_process_group's closing barrier, and the group that init
 # made before it failed must be destroyed too.
 @pytest.mark.parametrize("job,fail_rank", [("all_reduce", 1), ("ddp", 1), ("all_reduce", 0)])
-def test_failing_rank_fails_the_others_within_timeout_and_cluster_recovers(client, job, fail_rank):
+def test_failing_rank_fails_the_others_within_timeout_and_cluster_recovers(cluster, job, fail_rank):
+    kind, client, _ = cluster
+    if kind == "processes" and (job, fail_rank) != ("ddp", 1):
+        pytest.skip("the local cluster runs every case; the processes cluster one")
     timeout = 30.0
     start = time.monotonic()
     if job == "all_reduce":
@@ -188,6 +390,97 @@ def test_failing_rank_fails_the_others_within_timeout_and_cluster_recovers(clien
     results = client.gather(ringreduce.dask.run(client, _all_reduce_ranks, backend=BACKEND, timeout=60))
     assert results == [float(sum(range(1, NWORKERS + 1)))] * NWORKERS
     assert _unset_on_workers(client)
+
+
+def test_results_channel_in_order_beyond_the_log_and_checkpoints_as_futures(client, tmp_path):
+    seed, count = random.randrange(1 << 30), 2 * LOG_LENGTH  # each rank alone outruns the scheduler's log
+    assert client.gather(ringreduce.dask.run(client, _publish_outside_a_channel, backend=None)) == [False] * NWORKERS
+    with ringreduce.dask.Results(client) as results:
+        futures = ringreduce.dask.run(client, _publish_and_checkpoint, seed, count, backend=None, results=results)
+        # Checkpoints: the futures' results, as large as they are.
+        outcomes = client.gather(futures)
+        results.wait(timeout=DEADLINE)
+        for rank, outcome in enumerate(outcomes):
+            assert outcome["refused"] == ["ValueError", "TypeError", "TypeError"]
+            np.testing.assert_array_equal(outcome["checkpoint"], _data(seed, rank, 1 << 17))
+        # Every message of every rank, in the order sent.
+        for rank in range(NWORKERS):
+            expected = [{"step": i, "loss": _metric(seed, rank, i)} for i in range(count)]
+            assert results.messages(rank) == expected, f"rank {rank}"
+            assert [r["seq"] for r in results.records(rank)] == list(range(count))
+        assert results.series("loss") == {r: [_metric(seed, r, i) for i in range(count)] for r in range(NWORKERS)}
+        # The scheduler kept only the last LOG_LENGTH of the topic's events, each
+        # rank's newest ones up to its end mark (the seq after its last
+        # message); the subscriber got them all.
+        kept = client.get_events(results.topic)
+        assert len(kept) == LOG_LENGTH
+        for rank in range(NWORKERS):
+            seqs = [m["seq"] for _, m in kept if m["rank"] == rank]
+            assert seqs == list(range(count + 1 - len(seqs), count + 1)), f"rank {rank}: {seqs}"
+
+        paths = results.write(tmp_path / "metrics")
+        assert [p.name for p in paths] == [f"rank-{r}.jsonl" for r in range(NWORKERS)]
+        lines = paths[1].read_text().splitlines()
+        assert len(lines) == count and '"loss": ' in lines[0]
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            with pytest.raises(ImportError, match="matplotlib"):
+                results.plot(tmp_path / "loss.png")
+        else:
+            assert results.plot(tmp_path / "loss.png").stat().st_size > 0
+    # Closed: the topic's log is gone from the scheduler, what was received stays.
+    assert client.get_events(results.topic) == ()
+    assert len(results.messages(0)) == count
+
+
+def _watches(dask_scheduler) -> list:
+    return [name for name in dask_scheduler.plugins if name.startswith("ringreduce-watch-")]
+
+
+def test_worker_killed_mid_job_is_named_and_the_next_job_runs(cluster):
+    # The last test of each cluster: the processes cluster's workers have no
+    # nanny, and the killed one stays gone.
+    kind, client, procs = cluster
+    timeout, victim = 30.0, 1
+    pids = client.run(os.getpid)
+    with ringreduce.dask.Results(client) as results:
+        futures = ringreduce.dask.run(client, _all_reduce_until_peers_fail, timeout + 30, backend=BACKEND,
+                                      timeout=timeout, results=results)
+        results.wait_messages(1, timeout=DEADLINE)  # every rank is in its loop of collectives
+        address = ringreduce.dask.worker_ranks(client)[victim][0]
+        start = time.monotonic()
+        os.kill(pids[address], signal.SIGKILL)
+        done, not_done = distributed.wait(futures, timeout=DEADLINE)
+        elapsed = time.monotonic() - start
+        assert not not_done, f"ranks {[futures.index(f) for f in not_done]} still pending after {elapsed:.0f} s"
+        assert elapsed < timeout, f"the lost worker took {elapsed:.0f} s to be reported"
+        lost = futures[victim].exception()
+        assert isinstance(lost, ringreduce.dask.WorkerLost), repr(lost)
+        assert (lost.rank, lost.worker) == (victim, address)
+        assert f"rank {victim}'s worker {address} left the cluster" in str(lost)
+        for rank in set(range(NWORKERS)) - {victim}:
+            error = futures[rank].exception()
+            assert isinstance(error, RuntimeError) and not isinstance(error, ringreduce.dask.WorkerLost), repr(error)
+        results.wait(timeout=DEADLINE)  # the lost rank's last message never comes: it is not waited for
+        assert all(results.messages(r) == ["running"] for r in range(NWORKERS))
+    # (Not futures[victim].result(): distributed raises the exception it keeps with a traceback
+    # whose frames hold the future, which the client then never releases.)
+    del futures, done
+
+    # The next job: the local cluster's nanny restarts the worker (at a new
+    # address); the processes cluster runs it on the two left.
+    if kind == "local":
+        client.wait_for_workers(NWORKERS, timeout=DEADLINE)
+    n = NWORKERS if kind == "local" else NWORKERS - 1
+    assert client.gather(ringreduce.dask.run(client, _all_reduce_ranks, backend=BACKEND, timeout=60)) == \
+        [float(sum(range(1, n + 1)))] * n
+    assert _unset_on_workers(client)
+    # Each job's scheduler plugin leaves with its futures (the client's release is not instant).
+    deadline = time.monotonic() + 10
+    while client.run_on_scheduler(_watches) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert client.run_on_scheduler(_watches) == []
 
 
 def test_timeout_must_be_positive(client):

@@ -1,34 +1,7 @@
-"""Runs a torch.distributed program on every worker of a Dask cluster.
+"""ringreduce.dask.run: one job, one pinned task per worker, the env:// variables, the process group.
 
-``run(client, fn, *args)`` submits one task per Dask worker, pinned to it,
-that sets the ``env://`` variables torchrun would set (MASTER_ADDR,
-MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), makes the
-default process group, calls ``fn(*args, **kwargs)`` and destroys the group
-again, also when ``fn`` raises::
-
-    from dask.distributed import Client, LocalCluster
-    import ringreduce.dask
-
-    def train(epochs):
-        model = torch.nn.parallel.DistributedDataParallel(make_model())
-        ...
-        return model.state_dict()
-
-    with LocalCluster(n_workers=4, threads_per_worker=1) as cluster, Client(cluster) as client:
-        futures = ringreduce.dask.run(client, train, 10)
-        states = client.gather(futures)
-
-This is dask-pytorch-ddp's ``dispatch.run`` done as it should be: the port
-is one the operating system found free on rank 0's worker (not a fixed
-number that a second job or a lingering socket already holds), the tasks are
-not pure (two runs of the same function are two runs, never one cached
-result), and each worker's environment is put back after the task, so the
-cluster can run the next job.
-
-When ``fn`` raises on one rank, that rank destroys its process group at once;
-the collectives the other ranks are waiting in then fail (the engine reports
-the departed peer; at worst they give up after ``timeout``), and each future
-reports its rank's exception.
+See the package's docstring for the whole story; this module holds the
+launch (the ranks, the variables, the tasks) and the task each rank runs.
 """
 
 from __future__ import annotations
@@ -36,45 +9,65 @@ from __future__ import annotations
 import datetime
 import gc
 import os
+import secrets
 import socket
 import traceback
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import distributed
+from distributed.comm import get_address_host
 
-__all__ = ["run", "worker_ranks"]
+from . import results as _results
+from .watch import check_worker, watch
+
+__all__ = ["run", "worker_ranks", "ENV_VARIABLES"]
 
 # The variables a task sets; each is put back (or removed) when it ends.
-ENV_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+ENV_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                 "RR_AUTH_TOKEN")
 
 Timeout = Union[None, float, int, datetime.timedelta]
 
 
-def worker_ranks(client: distributed.Client) -> List[Tuple[str, str]]:
-    """The cluster's workers as ``(address, host)`` pairs in rank order.
-
-    Ranks are ordered by host, then by worker address, so that each host's
-    ranks are consecutive (LOCAL_RANK counts within a host) and the order is
-    the same for every call on an unchanged cluster.
-    """
-    try:
-        info = client.scheduler_info(n_workers=-1)  # newer Dask lists only a few workers by default
-    except TypeError:
-        info = client.scheduler_info()
-    workers = info["workers"]
-    return sorted(((address, w["host"]) for address, w in workers.items()), key=lambda aw: (aw[1], aw[0]))
+class _Worker(NamedTuple):
+    address: str  # the worker's Dask address
+    ip: str  # the host part of that address: what the other ranks reach it at
+    hostname: str  # its machine's name: ranks with the same one are on one host
+    id: str  # the worker's server id: a worker restarted at the same address has a new one
+    port: int  # a TCP port free on its host when asked
 
 
-def _free_port() -> int:
-    """A TCP port nothing listens on now, on every address of this host.
+def _describe(dask_worker: Any) -> Tuple[str, str, int]:
+    """Runs on every worker (Client.run): its hostname, its id and a port free on its host.
 
-    Runs on rank 0's worker: the rendezvous store is served there. The port is
+    The port serves the rendezvous store if this worker is rank 0's. It is
     released before the store binds it, as torchrun's is; the window is short.
     """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("", 0))
-        return s.getsockname()[1]
+        port = s.getsockname()[1]
+    return socket.gethostname(), dask_worker.id, port
+
+
+def _workers(client: distributed.Client) -> List[_Worker]:
+    """Every worker of the cluster, in rank order: by hostname, then by address."""
+    described = client.run(_describe)
+    workers = [_Worker(address, get_address_host(address), hostname, worker_id, port)
+               for address, (hostname, worker_id, port) in described.items()]
+    return sorted(workers, key=lambda w: (w.hostname, w.address))
+
+
+def worker_ranks(client: distributed.Client) -> List[Tuple[str, str]]:
+    """The cluster's workers as ``(address, hostname)`` pairs in rank order.
+
+    Ranks are ordered by the hostname each worker's machine reports, then by
+    worker address, so that each host's ranks are consecutive (LOCAL_RANK
+    counts within a host: workers that share a machine share its hostname,
+    whichever of its addresses they listen on) and the order is the same for
+    every call on an unchanged cluster.
+    """
+    return [(w.address, w.hostname) for w in _workers(client)]
 
 
 def _timedelta(timeout: Timeout) -> Optional[datetime.timedelta]:
@@ -120,48 +113,23 @@ def _destroy_group() -> None:
 
 
 def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], env: Dict[str, str],
-              backend: Optional[str], timeout: Optional[datetime.timedelta]) -> Any:
-    """The task run on each worker: environment, process group, ``fn``, clean-up."""
+              backend: Optional[str], timeout: Optional[datetime.timedelta], worker: _Worker, key: str,
+              topic: Optional[str]) -> Any:
+    """The task run on each worker: its check, environment, results channel, ``fn``, clean-up."""
+    rank = int(env["RANK"])
+    check_worker(rank, worker.address, worker.id, key)
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
+    if topic is not None:
+        _results._open(topic, rank)
+    ok = False
     try:
-        if backend is None:
-            return fn(*args, **kwargs)
-
-        import torch.distributed as dist
-        if backend == "ringreduce":
-            import ringreduce.torch  # noqa: F401  (registers the backend)
-        if dist.is_initialized():
-            raise RuntimeError(
-                f"worker {env['RANK']} already has a default process group: ringreduce.dask.run needs "
-                "the worker to itself (one run at a time, no group left by other tasks)")
-        failed = False
-        try:
-            # Inside the try: init_process_group can fail after it made the
-            # default group (its closing barrier, when a rank that already
-            # failed took the store down), and that group must go too.
-            if timeout is None:
-                dist.init_process_group(backend)
-            else:
-                dist.init_process_group(backend, timeout=timeout)
-            return fn(*args, **kwargs)
-        except BaseException as e:
-            failed = True
-            # The peers may be waiting for this rank in a collective: end the
-            # group now so that theirs fail instead of waiting out the
-            # timeout. The traceback's frames hold fn's locals (a DDP model
-            # holds the group): clear them so that destroying the group ends
-            # it where the backend has no abort.
-            _abort_group(backend)
-            traceback.clear_frames(e.__traceback__)
-            raise
-        finally:
-            try:
-                _destroy_group()
-            except Exception:
-                if not failed:  # else the first error is the one to report
-                    raise
+        result = _call(fn, args, kwargs, env, backend, timeout)
+        ok = True
+        return result
     finally:
+        if topic is not None:
+            _results._close(ok)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -169,21 +137,65 @@ def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any
                 os.environ[name] = value
 
 
+def _call(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], env: Dict[str, str],
+          backend: Optional[str], timeout: Optional[datetime.timedelta]) -> Any:
+    """``fn`` inside the default process group of ``backend`` (none when None)."""
+    if backend is None:
+        return fn(*args, **kwargs)
+    import torch.distributed as dist
+    if backend == "ringreduce":
+        import ringreduce.torch  # noqa: F401  (registers the backend)
+    if dist.is_initialized():
+        raise RuntimeError(
+            f"worker {env['RANK']} already has a default process group: ringreduce.dask.run needs "
+            "the worker to itself (one run at a time, no group left by other tasks)")
+    failed = False
+    try:
+        # Inside the try: init_process_group can fail after it made the
+        # default group (its closing barrier, when a rank that already
+        # failed took the store down), and that group must go too.
+        if timeout is None:
+            dist.init_process_group(backend)
+        else:
+            dist.init_process_group(backend, timeout=timeout)
+        return fn(*args, **kwargs)
+    except BaseException as e:
+        failed = True
+        # The peers may be waiting for this rank in a collective: end the
+        # group now so that theirs fail instead of waiting out the
+        # timeout. The traceback's frames hold fn's locals (a DDP model
+        # holds the group): clear them so that destroying the group ends
+        # it where the backend has no abort.
+        _abort_group(backend)
+        traceback.clear_frames(e.__traceback__)
+        raise
+    finally:
+        try:
+            _destroy_group()
+        except Exception:
+            if not failed:  # else the first error is the one to report
+                raise
+
+
 def run(client: distributed.Client, fn: Callable[..., Any], *args: Any, backend: Optional[str] = "ringreduce",
-        timeout: Timeout = None, **kwargs: Any) -> List[distributed.Future]:
+        timeout: Timeout = None, results: Optional[_results.Results] = None,
+        **kwargs: Any) -> List[distributed.Future]:
     """Runs ``fn(*args, **kwargs)`` once on every worker of ``client``'s cluster, as one job.
 
     Each worker gets one task, pinned to it (never moved to another worker),
-    with RANK (by host, then worker address), WORLD_SIZE (the number of
+    with RANK (by hostname, then worker address), WORLD_SIZE (the number of
     workers), LOCAL_RANK and LOCAL_WORLD_SIZE (within its host), MASTER_ADDR
-    (rank 0's host) and MASTER_PORT (a port found free on rank 0's worker)
-    in its process environment while it runs.
+    (the address of rank 0's worker), MASTER_PORT (a port found free on rank
+    0's host) and RR_AUTH_TOKEN (a fresh random secret for this job, which
+    ``ringreduce.Comm.from_env()`` shows to the rendezvous) in its process
+    environment while it runs.
 
     Args:
         client: a synchronous Dask client; every worker it has takes part, so
             each must be able to run the job (and reach rank 0's host).
         fn: the program; it must pickle (a module-level function, or one that
-            cloudpickle can send). Its return value is the future's result.
+            cloudpickle can send). Its return value is the future's result:
+            checkpoints come back this way.
         backend: the torch.distributed backend of the default process group
             made before ``fn`` runs and destroyed after it: "ringreduce"
             (imports ringreduce.torch, which registers it), "gloo", ... None
@@ -192,45 +204,62 @@ def run(client: distributed.Client, fn: Callable[..., Any], *args: Any, backend:
         timeout: the group's timeout (seconds or a datetime.timedelta): a
             collective waiting on a rank that failed gives up after it. None
             is torch's default (30 minutes).
+        results: a :class:`ringreduce.dask.Results` made for this job: what
+            ``fn`` hands to ``ringreduce.dask.publish`` reaches it while the
+            job runs.
 
     Returns:
         One future per worker, in rank order. When ``fn`` raises on a rank,
         that future holds its exception, and the ranks left waiting in a
-        collective with it report an error too.
+        collective with it report an error too. When a rank's worker leaves
+        the cluster before its task finished (its process died, the
+        scheduler retired it), that future raises
+        :class:`ringreduce.dask.WorkerLost` naming the rank and the worker
+        as soon as the scheduler has removed the worker.
 
     A worker runs one job at a time: the process group and the variables are
     process-wide, and a task that finds a default group already made fails.
     """
     if getattr(client, "asynchronous", False):
         raise TypeError("ringreduce.dask.run needs a synchronous distributed.Client")
+    if results is not None and results.client is not client:
+        raise ValueError("results was made for another client")
     group_timeout = _timedelta(timeout)
-    ranks = worker_ranks(client)
-    if not ranks:
+    workers = _workers(client)
+    if not workers:
         raise ValueError("the Dask cluster has no workers")
 
-    master_worker, master_host = ranks[0]
-    port = client.run(_free_port, workers=[master_worker])[master_worker]
+    master = workers[0]
     local_sizes: Dict[str, int] = {}
-    for _, host in ranks:
-        local_sizes[host] = local_sizes.get(host, 0) + 1
+    for w in workers:
+        local_sizes[w.hostname] = local_sizes.get(w.hostname, 0) + 1
 
     name = getattr(fn, "__name__", "fn")
     job = uuid.uuid4().hex[:12]
+    token = secrets.token_hex(32)
+    keys = [f"ringreduce-{name}-{job}-rank{rank}" for rank in range(len(workers))]
+    topic = None
+    if results is not None:
+        results._attach(len(workers))
+        topic = results.topic
+    watch(client, job, keys, workers)
     futures = []
     local_ranks: Dict[str, int] = {}
-    for rank, (address, host) in enumerate(ranks):
-        local_rank = local_ranks.get(host, 0)
-        local_ranks[host] = local_rank + 1
+    for rank, (w, key) in enumerate(zip(workers, keys)):
+        local_rank = local_ranks.get(w.hostname, 0)
+        local_ranks[w.hostname] = local_rank + 1
         env = {
-            "MASTER_ADDR": master_host,
-            "MASTER_PORT": str(port),
+            "MASTER_ADDR": master.ip,
+            "MASTER_PORT": str(master.port),
             "RANK": str(rank),
-            "WORLD_SIZE": str(len(ranks)),
+            "WORLD_SIZE": str(len(workers)),
             "LOCAL_RANK": str(local_rank),
-            "LOCAL_WORLD_SIZE": str(local_sizes[host]),
+            "LOCAL_WORLD_SIZE": str(local_sizes[w.hostname]),
+            "RR_AUTH_TOKEN": token,
         }
         futures.append(client.submit(
-            _run_rank, fn, args, kwargs, env, backend, group_timeout,
-            key=f"ringreduce-{name}-{job}-rank{rank}", workers=[address], allow_other_workers=False,
-            pure=False))
+            _run_rank, fn, args, kwargs, env, backend, group_timeout, w, key, topic,
+            key=key, workers=[w.address], allow_other_workers=False, pure=False))
+    if results is not None:
+        results._attach_futures(futures)
     return futures
