@@ -5,10 +5,15 @@ The training of examples/torch/ddp.py (a small MLP learning a fixed linear
 map from synthetic data), run by ringreduce.dask.run on every worker of a
 Dask LocalCluster instead of by mp.spawn: run() ranks the workers, sets
 MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE in each, makes the "ringreduce"
-process group before train() and destroys it after. The client gathers each
-rank's final parameters and checks that the replicas are bit-identical.
+process group before train() and destroys it after. Each rank publishes its
+loss every few steps through the job's results channel
+(ringreduce.dask.publish); the client receives them while the job runs,
+prints each rank's loss curve, and with --plot draws them (matplotlib, if
+installed). The final parameters come back as the tasks' results: the
+client checks that the replicas are bit-identical.
 
-    PYTHONPATH=build/python .venv/bin/python examples/dask/ddp_on_dask.py [--workers 2] [--epochs 5]
+    PYTHONPATH=build/python .venv/bin/python examples/dask/ddp_on_dask.py [--workers 2] [--epochs 5] \
+        [--metrics DIR] [--plot loss.png]
 
 To use a cluster of your own, pass its scheduler's address (--scheduler
 tcp://host:8786); every worker must be able to import ringreduce and torch.
@@ -26,6 +31,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 import ringreduce.dask
+
+PUBLISH_EVERY = 8  # steps between two published losses
 
 
 class ToyModel(nn.Module):
@@ -60,6 +67,7 @@ def train(epochs):
     loss_fn = nn.MSELoss()
     optimizer = optim.SGD(model.parameters(), lr=0.05)
     losses = []
+    step = 0
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
         total = 0.0
@@ -69,9 +77,19 @@ def train(epochs):
             loss.backward()  # DDP all-reduces (averages) the gradients here
             optimizer.step()
             total += loss.item()
+            if step % PUBLISH_EVERY == 0:  # to the client, now: small messages, in order per rank
+                ringreduce.dask.publish({"epoch": epoch, "step": step, "loss": loss.item()})
+            step += 1
         losses.append(total / len(loader))
+    # The checkpoint is large: it comes back as the task's result, not as an event.
     return {"rank": rank, "losses": losses,
             "state": {k: v.detach().clone() for k, v in model.module.state_dict().items()}}
+
+
+def print_curves(results):
+    """Each rank's published losses, as text: the curve without a plotting library."""
+    for rank, losses in results.series("loss").items():
+        print(f"rank {rank} loss every {PUBLISH_EVERY} steps: " + " ".join(f"{v:.3f}" for v in losses))
 
 
 def main():
@@ -79,6 +97,8 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--scheduler", help="a running cluster's scheduler address, instead of a LocalCluster")
+    parser.add_argument("--metrics", help="write each rank's published messages to DIR/rank-<r>.jsonl")
+    parser.add_argument("--plot", help="plot each rank's loss curve into this image (needs matplotlib)")
     args = parser.parse_args()
 
     if args.scheduler:
@@ -88,12 +108,24 @@ def main():
                                dashboard_address=":0", silence_logs=logging.ERROR)
         client = Client(cluster)
     try:
-        futures = ringreduce.dask.run(client, train, args.epochs, backend="ringreduce", timeout=300)
-        results = client.gather(futures)
+        with ringreduce.dask.Results(client) as channel:
+            futures = ringreduce.dask.run(client, train, args.epochs, backend="ringreduce", timeout=300,
+                                          results=channel)
+            results = client.gather(futures)
+            channel.wait()  # every rank's last message is in
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+    print_curves(channel)
+    if args.metrics:
+        print("wrote " + ", ".join(str(p) for p in channel.write(args.metrics)))
+    if args.plot:
+        try:
+            print(f"plotted {channel.plot(args.plot, key='loss', xlabel=f'every {PUBLISH_EVERY} steps')}")
+        except ImportError as e:
+            print(f"no plot: {e}")
 
     for epoch in range(args.epochs):
         mean = sum(r["losses"][epoch] for r in results) / len(results)

@@ -42,9 +42,8 @@ def watch(client: distributed.Client, job: str, keys: Sequence[str], workers: Se
     """Registers the job's LostWorkerWatch before its tasks are submitted.
 
     ``workers[rank]`` has ``address`` and ``id`` (the worker's server id).
-    Returns False, with a warning, where the scheduler refuses the plugin (it
-    does when ``distributed.scheduler.pickle`` is off): a lost worker's rank
-    then waits as the scheduler leaves it.
+    Returns False, with a warning, where the scheduler refuses the plugin: a
+    lost worker's rank then waits as the scheduler leaves it.
     """
     watched = {}
     for rank, (key, worker) in enumerate(zip(keys, workers)):
