@@ -91,11 +91,11 @@ class ProcessCluster:
         self.fake_hosts = _can_fake_hosts()
         self.hosts = ["rrfakehost0", "rrfakehost0", "rrfakehost1"] if self.fake_hosts else [None] * NWORKERS
         self.scheduler_file = tmp / "scheduler.json"
-        dask_cli = str(pathlib.Path(sys.executable).with_name("dask"))
+        dask_cli = [sys.executable, "-m", "dask"]  # the dask command, wherever its script is
         # The scheduler unpickles the tasks: it needs ringreduce and this module as the workers do.
         path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=path, DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH=str(LOG_LENGTH))
-        self._start([dask_cli, "scheduler", "--host", self.address, "--port", "0", "--no-dashboard",
+        self._start([*dask_cli, "scheduler", "--host", self.address, "--port", "0", "--no-dashboard",
                      "--scheduler-file", str(self.scheduler_file)], env, "scheduler")
         deadline = time.monotonic() + 60
         while not self.scheduler_file.exists():  # written once the scheduler listens
@@ -103,7 +103,7 @@ class ProcessCluster:
                 raise RuntimeError(f"the scheduler did not start:\n{self.log('scheduler')}")
             time.sleep(0.05)
         for i, host in enumerate(self.hosts):
-            self._start([dask_cli, "worker", "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
+            self._start([*dask_cli, "worker", "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
                          "--no-nanny", "--no-dashboard", "--host", self.address, "--name", f"w{i}"],
                         env, f"worker{i}", host)
 
@@ -484,6 +484,17 @@ def test_worker_killed_mid_job_is_named_and_the_next_job_runs(cluster):
     while client.run_on_scheduler(_watches) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert client.run_on_scheduler(_watches) == []
+
+
+def test_task_refuses_a_worker_that_replaced_its_own(client):
+    # A worker restarted at the pinned address has a new id: the rank's task must not run there.
+    address = ringreduce.dask.worker_ranks(client)[0][0]
+    future = client.submit(ringreduce.dask.watch.check_worker, 0, address, "Worker-gone", "k", workers=[address],
+                           allow_other_workers=False, pure=False)
+    distributed.wait([future], timeout=DEADLINE)
+    error = future.exception()
+    assert isinstance(error, ringreduce.dask.WorkerLost) and (error.rank, error.worker) == (0, address)
+    assert "came back on the worker that replaced it" in str(error)
 
 
 def test_timeout_must_be_positive(client):
