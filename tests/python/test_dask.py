@@ -2,13 +2,16 @@
 
 ``local``: a LocalCluster (worker processes under nannies, the scheduler in
 this process). ``processes``: ``dask scheduler`` and ``dask worker
---no-nanny`` started as separate processes, as on a real cluster, the
-workers on two fake hosts (UTS namespaces named rrfakehost0, with 2
-workers, and rrfakehost1) listening on this machine's non-loopback address;
-the scheduler runs without ringreduce on its path (what runs there must come
-by value). Where UTS namespaces or such an address are missing, the
-``processes`` cluster is one host on loopback and the tests that need more
-are skipped.
+--no-nanny`` started as separate processes, as on a real cluster, on a test
+host this module makes: a network namespace joined to this one by a veth
+pair (10.77.N.1 here, 10.77.N.2 there, N a free /24), where the scheduler and
+the workers listen on 10.77.N.2 and this process's Client reaches them
+through the veth; the workers are on two fake hosts in it (UTS namespaces
+named rrfakehost0, with 2 workers, and rrfakehost1). The address is off
+loopback, so the rendezvous needs RR_AUTH_TOKEN. Where a network namespace
+cannot be made (it needs root and iproute2), the ``processes`` cluster is on
+loopback, and where UTS namespaces cannot, one host; the tests that need
+more are skipped, saying why.
 
 Proves: the env:// variables each task sees (rank order by host, local ranks,
 the port, a fresh RR_AUTH_TOKEN per job) and that they are put back;
@@ -26,10 +29,13 @@ timeout, the others with the engine's error, and the next job succeeds.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import pathlib
 import random
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -64,33 +70,104 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 # --- the clusters ---------------------------------------------------------------------------
 
-def _non_loopback_address():
-    """This machine's address on its default route, or None (a UDP connect sends nothing)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("198.51.100.1", 9))
-        except OSError:
-            return None
-        address = s.getsockname()[0]
-    return None if address.startswith("127.") else address
-
-
 def _can_fake_hosts() -> bool:
     if os.geteuid() != 0:
         return False
     return subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode == 0
 
 
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+class NetnsHost:
+    """A network namespace ``rrdask<pid>`` joined to this one by a veth pair, lo up in it.
+
+    This side of the veth is 10.77.N.1/24, the namespace's 10.77.N.2/24, for
+    the first N (from this process's id on) whose /24 no address or route of
+    this namespace touches. make() returns None, or why it could not make it
+    (having removed what it made); remove() kills what still runs in the
+    namespace and removes it, the veth with it; it may be called at any point.
+    """
+
+    def __init__(self) -> None:
+        self.netns = f"rrdask{os.getpid()}"
+        self.veth = f"{self.netns}r"  # this side; {netns}n is the namespace's (15 characters at most)
+        self.address = None
+        self.added = False  # the namespace is this one's (a name left by a run killed before its teardown is not)
+
+    def _free_subnet(self):
+        used = []
+        for args in (("-4", "-o", "addr", "show"), ("-4", "route", "show", "table", "all")):
+            for line in _ip(*args).stdout.splitlines():
+                for word in line.split():
+                    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+(/\d+)?", word):
+                        used.append(ipaddress.ip_network(word, strict=False))
+        start = os.getpid() % 256
+        for i in range(256):
+            subnet = ipaddress.ip_network(f"10.77.{(start + i) % 256}.0/24")
+            if not any(subnet.overlaps(u) for u in used):
+                return subnet
+        return None
+
+    def make(self):
+        if os.geteuid() != 0:
+            return "a network namespace needs root"
+        if shutil.which("ip") is None:
+            return "no ip command (iproute2)"
+        subnet = self._free_subnet()
+        if subnet is None:
+            return "no free /24 in 10.77.0.0/16"
+        here, there = (str(subnet.network_address + i) for i in (1, 2))
+        peer = f"{self.netns}n"
+        steps = [("netns", "add", self.netns),
+                 ("-n", self.netns, "link", "set", "lo", "up"),
+                 ("link", "add", self.veth, "type", "veth", "peer", "name", peer, "netns", self.netns),
+                 ("addr", "add", f"{here}/24", "dev", self.veth),
+                 ("link", "set", self.veth, "up"),
+                 ("-n", self.netns, "addr", "add", f"{there}/24", "dev", peer),
+                 ("-n", self.netns, "link", "set", peer, "up")]
+        for step in steps:
+            done = _ip(*step)
+            if done.returncode != 0:
+                self.remove()
+                return f"ip {' '.join(step)}: {done.stderr.strip()}"
+            self.added = True
+        self.address = there
+        return None
+
+    def exec_prefix(self) -> list:
+        return ["ip", "netns", "exec", self.netns]
+
+    def remove(self) -> None:
+        if not self.added:
+            return
+        # A process left inside would keep the namespace alive, the veth with it.
+        for pid in _ip("netns", "pids", self.netns).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _ip("link", "del", self.veth)  # takes its peer along, not waiting for the namespace to go
+        _ip("netns", "del", self.netns)
+        self.added, self.address = False, None
+
+
 class ProcessCluster:
-    """``dask scheduler`` and ``dask worker`` processes, each in a session of its own."""
+    """``dask scheduler`` and ``dask worker`` processes, each in a session of its own, on a NetnsHost."""
 
     def __init__(self, tmp: pathlib.Path) -> None:
         self.tmp = tmp
         self.procs = []
-        self.address = _non_loopback_address() or "127.0.0.1"
+        self.host = NetnsHost()
+        self.scheduler_file = tmp / "scheduler.json"
+
+    def start(self) -> None:
+        """Makes the host, starts the scheduler and the workers; close() undoes what it did, even if it fails."""
+        self.no_test_host = self.host.make()  # why there is none, or None
+        self.address = self.host.address or "127.0.0.1"
         self.fake_hosts = _can_fake_hosts()
         self.hosts = ["rrfakehost0", "rrfakehost0", "rrfakehost1"] if self.fake_hosts else [None] * NWORKERS
-        self.scheduler_file = tmp / "scheduler.json"
         dask_cli = [sys.executable, "-m", "dask"]  # the dask command, wherever its script is
         # The scheduler unpickles the tasks: it needs ringreduce and this module as the workers do.
         path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
@@ -110,6 +187,8 @@ class ProcessCluster:
     def _start(self, cmd, env, name, hostname=None):
         if hostname:
             cmd = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', hostname, *cmd]
+        if self.host.address:
+            cmd = [*self.host.exec_prefix(), *cmd]  # ip netns exec and unshare exec the command: one pid
         with open(self.tmp / f"{name}.log", "w") as log:
             self.procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                start_new_session=True))
@@ -118,17 +197,20 @@ class ProcessCluster:
         return (self.tmp / f"{name}.log").read_text()
 
     def close(self) -> None:
-        """After Client.shutdown() (which closes them all), or without it; none is left behind."""
-        deadline = time.monotonic() + 5
-        for p in self.procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        for p in self.procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
+        """After Client.shutdown() (which closes them all), or without it; none is left behind, nor the host."""
+        try:
+            deadline = time.monotonic() + 5
+            for p in self.procs:
+                try:
+                    p.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+            for p in self.procs:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(timeout=10)
+        finally:
+            self.host.remove()
 
 
 @pytest.fixture(scope="module", params=["local", "processes"])
@@ -150,6 +232,7 @@ def cluster(request, tmp_path_factory):
     else:
         procs = ProcessCluster(tmp_path_factory.mktemp("dask"))
         try:
+            procs.start()
             client = distributed.Client(scheduler_file=str(procs.scheduler_file), timeout=30)
             client.wait_for_workers(NWORKERS, timeout=60)
             yield "processes", client, procs
@@ -322,8 +405,10 @@ def test_comm_from_env_across_hosts_needs_the_token(cluster):
     for rank, r in enumerate(results):
         assert (r["rank"], r["size"]) == (rank, NWORKERS)
         np.testing.assert_array_equal(r["sum"], expected)
-    if not procs.fake_hosts or procs.address.startswith("127."):
-        pytest.skip("no fake hosts or no non-loopback address here: the token is not required")
+    if procs.no_test_host:
+        pytest.skip(f"no test host ({procs.no_test_host}): on loopback the token is not required")
+    if not procs.fake_hosts:
+        pytest.skip("no fake hosts (UTS namespaces need root and unshare)")
     assert len({r["hostname"] for r in results}) == 2
 
     # Without the secret run() sets, the rendezvous off loopback refuses every rank at once.
