@@ -12,9 +12,11 @@ The process group of the replica dimension is --pg:
   ringreduce  ringreduce.torchft.ProcessGroupRingreduce (in process, abortable)
   gloo        torchft's ProcessGroupGloo (in process)
   baby-gloo   torchft's ProcessGroupBabyGloo (Gloo in a subprocess it can kill)
-torchft 0.2.0's Gloo groups get two fixes (see GlooFailingSoftly and
-make_pg) without which a peer's death crashes or stalls the survivors;
---as-shipped leaves them out.
+Every replica uses ringreduce.torchft.DistributedDataParallel (torchft's,
+fixed for models of several buckets), and torchft 0.2.0's Gloo groups get
+fixes (GlooFailingSoftly, BabyWorkFailingSoftly) without which a peer's
+death crashes or stalls the survivors; --as-shipped leaves all of them out
+(docs/torchft.md says what each does).
 
 Training stops at the first step >= the step written in --stop-file (the
 driver writes it) at which every replica participates, so all replicas stop
@@ -34,10 +36,11 @@ from datetime import timedelta
 import torch
 from torch import nn, optim
 
-from torchft import DistributedDataParallel, Manager, Optimizer
+import torchft
+from torchft import Manager, Optimizer
 from torchft import process_group as ft_pg
 
-from ringreduce.torchft import FailingSoftlyWork, ProcessGroupRingreduce
+from ringreduce.torchft import DistributedDataParallel, FailingSoftlyWork, ProcessGroupRingreduce
 
 
 class GlooFailingSoftly(ft_pg.ProcessGroupGloo):
@@ -122,7 +125,7 @@ def main() -> int:
                         help="at this step, join the quorum and then stop before the gradients' allreduce "
                              "(the peers wait in it) until killed")
     parser.add_argument("--as-shipped", action="store_true",
-                        help="torchft's Gloo groups without the fixes above (a peer's death fails the survivors)")
+                        help="torchft's DDP and Gloo groups without the fixes above (a peer's death fails the survivors)")
     parser.add_argument("--hidden", type=int, default=64, help="the model's hidden width")
     parser.add_argument("--step-sleep", type=float, default=0.05, help="seconds of 'data loading' per step")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds: collectives, RPCs, checkpoints")
@@ -146,7 +149,7 @@ def main() -> int:
         replica_id=str(args.replica_id), store_addr="localhost", store_port=store.port, rank=0, world_size=1,
         lighthouse_addr=args.lighthouse, hostname="localhost", timeout=timeout,
         quorum_timeout=timedelta(seconds=60), connect_timeout=timedelta(seconds=30))
-    ddp = DistributedDataParallel(manager, model)
+    ddp = (torchft.DistributedDataParallel if args.as_shipped else DistributedDataParallel)(manager, model)
     ft_optimizer = Optimizer(manager, optimizer)
     loss_fn = nn.CrossEntropyLoss()
     data = torch.Generator().manual_seed(args.replica_id)

@@ -21,6 +21,8 @@ checks that the replicas' model and optimizer states are identical. It
 prints a summary (and writes it as JSON with --json):
 
   recovery: seconds from each kill to the survivors' next committed step
+      (and to the end of the last step they failed: the process group's
+      share, where the rest is the lighthouse's heartbeat timeout)
   step time: median seconds of a step with every replica committing,
       before the first kill
 
@@ -153,15 +155,17 @@ class Job:
 
         self.wait_for(f"the survivors' first commit after killing replica {victim.index}", survivors_commit(1))
         first = [next(e for e in r.steps(killed_at) if e["committed"]) for r in survivors]
-        failed_steps = sum(1 for r in survivors for e in r.steps(killed_at) if not e["committed"]
-                           and e["t"] < max(f["t"] for f in first))
+        failed = [e for r in survivors for e in r.steps(killed_at) if not e["committed"]
+                  and e["t"] < max(f["t"] for f in first)]
         self.wait_for("the survivors' second commit without the victim", survivors_commit(2))
         restarted_at = time.time()
         back = self.start(victim.index)
         self.wait_for(f"replica {victim.index} rejoining after its restart", self.all_committing(restarted_at))
         rejoin = next(e for e in back.steps() if e["committed"])
         return {"victim": victim.index, "recovery_seconds": max(f["t"] for f in first) - killed_at,
-                "survivor_failed_steps": failed_steps, "rejoin_seconds": rejoin["t"] - restarted_at,
+                "survivor_failed_steps": len(failed),
+                "failed_step_seconds": max(e["t"] for e in failed) - killed_at if failed else None,
+                "rejoin_seconds": rejoin["t"] - restarted_at,
                 "rejoin_step": rejoin["step"]}
 
     def stop(self) -> None:
@@ -267,8 +271,10 @@ def report(summary: dict) -> str:
                      f"{statistics.median(summary['step_seconds']) * 1e3:.1f} ms over "
                      f"{len(summary['step_seconds'])} steps")
     for kill in summary["kills"]:
+        failed = f", the last ended {kill['failed_step_seconds']:.2f} s after the kill" \
+            if kill["failed_step_seconds"] is not None else ""
         lines.append(f"  kill replica {kill['victim']}: survivors committed {kill['recovery_seconds']:.2f} s later "
-                     f"({kill['survivor_failed_steps']} failed steps); restarted, it rejoined in "
+                     f"({kill['survivor_failed_steps']} failed steps{failed}); restarted, it rejoined in "
                      f"{kill['rejoin_seconds']:.2f} s at step {kill['rejoin_step']}")
     if "stalled" in summary:
         lines.append(f"  stalled: {summary['stalled']}")

@@ -6,12 +6,14 @@ step whether to commit, and the process group of the replica dimension is
 reconfigured at every quorum change. :class:`ProcessGroupRingreduce` is that
 process group::
 
-    from torchft import Manager, DistributedDataParallel, Optimizer
-    from ringreduce.torchft import ProcessGroupRingreduce
+    from torchft import Manager, Optimizer
+    from ringreduce.torchft import DistributedDataParallel, ProcessGroupRingreduce
 
     manager = Manager(pg=ProcessGroupRingreduce(timeout=timedelta(seconds=10)),
                       min_replica_size=2, load_state_dict=..., state_dict=...,
                       replica_id="0", lighthouse_addr=..., ...)
+    model = DistributedDataParallel(manager, model)
+    optimizer = Optimizer(manager, optimizer)
 
 It is torchft's reconfigurable wrapper, as torchft's own in-process
 ``ProcessGroupGloo`` is: each ``configure`` (one per quorum) aborts the
@@ -28,7 +30,9 @@ process groups ("tracked asynchronously"): the work's ``wait()`` returns
 False instead of raising, its future carries the error (the Manager reports
 it there, and the step is not committed), and ``errored()`` returns it.
 torchft's DistributedDataParallel needs this: its gradient hook asserts on a
-work whose ``wait()`` raised.
+work whose ``wait()`` raised. Use :class:`DistributedDataParallel` from here
+rather than torchft's: it is torchft's with a hook that survives a failure in
+a model of more than one bucket.
 
 The timeout (constructor or ``set_timeout``, which takes effect at the next
 ``configure`` as for torchft's other wrappers) bounds the store client, the
@@ -45,12 +49,14 @@ from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
+import torchft
+from torchft.manager import _ManagedFuture
 from torchft.process_group import ProcessGroupWrapper
 
 from ringreduce.errors import from_result
 from ringreduce.torch import _create_backend, backend_of
 
-__all__ = ["ProcessGroupRingreduce", "FailingSoftlyWork"]
+__all__ = ["ProcessGroupRingreduce", "DistributedDataParallel", "FailingSoftlyWork"]
 
 _CUSTOM = dist.ProcessGroup.BackendType.CUSTOM
 
@@ -138,3 +144,23 @@ class ProcessGroupRingreduce(ProcessGroupWrapper):
         self._pg = None
         if pg is not None:
             backend_of(pg).shutdown()
+
+
+class DistributedDataParallel(torchft.DistributedDataParallel):
+    """torchft's DistributedDataParallel, surviving a failure in a model of
+    more than one bucket.
+
+    Once a step's allreduce failed, torchft's Manager answers the step's
+    later buckets with a plain completed future, and torchft 0.2.0's gradient
+    hook asserts on it (``ddp.py``, ``_comm_hook``: ``fut._fut``): a peer's
+    death then kills the survivors of any model whose gradients take more
+    than one DDP bucket (1 MiB, then 25 MiB). This hook takes either future.
+    Used exactly as torchft's: ``DistributedDataParallel(manager, module)``.
+    """
+
+    @staticmethod
+    def _comm_hook(manager, bucket):  # unannotated: DDP checks annotations, and this module's are strings
+        work = manager.allreduce(bucket.buffer())
+        work.wait()
+        future = work.get_future()
+        return future._fut if isinstance(future, _ManagedFuture) else future

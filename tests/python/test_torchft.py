@@ -155,7 +155,9 @@ def test_three_replicas_survive_a_kill_mid_collective(tmp_path):
     summary_path = tmp_path / "summary.json"
     env = dict(os.environ, RUST_LOG="warn")
     proc = subprocess.run([sys.executable, os.path.join(REPO, "examples", "torchft", "survive_a_kill.py"),
-                           "--pg", "ringreduce", "--stall", "60", "--json", str(summary_path)],
+                           # 1.5 MB of gradients: two DDP buckets (the first is 1 MiB), so the
+                           # step's second allreduce meets the first's failure.
+                           "--pg", "ringreduce", "--hidden", "600", "--stall", "60", "--json", str(summary_path)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     summary = json.loads(summary_path.read_text())
