@@ -54,6 +54,13 @@ constexpr auto kDrainLimit = std::chrono::milliseconds(100);
 // milliseconds per call. A policy that yielded first and slept after 50 ms
 // measured like sleeping (once a rank has armed UCX's event descriptor, its
 // peers signal it on every message), hence the choice by oversubscription.
+// So did one that slept after yielding 2 or 20 ms where a same-host Sleeper
+// waits (whose writers wake only a rank that says it sleeps): 7.1-7.2 us
+// per 8-byte allreduce on 4 ranks of 2 cores against 3.6 yielding
+// (2026-12-03). The price of yielding is a busy core through a long wait:
+// 3x a torchft step whose replicas reach the allreduce far apart
+// (bench/RESULTS.md, "Fault tolerance with torchft"; RR_WAIT_POLICY=sleep
+// there).
 enum class WaitMode { kAuto, kSleep, kYield, kSpin };
 
 // What a sleeping wait sleeps on when the transport's event descriptor
@@ -84,9 +91,10 @@ class WaitPolicy {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // `mode`: a resolved one (tests pass theirs; the engine, the process's).
   WaitPolicy(transport::Transport* transport, Clock::time_point deadline, Interrupt* interrupt = nullptr,
-             Sleeper* sleeper = nullptr)
-      : transport_(transport), deadline_(deadline), interrupt_(interrupt), sleeper_(sleeper) {}
+             Sleeper* sleeper = nullptr, WaitMode mode = effective_wait_mode())
+      : transport_(transport), deadline_(deadline), interrupt_(interrupt), sleeper_(sleeper), mode_(mode) {}
 
   // Something moved: go back to spinning.
   void reset() {
@@ -179,7 +187,7 @@ class WaitPolicy {
   Clock::time_point deadline_;
   Interrupt* interrupt_;
   Sleeper* sleeper_;
-  WaitMode mode_ = effective_wait_mode();
+  WaitMode mode_;
   int idle_rounds_ = 0;
   bool peer_loss_seen_ = false;
 };

@@ -92,12 +92,17 @@ def test_wheel_metadata_pins_the_torch_it_was_built_against(wheel):
     assert f"Requires-Dist: torch=={torch.__version__.split('+')[0]}" in metadata, metadata
     assert any(n.startswith("ringreduce/_torch.") for n in names), names
     assert any(n.startswith(".ringreduce.mesonpy.libs/libringreduce.so") for n in names), names
+    # Every module of the source package, subpackages included, is in it.
+    package = ROOT / "python" / "ringreduce"
+    sources = {str(p.relative_to(package.parent)) for p in package.rglob("*")
+               if p.suffix in (".py", ".pyi") or p.name == "py.typed"}
+    assert sources <= set(names), f"missing from the wheel: {sorted(sources - set(names))}"
 
 
 def test_installed_package_imports_with_one_version(env):
     meson_version = re.search(r"version\s*:\s*'([^']+)'", (ROOT / "meson.build").read_text()).group(1)
     out = _run([str(env / "bin" / "python"), "-c", textwrap.dedent("""
-        import importlib.metadata, ringreduce, ringreduce.torch
+        import importlib.metadata, ringreduce, ringreduce.torch, ringreduce.dask, ringreduce.torchft
         code = ringreduce.get_version()
         print(importlib.metadata.version("ringreduce"), ringreduce.__version__,
               f"{code // 10000}.{code // 100 % 100}.{code % 100}", ringreduce.__file__, ringreduce.torch.DEVICES)
