@@ -86,6 +86,12 @@ class FailingSoftlyWork(dist._Work):
     def get_future(self) -> torch.futures.Future:
         return self._work.get_future()
 
+    def result(self) -> list:
+        return self._work.result()
+
+    def synchronize(self) -> None:
+        self._work.synchronize()
+
     def is_completed(self) -> bool:
         return self._work.is_completed()
 
