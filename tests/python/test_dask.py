@@ -2,7 +2,8 @@
 
 ``local``: a LocalCluster (worker processes under nannies, the scheduler in
 this process). ``processes``: ``dask scheduler`` and ``dask worker
---no-nanny`` started as separate processes, as on a real cluster, on a test
+--no-nanny`` started as separate processes, as on a real cluster
+(``dask_cluster.py``), on a test
 host this module makes: a network namespace joined to this one by a veth
 pair (10.77.N.1 here, 10.77.N.2 there, N a free /24), where the scheduler and
 the workers listen on 10.77.N.2 and this process's Client reaches them
@@ -24,23 +25,25 @@ same cluster runs the next job; the results channel delivers every rank's
 messages in order (more than the scheduler keeps per topic) and the
 checkpoints come back as the futures' results; a worker process killed
 mid-job fails its rank's future with WorkerLost naming it, within the
-timeout, the others with the engine's error, and the next job succeeds.
+timeout, the others with the engine's error, and the next job succeeds; a
+second job's task on a worker still running the first's is refused, leaving
+the first alone; a job whose submission fails leaves no task, plugin or
+claim on its Results; a closed Results is held neither by the client nor by
+the scheduler, and writes strict JSON.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import gc
+import json
 import logging
 import os
 import pathlib
 import random
-import re
-import shutil
 import signal
 import socket
-import subprocess
-import sys
 import time
+import weakref
 
 import pytest
 
@@ -51,6 +54,7 @@ import dask  # noqa: E402
 
 import ringreduce  # noqa: E402
 import ringreduce.dask  # noqa: E402
+from dask_cluster import ProcessCluster  # noqa: E402
 
 NWORKERS = 3
 # The scheduler's per-topic event log, made short so that a job outruns it.
@@ -70,149 +74,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 # --- the clusters ---------------------------------------------------------------------------
 
-def _can_fake_hosts() -> bool:
-    if os.geteuid() != 0:
-        return False
-    return subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode == 0
-
-
-def _ip(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True)
-
-
-class NetnsHost:
-    """A network namespace ``rrdask<pid>`` joined to this one by a veth pair, lo up in it.
-
-    This side of the veth is 10.77.N.1/24, the namespace's 10.77.N.2/24, for
-    the first N (from this process's id on) whose /24 no address or route of
-    this namespace touches. make() returns None, or why it could not make it
-    (having removed what it made); remove() kills what still runs in the
-    namespace and removes it, the veth with it; it may be called at any point.
-    """
-
-    def __init__(self) -> None:
-        self.netns = f"rrdask{os.getpid()}"
-        self.veth = f"{self.netns}r"  # this side; {netns}n is the namespace's (15 characters at most)
-        self.address = None
-        self.added = False  # the namespace is this one's (a name left by a run killed before its teardown is not)
-
-    def _free_subnet(self):
-        used = []
-        for args in (("-4", "-o", "addr", "show"), ("-4", "route", "show", "table", "all")):
-            for line in _ip(*args).stdout.splitlines():
-                for word in line.split():
-                    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+(/\d+)?", word):
-                        used.append(ipaddress.ip_network(word, strict=False))
-        start = os.getpid() % 256
-        for i in range(256):
-            subnet = ipaddress.ip_network(f"10.77.{(start + i) % 256}.0/24")
-            if not any(subnet.overlaps(u) for u in used):
-                return subnet
-        return None
-
-    def make(self):
-        if os.geteuid() != 0:
-            return "a network namespace needs root"
-        if shutil.which("ip") is None:
-            return "no ip command (iproute2)"
-        subnet = self._free_subnet()
-        if subnet is None:
-            return "no free /24 in 10.77.0.0/16"
-        here, there = (str(subnet.network_address + i) for i in (1, 2))
-        peer = f"{self.netns}n"
-        steps = [("netns", "add", self.netns),
-                 ("-n", self.netns, "link", "set", "lo", "up"),
-                 ("link", "add", self.veth, "type", "veth", "peer", "name", peer, "netns", self.netns),
-                 ("addr", "add", f"{here}/24", "dev", self.veth),
-                 ("link", "set", self.veth, "up"),
-                 ("-n", self.netns, "addr", "add", f"{there}/24", "dev", peer),
-                 ("-n", self.netns, "link", "set", peer, "up")]
-        for step in steps:
-            done = _ip(*step)
-            if done.returncode != 0:
-                self.remove()
-                return f"ip {' '.join(step)}: {done.stderr.strip()}"
-            self.added = True
-        self.address = there
-        return None
-
-    def exec_prefix(self) -> list:
-        return ["ip", "netns", "exec", self.netns]
-
-    def remove(self) -> None:
-        if not self.added:
-            return
-        # A process left inside would keep the namespace alive, the veth with it.
-        for pid in _ip("netns", "pids", self.netns).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        _ip("link", "del", self.veth)  # takes its peer along, not waiting for the namespace to go
-        _ip("netns", "del", self.netns)
-        self.added, self.address = False, None
-
-
-class ProcessCluster:
-    """``dask scheduler`` and ``dask worker`` processes, each in a session of its own, on a NetnsHost."""
-
-    def __init__(self, tmp: pathlib.Path) -> None:
-        self.tmp = tmp
-        self.procs = []
-        self.host = NetnsHost()
-        self.scheduler_file = tmp / "scheduler.json"
-
-    def start(self) -> None:
-        """Makes the host, starts the scheduler and the workers; close() undoes what it did, even if it fails."""
-        self.no_test_host = self.host.make()  # why there is none, or None
-        self.address = self.host.address or "127.0.0.1"
-        self.fake_hosts = _can_fake_hosts()
-        self.hosts = ["rrfakehost0", "rrfakehost0", "rrfakehost1"] if self.fake_hosts else [None] * NWORKERS
-        dask_cli = [sys.executable, "-m", "dask"]  # the dask command, wherever its script is
-        # The scheduler unpickles the tasks: it needs ringreduce and this module as the workers do.
-        path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=path, DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH=str(LOG_LENGTH))
-        self._start([*dask_cli, "scheduler", "--host", self.address, "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(self.scheduler_file)], env, "scheduler")
-        deadline = time.monotonic() + 60
-        while not self.scheduler_file.exists():  # written once the scheduler listens
-            if time.monotonic() > deadline or self.procs[0].poll() is not None:
-                raise RuntimeError(f"the scheduler did not start:\n{self.log('scheduler')}")
-            time.sleep(0.05)
-        for i, host in enumerate(self.hosts):
-            self._start([*dask_cli, "worker", "--scheduler-file", str(self.scheduler_file), "--nthreads", "1",
-                         "--no-nanny", "--no-dashboard", "--host", self.address, "--name", f"w{i}"],
-                        env, f"worker{i}", host)
-
-    def _start(self, cmd, env, name, hostname=None):
-        if hostname:
-            cmd = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', hostname, *cmd]
-        if self.host.address:
-            cmd = [*self.host.exec_prefix(), *cmd]  # ip netns exec and unshare exec the command: one pid
-        with open(self.tmp / f"{name}.log", "w") as log:
-            self.procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True))
-
-    def log(self, name: str) -> str:
-        return (self.tmp / f"{name}.log").read_text()
-
-    def close(self) -> None:
-        """After Client.shutdown() (which closes them all), or without it; none is left behind, nor the host."""
-        try:
-            deadline = time.monotonic() + 5
-            for p in self.procs:
-                try:
-                    p.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    pass
-            for p in self.procs:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait(timeout=10)
-        finally:
-            self.host.remove()
-
-
 @pytest.fixture(scope="module", params=["local", "processes"])
 def cluster(request, tmp_path_factory):
     """(kind, client, ProcessCluster or None)."""
@@ -225,18 +86,22 @@ def cluster(request, tmp_path_factory):
         with dask.config.set({"distributed.admin.low-level-log-length": LOG_LENGTH}):
             local = distributed.LocalCluster(n_workers=NWORKERS, processes=True, threads_per_worker=1,
                                              dashboard_address=":0", silence_logs=logging.ERROR)
-        client = distributed.Client(local)
-        yield "local", client, None
-        client.close()
-        local.close()
+        try:
+            with distributed.Client(local) as client:
+                yield "local", client, None
+        finally:
+            local.close()
     else:
-        procs = ProcessCluster(tmp_path_factory.mktemp("dask"))
+        procs = ProcessCluster(tmp_path_factory.mktemp("dask"), NWORKERS, HERE, LOG_LENGTH)
         try:
             procs.start()
             client = distributed.Client(scheduler_file=str(procs.scheduler_file), timeout=30)
-            client.wait_for_workers(NWORKERS, timeout=60)
-            yield "processes", client, procs
-            client.shutdown()
+            try:
+                client.wait_for_workers(NWORKERS, timeout=60)
+                yield "processes", client, procs
+                client.shutdown()
+            finally:
+                client.close()
         finally:
             procs.close()
 
@@ -519,13 +384,132 @@ def test_results_channel_in_order_beyond_the_log_and_checkpoints_as_futures(clie
     assert len(results.messages(0)) == count
 
 
+def test_task_refuses_a_worker_that_replaced_its_own(client):
+    # A worker restarted at the pinned address has a new id: the rank's task must not run there.
+    address = ringreduce.dask.worker_ranks(client)[0][0]
+    future = client.submit(ringreduce.dask.watch.check_worker, 0, address, "Worker-gone", "k", workers=[address],
+                           allow_other_workers=False, pure=False)
+    distributed.wait([future], timeout=DEADLINE)
+    error = future.exception()
+    assert isinstance(error, ringreduce.dask.WorkerLost) and (error.rank, error.worker) == (0, address)
+    assert "came back on the worker that replaced it" in str(error)
+
+
+def test_timeout_must_be_positive(client):
+    with pytest.raises(ValueError, match="timeout"):
+        ringreduce.dask.run(client, _report_env, timeout=-1)
+
+
 def _watches(dask_scheduler) -> list:
     return [name for name in dask_scheduler.plugins if name.startswith("ringreduce-watch-")]
 
 
+def _hold_until(path: str, timeout: float) -> dict:
+    """Says it runs, then waits for ``path`` to appear; the job's token as it began and as it ends."""
+    token = os.environ["RR_AUTH_TOKEN"]
+    ringreduce.dask.publish("running")
+    end = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.02)
+    ringreduce.dask.publish("done")
+    return {"began": token, "ends": os.environ.get("RR_AUTH_TOKEN")}
+
+
+def test_a_second_job_on_a_busy_worker_is_refused_and_the_first_runs_on(tmp_path):
+    # One worker with two threads: the second job's task runs beside the first one's.
+    go = tmp_path / "go"
+    local = distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=2, dashboard_address=":0",
+                                     silence_logs=logging.ERROR)
+    try:
+        with distributed.Client(local) as client:
+            with ringreduce.dask.Results(client) as first:
+                held = ringreduce.dask.run(client, _hold_until, str(go), DEADLINE, backend=None, results=first)
+                first.wait_messages(1, timeout=DEADLINE)
+                with ringreduce.dask.Results(client) as second:
+                    refused = ringreduce.dask.run(client, _hold_until, str(go), DEADLINE, backend=None,
+                                                  results=second)
+                    distributed.wait(refused, timeout=DEADLINE)
+                    error = refused[0].exception()
+                    assert isinstance(error, RuntimeError), repr(error)
+                    assert "is running another job's task" in str(error) and held[0].key in str(error)
+                    second.wait(timeout=DEADLINE)  # a rank that failed is not waited for
+                    assert second.messages(0) == []
+                    del refused, error
+                go.touch()
+                outcome = held[0].result(timeout=DEADLINE)
+                assert outcome["began"] == outcome["ends"]  # its variables were left alone
+                first.wait(timeout=DEADLINE)
+                assert first.messages(0) == ["running", "done"]
+            assert _unset_on_workers(client)
+            assert client.gather(ringreduce.dask.run(client, _report_env, backend=None))[0]["RANK"] == "0"
+    finally:
+        local.close()
+
+
+def test_a_job_whose_submission_fails_leaves_nothing_behind(client, monkeypatch):
+    submitted = []
+    submit = client.submit
+
+    def submit_once(*args, **kwargs):  # rank 0's task goes; rank 1's submission fails
+        if submitted:
+            raise ConnectionError("the scheduler went away (on purpose)")
+        submitted.append(submit(*args, **kwargs))
+        return submitted[-1]
+
+    seed = random.randrange(1 << 30)
+    with ringreduce.dask.Results(client) as results:
+        monkeypatch.setattr(client, "submit", submit_once)
+        with pytest.raises(ConnectionError, match="on purpose"):
+            ringreduce.dask.run(client, _publish_and_checkpoint, seed, 3, backend=None, results=results)
+        monkeypatch.undo()
+        assert submitted[0].cancelled()  # the rank already submitted does not run on, alone
+        assert client.run_on_scheduler(_watches) == []
+        with pytest.raises(ValueError, match="no job"):
+            results.wait(timeout=None)  # no job was run: nothing to wait for
+        # The same Results serves the next job.
+        client.gather(ringreduce.dask.run(client, _publish_and_checkpoint, seed, 3, backend=None, results=results))
+        results.wait(timeout=DEADLINE)
+        assert results.series("loss") == {r: [_metric(seed, r, i) for i in range(3)] for r in range(len(results.ranks()))}
+
+
+def _publish_specials() -> bool:
+    for value in (float("nan"), float("inf"), -float("inf"), 1.5):
+        ringreduce.dask.publish({"loss": value, "raw": b"\x01\xff"})
+    return True
+
+
+def _has_topic(topic: str, dask_scheduler=None) -> bool:
+    return topic in dask_scheduler._broker._topics
+
+
+def test_closed_results_leaves_nothing_behind_and_writes_strict_json(client, tmp_path):
+    results = ringreduce.dask.Results(client)
+    futures = ringreduce.dask.run(client, _publish_specials, backend=None, results=results)
+    assert all(client.gather(futures))
+    results.wait(timeout=DEADLINE)
+    paths = results.write(tmp_path)
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    for path in paths:
+        records = [json.loads(line, parse_constant=refuse) for line in path.read_text().splitlines()]
+        assert [r["data"] for r in records] == [{"loss": v, "raw": "01ff"} for v in (None, None, None, 1.5)]
+
+    topic, ref = results.topic, weakref.ref(results)
+    del futures
+    results.close()
+    del results
+    gc.collect()
+    assert ref() is None, gc.get_referrers(ref())  # the client holds nothing of a closed Results
+    # Nor does the scheduler, also once what the client sent before has arrived.
+    time.sleep(0.5)
+    assert not client.run_on_scheduler(_has_topic, topic)
+
+
 def test_worker_killed_mid_job_is_named_and_the_next_job_runs(cluster):
-    # The last test of each cluster: the processes cluster's workers have no
-    # nanny, and the killed one stays gone.
+    # The last test of this module (pytest runs a module-scoped cluster's
+    # tests in file order): the processes cluster's workers have no nanny,
+    # and the killed one stays gone.
     kind, client, procs = cluster
     timeout, victim = 30.0, 1
     pids = client.run(os.getpid)
@@ -569,19 +553,3 @@ def test_worker_killed_mid_job_is_named_and_the_next_job_runs(cluster):
     while client.run_on_scheduler(_watches) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert client.run_on_scheduler(_watches) == []
-
-
-def test_task_refuses_a_worker_that_replaced_its_own(client):
-    # A worker restarted at the pinned address has a new id: the rank's task must not run there.
-    address = ringreduce.dask.worker_ranks(client)[0][0]
-    future = client.submit(ringreduce.dask.watch.check_worker, 0, address, "Worker-gone", "k", workers=[address],
-                           allow_other_workers=False, pure=False)
-    distributed.wait([future], timeout=DEADLINE)
-    error = future.exception()
-    assert isinstance(error, ringreduce.dask.WorkerLost) and (error.rank, error.worker) == (0, address)
-    assert "came back on the worker that replaced it" in str(error)
-
-
-def test_timeout_must_be_positive(client):
-    with pytest.raises(ValueError, match="timeout"):
-        ringreduce.dask.run(client, _report_env, timeout=-1)

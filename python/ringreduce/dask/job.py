@@ -11,6 +11,7 @@ import gc
 import os
 import secrets
 import socket
+import threading
 import traceback
 import uuid
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -19,7 +20,7 @@ import distributed
 from distributed.comm import get_address_host
 
 from . import results as _results
-from .watch import check_worker, watch
+from .watch import check_worker, unwatch, watch
 
 __all__ = ["run", "worker_ranks", "ENV_VARIABLES"]
 
@@ -112,29 +113,52 @@ def _destroy_group() -> None:
     gc.collect()
 
 
+# One job at a time per worker process: the variables, the default process
+# group and the results channel are process-wide. Held by a rank's task from
+# before it sets the variables until it has put them back; a second job's
+# task on the same worker (one with more than one thread) is refused at once
+# rather than made to wait, since waiting could deadlock two jobs whose ranks
+# got their workers in different orders.
+_busy = threading.Lock()
+_running: Optional[str] = None  # the key of the task that holds _busy
+
+
 def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], env: Dict[str, str],
               backend: Optional[str], timeout: Optional[datetime.timedelta], worker: _Worker, key: str,
               topic: Optional[str]) -> Any:
     """The task run on each worker: its check, environment, results channel, ``fn``, clean-up."""
+    global _running
     rank = int(env["RANK"])
     check_worker(rank, worker.address, worker.id, key)
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    if topic is not None:
-        _results._open(topic, rank)
-    ok = False
+    if not _busy.acquire(blocking=False):
+        raise RuntimeError(
+            f"ringreduce.dask: rank {rank}'s worker {worker.address} is running another job's task "
+            f"({_running!r}); a worker runs one job at a time (the environment and the process group "
+            "are process-wide): wait for that job's futures before running the next")
+    _running = key
+    saved: Dict[str, Optional[str]] = {}
+    opened = ok = False
     try:
+        saved = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
+        if topic is not None:
+            _results._open(topic, rank)
+            opened = True
         result = _call(fn, args, kwargs, env, backend, timeout)
         ok = True
         return result
     finally:
-        if topic is not None:
-            _results._close(ok)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        try:
+            if opened:
+                _results._close(ok)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            _running = None
+            _busy.release()
 
 
 def _call(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], env: Dict[str, str],
@@ -240,26 +264,39 @@ def run(client: distributed.Client, fn: Callable[..., Any], *args: Any, backend:
     keys = [f"ringreduce-{name}-{job}-rank{rank}" for rank in range(len(workers))]
     topic = None
     if results is not None:
-        results._attach(len(workers))
+        results._attach(len(workers))  # refuses a Results that served a job already
         topic = results.topic
-    watch(client, job, keys, workers)
-    futures = []
-    local_ranks: Dict[str, int] = {}
-    for rank, (w, key) in enumerate(zip(workers, keys)):
-        local_rank = local_ranks.get(w.hostname, 0)
-        local_ranks[w.hostname] = local_rank + 1
-        env = {
-            "MASTER_ADDR": master.ip,
-            "MASTER_PORT": str(master.port),
-            "RANK": str(rank),
-            "WORLD_SIZE": str(len(workers)),
-            "LOCAL_RANK": str(local_rank),
-            "LOCAL_WORLD_SIZE": str(local_sizes[w.hostname]),
-            "RR_AUTH_TOKEN": token,
-        }
-        futures.append(client.submit(
-            _run_rank, fn, args, kwargs, env, backend, group_timeout, w, key, topic,
-            key=key, workers=[w.address], allow_other_workers=False, pure=False))
+    watched = False
+    futures: List[distributed.Future] = []
+    try:
+        watched = watch(client, job, keys, workers)
+        local_ranks: Dict[str, int] = {}
+        for rank, (w, key) in enumerate(zip(workers, keys)):
+            local_rank = local_ranks.get(w.hostname, 0)
+            local_ranks[w.hostname] = local_rank + 1
+            env = {
+                "MASTER_ADDR": master.ip,
+                "MASTER_PORT": str(master.port),
+                "RANK": str(rank),
+                "WORLD_SIZE": str(len(workers)),
+                "LOCAL_RANK": str(local_rank),
+                "LOCAL_WORLD_SIZE": str(local_sizes[w.hostname]),
+                "RR_AUTH_TOKEN": token,
+            }
+            futures.append(client.submit(
+                _run_rank, fn, args, kwargs, env, backend, group_timeout, w, key, topic,
+                key=key, workers=[w.address], allow_other_workers=False, pure=False))
+    except BaseException:
+        # Nothing of a job that did not start is left: the ranks already
+        # submitted are cancelled (one in its rendezvous gives up after its
+        # timeout), the plugin goes, and the Results can serve another job.
+        if futures:
+            client.cancel(futures)
+        if watched:
+            unwatch(client, job)
+        if results is not None:
+            results._detach()
+        raise
     if results is not None:
         results._attach_futures(futures)
     return futures

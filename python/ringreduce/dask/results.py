@@ -33,6 +33,7 @@ future's result, and stay on the worker until gathered), never as events.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pathlib
 import threading
@@ -58,16 +59,21 @@ class _Channel:
     def __init__(self, worker: Any, topic: str, rank: int) -> None:
         self.worker, self.topic, self.rank = worker, topic, rank
         self.seq = 0
+        self.ended = False  # the end mark went: nothing follows it
         self.lock = threading.Lock()  # one sequence number per message, logged in that order
 
-    def send(self, data: Any = None, end: Optional[bool] = None) -> None:
+    def send(self, data: Any = None, end: Optional[bool] = None) -> bool:
         with self.lock:
+            if self.ended:
+                return False
             msg = {"rank": self.rank, "seq": self.seq, "data": data}
             if end is not None:
                 msg["end"] = True
                 msg["ok"] = end
+                self.ended = True
             self.worker.log_event(self.topic, msg)
             self.seq += 1
+            return True
 
 
 _channel: Optional[_Channel] = None
@@ -114,11 +120,13 @@ def publish(data: Any) -> bool:
     """Sends ``data`` to the client's :class:`Results` of the running job, now.
 
     Called by the function that ``ringreduce.dask.run`` runs, from any of its
-    threads. ``data`` is small and msgpack-serializable (see the module's
-    notes); the client receives each rank's messages in the order sent.
-    Returns False, sending nothing, when the job has no Results (``run``
-    without ``results=``) or outside a ``run`` task, so the same training
-    code runs without a channel.
+    threads while it runs. ``data`` is small and msgpack-serializable (see
+    the module's notes); the client receives each rank's messages in the
+    order sent. Returns False, sending nothing, when the job has no Results
+    (``run`` without ``results=``), outside a ``run`` task, and once the
+    function returned (the rank's last message has gone: a thread it
+    started must be done publishing before it returns), so the same
+    training code runs without a channel.
     """
     channel = _channel
     if channel is None:
@@ -129,11 +137,27 @@ def publish(data: Any) -> bool:
         raise ValueError(f"ringreduce.dask.publish: a {size}-byte message; events are at most "
                          f"{MAX_MESSAGE_BYTES} bytes (return checkpoints and other large data from the "
                          "function: they come back as its future's result)")
-    channel.send(data)
-    return True
+    return channel.send(data)
 
 
 # --- client side ----------------------------------------------------------------------------
+
+
+def _json_value(value: Any) -> Any:
+    """A received message as strict JSON takes it: bytes as hex, NaN and infinities as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def _ignore_event(event: Any) -> None:
+    """A closed Results' handler: the topic's events still on the way are dropped."""
 
 
 class Results:
@@ -187,6 +211,13 @@ class Results:
                 raise ValueError("this Results is closed")
             self.nranks = nranks
 
+    def _detach(self) -> None:
+        """``run`` failed before the job started: this Results may serve another."""
+        with self._cond:
+            self.nranks = None
+            self._futures = ()
+            self._cond.notify_all()
+
     def _attach_futures(self, futures: Sequence[distributed.Future]) -> None:
         self._futures = list(futures)
         for f in self._futures:
@@ -223,11 +254,12 @@ class Results:
     def wait(self, timeout: Optional[float] = 60.0) -> None:
         """Waits until every rank's last message arrived (or its worker was lost).
 
-        Messages the client missed (it was not subscribed yet, or reconnected)
-        are fetched from the scheduler's log, which holds the topic's last
-        ``distributed.admin.low-level-log-length``. Raises TimeoutError
-        naming the ranks still sending after ``timeout`` seconds, and
-        RuntimeError naming messages neither received nor in the log.
+        Then checks each rank's sequence numbers for gaps; a message missing
+        is looked for in the scheduler's log of the topic (its last
+        ``distributed.admin.low-level-log-length`` events). Raises
+        TimeoutError naming the ranks still sending after ``timeout``
+        seconds, and RuntimeError naming messages neither received nor in
+        that log.
         """
         if self.nranks is None:
             raise ValueError("no job was run with this Results")
@@ -292,7 +324,11 @@ class Results:
                 for rank in self.ranks()}
 
     def write(self, folder: "os.PathLike[str] | str") -> List[pathlib.Path]:
-        """Writes each rank's records to ``folder/rank-<rank>.jsonl`` (one JSON object a line); returns the paths."""
+        """Writes each rank's records to ``folder/rank-<rank>.jsonl`` (one JSON object a line); returns the paths.
+
+        JSON has no NaN or infinity: such a float is written as null (a loss
+        that diverged reads as a missing value), and bytes as hex strings.
+        """
         folder = pathlib.Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         paths = []
@@ -300,11 +336,8 @@ class Results:
             path = folder / f"rank-{rank}.jsonl"
             with open(path, "w", encoding="utf-8") as f:
                 for record in self.records(rank):
-                    data = record["data"]
-                    if isinstance(data, bytes):
-                        data = data.hex()
                     f.write(json.dumps({"rank": rank, "seq": record["seq"], "time": record["time"],
-                                        "data": data}) + "\n")
+                                        "data": _json_value(record["data"])}, allow_nan=False) + "\n")
             paths.append(path)
         return paths
 
@@ -337,22 +370,38 @@ class Results:
         return path
 
     def close(self) -> None:
-        """Unsubscribes and drops the topic's log on the scheduler; what was received stays."""
+        """Unsubscribes and drops the topic's log on the scheduler; what was received stays.
+
+        The client then holds nothing of this Results (its handler for the
+        topic is replaced by one that ignores what may still be on the way).
+        """
         with self._cond:
             if self._closed:
                 return
             self._closed = True
             self._futures = ()  # the user's: holding them would keep their results on the workers
-        try:
-            self.client.unsubscribe_topic(self.topic)
-        except ValueError:
-            pass  # the client no longer knows the topic
+        dropped = False
         if self.client.status == "running":
             from ._scheduler import drop_topic
             try:
-                self.client.run_on_scheduler(drop_topic, self.topic, self.client.id)
+                # Unsubscribes this client there too. Not unsubscribe_topic as
+                # well: its message, arriving after the topic was dropped,
+                # would make the scheduler's broker make it again, empty.
+                dropped = self.client.run_on_scheduler(drop_topic, self.topic, self.client.id)
             except Exception:  # noqa: BLE001  the log is bounded: leaving it is harmless
                 pass
+        if not dropped:
+            try:
+                self.client.unsubscribe_topic(self.topic)
+            except Exception:  # noqa: BLE001  the client no longer knows the topic, or is closed
+                pass
+        # distributed's unsubscribe_topic keeps the handler (and through it this
+        # Results and every message received) for the client's lifetime, and
+        # an event that arrives for a topic without one makes it raise in
+        # its event loop: so a handler stays, one that holds nothing.
+        handlers = getattr(self.client, "_event_handlers", None)
+        if isinstance(handlers, dict) and self.topic in handlers:
+            handlers[self.topic] = _ignore_event
 
     def __enter__(self) -> "Results":
         return self

@@ -38,6 +38,10 @@ class WorkerLost(RuntimeError):
         return (type(self), (self.rank, self.worker, self.key, self.detail))
 
 
+def _plugin_name(job: str) -> str:
+    return f"ringreduce-watch-{job}"
+
+
 def watch(client: distributed.Client, job: str, keys: Sequence[str], workers: Sequence[Any]) -> bool:
     """Registers the job's LostWorkerWatch before its tasks are submitted.
 
@@ -49,7 +53,7 @@ def watch(client: distributed.Client, job: str, keys: Sequence[str], workers: Se
     for rank, (key, worker) in enumerate(zip(keys, workers)):
         error = WorkerLost(rank, worker.address, key)
         watched[key] = (worker.address, worker.id, pickle.dumps(error), str(error))
-    name = f"ringreduce-watch-{job}"
+    name = _plugin_name(job)
     try:
         client.register_plugin(_scheduler.LostWorkerWatch(name, watched), name=name)
     except Exception as e:  # noqa: BLE001  the job can run without it
@@ -58,6 +62,18 @@ def watch(client: distributed.Client, job: str, keys: Sequence[str], workers: Se
                       RuntimeWarning, stacklevel=3)
         return False
     return True
+
+
+def unwatch(client: distributed.Client, job: str) -> None:
+    """Removes the job's LostWorkerWatch now: for a job whose tasks were not all submitted.
+
+    (A job that started needs no call: the plugin removes itself once the
+    client has released every one of the job's futures.)
+    """
+    try:
+        client.unregister_scheduler_plugin(_plugin_name(job))
+    except Exception:  # noqa: BLE001  already gone, or the scheduler with it; the submit's error is the one to report
+        pass
 
 
 def check_worker(rank: int, address: str, worker_id: str, key: str) -> None:
@@ -72,4 +88,4 @@ def check_worker(rank: int, address: str, worker_id: str, key: str) -> None:
         raise WorkerLost(rank, address, key, f" (the task came back on the worker that replaced it, {worker.id})")
 
 
-__all__: List[str] = ["WorkerLost", "watch", "check_worker"]
+__all__: List[str] = ["WorkerLost", "watch", "unwatch", "check_worker"]
