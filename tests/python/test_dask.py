@@ -2,17 +2,16 @@
 
 ``local``: a LocalCluster (worker processes under nannies, the scheduler in
 this process). ``processes``: ``dask scheduler`` and ``dask worker
---no-nanny`` started as separate processes, as on a real cluster
-(``dask_cluster.py``), on a test
-host this module makes: a network namespace joined to this one by a veth
-pair (10.77.N.1 here, 10.77.N.2 there, N a free /24), where the scheduler and
-the workers listen on 10.77.N.2 and this process's Client reaches them
-through the veth; the workers are on two fake hosts in it (UTS namespaces
-named rrfakehost0, with 2 workers, and rrfakehost1). The address is off
-loopback, so the rendezvous needs RR_AUTH_TOKEN. Where a network namespace
-cannot be made (it needs root and iproute2), the ``processes`` cluster is on
-loopback, and where UTS namespaces cannot, one host; the tests that need
-more are skipped, saying why.
+--no-nanny`` started as separate processes, as on a real cluster, on a test
+host that ``dask_cluster.py`` makes: a network namespace joined to this one
+by a veth pair (10.77.N.1 here, 10.77.N.2 there, N a free /24), where the
+scheduler and the workers listen on 10.77.N.2 and this process's Client
+reaches them through the veth; the workers are on two fake hosts in it (UTS
+namespaces named rrfakehost0, with 2 workers, and rrfakehost1). The address
+is off loopback, so the rendezvous needs RR_AUTH_TOKEN. Where a network
+namespace cannot be made (it needs root and iproute2), the ``processes``
+cluster is on loopback, and where UTS namespaces cannot, one host; the tests
+that need more are skipped, saying why.
 
 Proves: the env:// variables each task sees (rank order by host, local ranks,
 the port, a fresh RR_AUTH_TOKEN per job) and that they are put back;
