@@ -100,7 +100,8 @@ def main() -> int:
     for backend in args.backend:
         rounds = []
         with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+                                      # the workers log each failed task: here every round fails them
+                                      dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster, \
                 distributed.Client(cluster) as client:
             for _ in range(args.kills):
                 client.wait_for_workers(args.workers, timeout=120)

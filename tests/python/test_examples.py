@@ -1,4 +1,4 @@
-"""Runs every Python example (examples/torch, examples/dask) and bench/torch so that none can rot.
+"""Runs every Python example (examples/torch, examples/dask) and bench/torch and bench/dask so that none can rot.
 
 Each example runs as its users run it (``.venv/bin/python examples/...``,
 the package found through PYTHONPATH), with a port of its own in
@@ -71,6 +71,10 @@ CASES["bench/torch/allreduce_bench.py"] = (
 CASES["bench/torch/ddp_bench.py"] = (
     [(re.compile(r"^  torch-(ringreduce|gloo) .* identical$", re.M), 2), (re.compile(r"^  no_sync +\d", re.M), 1)],
     ["--ranks", "2", "--layers", "2", "--width", "64", "--steps", "2", "--warmup", "1"])
+
+CASES["bench/dask/lost_worker.py"] = (
+    [(re.compile(rf"^ +{backend} +1 +\d+\.\d+ / ", re.M), 1) for backend in ("ringreduce", "gloo")],
+    ["--workers", "2", "--kills", "1"])
 
 
 @pytest.mark.parametrize("example", sorted(CASES))
