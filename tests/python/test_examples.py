@@ -72,9 +72,10 @@ CASES["bench/torch/ddp_bench.py"] = (
     [(re.compile(r"^  torch-(ringreduce|gloo) .* identical$", re.M), 2), (re.compile(r"^  no_sync +\d", re.M), 1)],
     ["--ranks", "2", "--layers", "2", "--width", "64", "--steps", "2", "--warmup", "1"])
 
+# (Gloo's rounds run the same code with another backend's name: left out for the suite's time.)
 CASES["bench/dask/lost_worker.py"] = (
-    [(re.compile(rf"^ +{backend} +1 +\d+\.\d+ / ", re.M), 1) for backend in ("ringreduce", "gloo")],
-    ["--workers", "2", "--kills", "1"])
+    [(re.compile(r"^ +ringreduce +1 +\d+\.\d+ / ", re.M), 1)],
+    ["--workers", "2", "--kills", "1", "--backend", "ringreduce"])
 
 
 @pytest.mark.parametrize("example", sorted(CASES))
