@@ -468,7 +468,7 @@ def test_a_job_whose_submission_fails_leaves_nothing_behind(client, monkeypatch)
         # The same Results serves the next job.
         client.gather(ringreduce.dask.run(client, _publish_and_checkpoint, seed, 3, backend=None, results=results))
         results.wait(timeout=DEADLINE)
-        assert results.series("loss") == {r: [_metric(seed, r, i) for i in range(3)] for r in range(len(results.ranks()))}
+        assert results.series("loss") == {r: [_metric(seed, r, i) for i in range(3)] for r in range(NWORKERS)}
 
 
 def _publish_specials() -> bool:
