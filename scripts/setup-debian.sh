@@ -15,7 +15,8 @@ packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc
           # dask, meson-python from python/requirements.lock) for the Python
           # package, its torch.distributed backend and their pytest suites
           python3-venv python3-dev
-          patchelf)  # meson-python: the wheel's RPATHs
+          patchelf  # meson-python: the wheel's RPATHs
+          ccache)  # the wheel test's build reuses build/'s objects (tests/python/meson.build)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

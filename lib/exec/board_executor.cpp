@@ -63,6 +63,12 @@ Status BoardExecutor::wait_for(BoardCall& call, int peer, uint64_t n, bool claim
     int failed_peer = -1;
     Status cause = wait.after_still_round(peer, -1, moved, &failed_peer);
     if (cause.ok()) continue;
+    // What ended the wait may have come after the board was last read: most
+    // often a peer's notice about a later call, which that peer reached only
+    // after reading this rank's awaited part of this one, so the part is
+    // there by now. A call whose parts are all published completes; the
+    // notice, kept, fails the next call.
+    if (there()) return Status::Ok();
     const std::string text =
         call.name() + (cause.code() == Code::kTimeout ? " timed out" : " failed") + ": rank " + std::to_string(rank_) +
         (claiming ? " waited for rank " + std::to_string(peer) + " to finish the call before"

@@ -40,9 +40,15 @@ Status ShmRingExecutor::still(WaitPolicy& wait, int peer, bool receiving, int st
   return Status(cause.code(), text + ": " + cause.message());
 }
 
+// In both waits, what ended the wait (a failure notice, the deadline) may
+// have come after the ring was last read: most often a notice about a later
+// call from a peer that finished this one, its last chunks left in the ring
+// or its last slot freed. What is there is taken: the call goes on, and the
+// notice, kept, fails the next step that has to wait.
 Status ShmRingExecutor::take(WaitPolicy& wait, int step, size_t column, const void** data, size_t* bytes) {
   while ((*data = from_left_->front(bytes)) == nullptr) {
-    RR_RETURN_IF_ERROR(still(wait, schedule_->left(), true, step, column));
+    Status cause = still(wait, schedule_->left(), true, step, column);
+    if (!cause.ok() && (*data = from_left_->front(bytes)) == nullptr) return cause;
   }
   wait.reset();
   return Status::Ok();
@@ -50,7 +56,8 @@ Status ShmRingExecutor::take(WaitPolicy& wait, int step, size_t column, const vo
 
 Status ShmRingExecutor::free_slot(WaitPolicy& wait, int step, size_t column, void** slot) {
   while ((*slot = to_right_->back()) == nullptr) {
-    RR_RETURN_IF_ERROR(still(wait, schedule_->right(), false, step, column));
+    Status cause = still(wait, schedule_->right(), false, step, column);
+    if (!cause.ok() && (*slot = to_right_->back()) == nullptr) return cause;
   }
   wait.reset();
   return Status::Ok();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives_env.hpp"
+#include "shared_check.hpp"
 
 namespace {
 
@@ -80,8 +81,8 @@ void fill(rrDataType_t t, rrRedOp_t op, void* buf, size_t first, size_t count, i
   }
 }
 
-// out[k] == the reduction of element first + k, bit for bit.
-void check(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t count, uint64_t seed) {
+// out[k] == the reduction of element first + k, bit for bit; returns whether all were.
+bool check(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t count, uint64_t seed) {
   const size_t elem = type_size(t);
   size_t wrong = 0;
   for (size_t k = 0; k < count; ++k) {
@@ -94,6 +95,7 @@ void check(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t c
     }
   }
   EXPECT_EQ(wrong, 0u);
+  return wrong == 0;
 }
 
 struct Case {
@@ -133,7 +135,12 @@ void check_allreduce(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, 
     EXPECT_EQ(send, original) << "the send buffer was modified";
   }
   for (size_t k = 0; k < 8; ++k) ASSERT_EQ(out[bytes + k], in_place ? 0xAB : 0xCD) << "wrote past count";
-  check(t, op, out, 0, count, seed);
+  // Every rank's result is the same: checked once per job (shared_check.hpp).
+  const size_t elem = type_size(t);
+  shared_check::check_replicated(out, count, elem,
+      std::string("bitwise allreduce ") + type_name(t) + " " + op_name(op) + " " + std::to_string(count) + " " +
+          std::to_string(seed) + (in_place ? " in place" : ""),
+      [&](size_t first, size_t n) { return check(t, op, out + first * elem, first, n, seed); });
 }
 
 class BitwiseAllReduce : public ::testing::TestWithParam<Case> {};

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "collectives_env.hpp"
+#include "shared_check.hpp"
 #include "reduce/half.hpp"
 
 // Counts every C++ allocation in the process, the library's included: the
@@ -72,6 +73,7 @@ class CommEnvironment : public ::testing::Environment {
     ASSERT_EQ(rrCommInitFromEnv(&g_comm), rrSuccess) << rrGetLastError(nullptr);
     ASSERT_EQ(rrCommUserRank(g_comm, &g_rank), rrSuccess);
     ASSERT_EQ(rrCommCount(g_comm, &g_size), rrSuccess);
+    shared_check::begin(g_rank, g_size);
     rrConfig_t config = RR_CONFIG_INITIALIZER;
     config.chunk_bytes = 96;  // odd on purpose: chunks cut elements of 8 bytes into 12
     config.pipeline_depth = 3;
@@ -80,6 +82,7 @@ class CommEnvironment : public ::testing::Environment {
   void TearDown() override {
     EXPECT_EQ(rrCommDestroy(g_small_comm), rrSuccess);
     EXPECT_EQ(rrCommDestroy(g_comm), rrSuccess);
+    shared_check::end();
   }
 };
 
@@ -252,7 +255,8 @@ double reference(rrDataType_t t, rrRedOp_t op, size_t i, uint64_t seed, double* 
 }
 
 // Checks out[k] against the reduction of input element first + k, k < count.
-void check_reduced(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t count, uint64_t seed) {
+// Returns whether all were right.
+bool check_reduced(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t count, uint64_t seed) {
   size_t wrong = 0;
   for (size_t k = 0; k < count; ++k) {
     double tolerance = 0;
@@ -263,6 +267,7 @@ void check_reduced(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, 
     }
   }
   EXPECT_EQ(wrong, 0u);
+  return wrong == 0;
 }
 
 // Runs one allreduce of `count` elements on `comm` and checks every element.
@@ -282,7 +287,14 @@ void check_allreduce(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, 
   }
   const uint8_t* guard = static_cast<uint8_t*>(out) + bytes;
   for (int k = 0; k < 8; ++k) ASSERT_EQ(guard[k], in_place ? 0xAB : 0xCD) << "wrote past count";
-  check_reduced(t, op, out, 0, count, seed);
+  // Every rank's result is the same: checked once per job (shared_check.hpp).
+  const size_t elem = type_size(t);
+  shared_check::check_replicated(out, count, elem,
+      std::string("allreduce ") + type_name(t) + " " + op_name(op) + " " + std::to_string(count) + " " +
+          std::to_string(seed) + (in_place ? " in place" : ""),
+      [&](size_t first, size_t n) {
+        return check_reduced(t, op, static_cast<const uint8_t*>(out) + first * elem, first, n, seed);
+      });
 }
 
 // Reduce-scatter of N blocks of `count`: rank r gets block r reduced.
@@ -312,15 +324,22 @@ void check_all_gather(rrComm_t comm, rrDataType_t t, size_t count, bool in_place
   uint8_t* mine = in_place ? recv.data() + static_cast<size_t>(g_rank) * count * elem : send.data();
   for (size_t i = 0; i < count; ++i) store(t, mine, i, input_value(t, rrSum, g_rank, i, seed));
   ASSERT_EQ(rrAllGather(mine, recv.data(), count, t, comm, nullptr), rrSuccess) << rrGetLastError(comm);
-  size_t wrong = 0;
-  for (int r = 0; r < g_size; ++r) {
-    for (size_t i = 0; i < count; ++i) {
-      const double got = load(t, recv.data(), static_cast<size_t>(r) * count + i);
-      const double expect = input_value(t, rrSum, r, i, seed);
-      if (got != expect && wrong++ < 5) ADD_FAILURE() << "block " << r << " element " << i << ": got " << got << ", expected " << expect;
-    }
-  }
-  EXPECT_EQ(wrong, 0u);
+  // Every rank's result is the same: checked once per job (shared_check.hpp),
+  // element j being element j % count of block j / count.
+  shared_check::check_replicated(recv.data(), count * static_cast<size_t>(g_size), elem,
+      std::string("all-gather ") + type_name(t) + " " + std::to_string(count) + " " + std::to_string(seed) +
+          (in_place ? " in place" : ""),
+      [&](size_t first, size_t n) {
+        size_t wrong = 0;
+        for (size_t j = first; j < first + n; ++j) {
+          const size_t r = j / count, i = j % count;
+          const double got = load(t, recv.data(), j);
+          const double expect = input_value(t, rrSum, static_cast<int>(r), i, seed);
+          if (got != expect && wrong++ < 5) ADD_FAILURE() << "block " << r << " element " << i << ": got " << got << ", expected " << expect;
+        }
+        EXPECT_EQ(wrong, 0u);
+        return wrong == 0;
+      });
   for (int k = 0; k < 8; ++k) ASSERT_EQ(recv[count * elem * static_cast<size_t>(g_size) + static_cast<size_t>(k)], 0xCD);
 }
 

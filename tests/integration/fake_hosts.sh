@@ -18,6 +18,13 @@ hosts=${1:?hosts}; per_host=${2:?ranks per host}; placement=${3:?block or cyclic
 unshare --uts true 2>/dev/null || { echo "SKIP: unshare --uts is not allowed here"; exit 77; }
 
 n=$((hosts * per_host))
+# One secret for the job, as rr-run gives every job and as ranks on real
+# hosts need (also what names the job's folder of shared checks,
+# tests/integration/shared_check.hpp).
+if [[ -z ${RR_AUTH_TOKEN:-} ]]; then
+  RR_AUTH_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+  export RR_AUTH_TOKEN
+fi
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done; wait 2>/dev/null; }

@@ -25,10 +25,13 @@ namespace {
 
 rrComm_t g_world = nullptr;  // A: where the bytes are sent
 rrComm_t g_other = nullptr;  // B: rrCommSplit(A, 0, rank), the call after (RR_TIMEOUT_MS, outlasting the pauses)
-rrComm_t g_short = nullptr;  // A's ranks with a 1500 ms timeout: where the idle tests send
+rrComm_t g_short = nullptr;  // A's ranks with a 1000 ms timeout: where the idle tests send
 int g_rank = -1;
 int g_size = 0;
-constexpr int kShortTimeoutMs = 1500;
+constexpr int kShortTimeoutMs = 1000;
+// The idle tests' pause: longer than the receiver's timeout on g_short, so a
+// sender whose held bytes wait for its next call makes the receiver fail.
+constexpr int kPauseMs = kShortTimeoutMs + 500;
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
@@ -66,7 +69,7 @@ TEST_P(HeldBytes, SendThenAnIdlePause) {
   if (g_rank == 0) {
     const std::vector<int32_t> out = pattern(0, count, 2);
     RR_OK(rrSend(out.data(), count, rrInt32, 1, g_short, nullptr), g_short);
-    sleep_ms(kShortTimeoutMs + 1000);
+    sleep_ms(kPauseMs);
   } else if (g_rank == 1) {
     sleep_ms(200);
     std::vector<int32_t> in(count, -1);
@@ -101,7 +104,7 @@ TEST_P(HeldBytes, GroupedSendThenAnIdlePause) {
     RR_OK(rrGroupStart(), g_short);
     RR_OK(rrSend(out.data(), count, rrInt32, 1, g_short, nullptr), g_short);
     RR_OK(rrGroupEnd(), g_short);
-    sleep_ms(kShortTimeoutMs + 1000);
+    sleep_ms(kPauseMs);
   } else if (g_rank == 1) {
     sleep_ms(200);
     std::vector<int32_t> in(count, -1);
@@ -183,7 +186,7 @@ TEST_P(HeldCollective, ThenACallOnAnotherCommunicator) {
 TEST_P(HeldCollective, ThenAnIdlePause) {
   if (g_rank == 1) sleep_ms(100);
   run(g_short, kCollectiveCount, 7);
-  sleep_ms(kShortTimeoutMs + 1000);
+  sleep_ms(kPauseMs);
   RR_OK(rrBarrier(g_other, nullptr), g_other);
 }
 
