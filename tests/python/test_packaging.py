@@ -10,8 +10,11 @@ and rrGetVersion report and that the wheel pins the torch it was built
 against, runs a 2-rank all_reduce under torchrun, runs a torch suite against
 the installed package, and uninstalls it without a trace.
 
-RR_WHEEL_BUILD_DIR (set by tests/python/meson.build) keeps meson-python's
-build folder between runs, so that only the first builds the library again.
+RR_WHEEL_BUILD_DIR (set by tests/python/meson.build: build-wheel beside
+build) keeps meson-python's build folder between runs, so that later runs
+only relink, and puts it where its compile commands are build's own, so that
+even the first run takes build's objects from ccache instead of compiling
+the library again.
 """
 
 from __future__ import annotations
