@@ -31,7 +31,7 @@ int g_size = 0;
 constexpr int kShortTimeoutMs = 1000;
 // The idle tests' pause: longer than the receiver's timeout on g_short, so a
 // sender whose held bytes wait for its next call makes the receiver fail.
-constexpr int kPauseMs = kShortTimeoutMs + 500;
+constexpr int kPauseMs = kShortTimeoutMs + 1000;
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 

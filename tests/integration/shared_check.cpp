@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,13 +18,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMagic = 0x3130'6b65'6863'7272ull;  // "rrcheck01", little-endian
+constexpr uint64_t kMagic = 0x3130'6b65'6863'7272ull;  // "rrchek01", little-endian
 // Below this many reference evaluations (count x ranks) every rank checks
 // the whole result: two file writes and N - 1 reads cost more.
 constexpr size_t kMinSharedEvaluations = size_t{1} << 16;
 // How long a rank waits for another's record before checking that slice
-// itself (and, from then on, every slice: it stops waiting).
-constexpr auto kRecordWait = std::chrono::seconds(60);
+// itself (and, from then on, every slice: it stops waiting). The ranks leave
+// the same collective within milliseconds and check slices of one size; a
+// rank that failed before its check (an ASSERT) never writes the record.
+constexpr auto kRecordWait = std::chrono::seconds(10);
 constexpr auto kEndWait = std::chrono::seconds(30);
 
 // The record's fields, in 64-bit words; the slices' hashes follow.
@@ -105,6 +109,32 @@ std::vector<uint64_t> read_record(uint64_t seq, int rank, Clock::time_point dead
   return whole ? record : std::vector<uint64_t>{};
 }
 
+// Folders of jobs killed before their end() (rr-run stops every rank once
+// one fails): removed by a later job once an hour passed without a record
+// written there (a folder takes one each check, and no job runs an hour).
+void sweep_abandoned(const std::string& tmp) {
+  DIR* dir = ::opendir(tmp.c_str());
+  if (dir == nullptr) return;
+  const time_t stale = ::time(nullptr) - 3600;
+  while (const dirent* e = ::readdir(dir)) {
+    if (std::strncmp(e->d_name, "rr-check-", 9) != 0) continue;
+    const std::string folder = tmp + "/" + e->d_name;
+    struct stat st {};
+    if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+        st.st_mtime > stale) {
+      continue;
+    }
+    if (DIR* inner = ::opendir(folder.c_str())) {
+      while (const dirent* f = ::readdir(inner)) {
+        if (f->d_name[0] != '.') ::unlink((folder + "/" + f->d_name).c_str());
+      }
+      ::closedir(inner);
+    }
+    ::rmdir(folder.c_str());
+  }
+  ::closedir(dir);
+}
+
 size_t slice_start(size_t count, int s) { return count * static_cast<size_t>(s) / static_cast<size_t>(g.size); }
 
 }  // namespace
@@ -116,12 +146,14 @@ void begin(int rank, int size) {
   const char* token = std::getenv("RR_AUTH_TOKEN");
   const char* port = std::getenv("MASTER_PORT");
   if (size <= 1 || token == nullptr || *token == '\0' || port == nullptr) return;
-  const char* tmp = std::getenv("TMPDIR");
+  const char* tmp_env = std::getenv("TMPDIR");
+  const std::string tmp = tmp_env != nullptr && *tmp_env != '\0' ? tmp_env : "/tmp";
+  if (rank == 0) sweep_abandoned(tmp);
   char name[40];
   // The token is the job's secret: the folder is named by a hash of it.
   std::snprintf(name, sizeof name, "/rr-check-%016llx",
                 static_cast<unsigned long long>(hash_text(std::string(token) + ":" + port)));
-  g.dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + name;
+  g.dir = tmp + name;
   struct stat st {};
   if (::mkdir(g.dir.c_str(), 0700) != 0 &&
       (::lstat(g.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())) {
@@ -156,8 +188,9 @@ void check_replicated(const void* out, size_t count, size_t elem, const std::str
     record[kHeader + static_cast<size_t>(s)] = hash_bytes(bytes + first * elem, (end - first) * elem);
   }
   write_file(record_name(seq, g.rank), record.data(), record.size() * sizeof(uint64_t));
-  // Every rank has read check seq - 2's records: it wrote seq - 1's after.
-  if (seq > 2) ::unlink(path(record_name(seq - 2, g.rank)).c_str());
+  // Every rank has read check seq - 2's records: it wrote seq - 1's after
+  // (known only while this rank waits for them; else end() removes it).
+  if (seq > 2 && g.waiting) ::unlink(path(record_name(seq - 2, g.rank)).c_str());
 
   const auto deadline = Clock::now() + kRecordWait;
   for (int s = 0; s < g.size; ++s) {
@@ -192,11 +225,9 @@ void end() {
   const auto deadline = Clock::now() + kEndWait;
   bool all_done = true;
   for (int s = 0; s < g.size && all_done; ++s) all_done = wait_for("done." + std::to_string(s), deadline);
-  if (all_done) {
-    for (uint64_t seq = g.seq > 2 ? g.seq - 1 : 1; seq <= g.seq; ++seq) {
-      ::unlink(path(record_name(seq, g.rank)).c_str());
-    }
-  }
+  // Every record of this rank's, also after a wait that ran out (a rank
+  // still reading one then checks that slice itself).
+  for (uint64_t seq = 1; seq <= g.seq; ++seq) ::unlink(path(record_name(seq, g.rank)).c_str());
   write_file(gone, "", 0);
   // Rank 0 removes the markers and the folder once every rank has seen
   // every marker of "done" (no one waits on them any more).

@@ -17,9 +17,12 @@
 // rank checked; nothing passes on another rank's word about bytes it did
 // not see. The exchange is files, not a collective of the library.
 //
-// The job's folder is named by RR_AUTH_TOKEN (rr-run gives every job a fresh
-// one; tests/integration/fake_hosts.sh does too) and MASTER_PORT; without a
-// token, or on one rank, every rank checks everything, as before.
+// The job's folder is named by RR_AUTH_TOKEN (rr-run and
+// tests/integration/fake_hosts.sh give every job a fresh one unless the
+// caller set one) and MASTER_PORT; without a token, or on one rank, every
+// rank checks everything, as before. A folder an earlier job left (killed
+// before its end(); the same token and port) is harmless: a record vouches
+// only for bytes equal to ones its rank checked against the same call.
 
 #include <cstddef>
 #include <cstdint>
