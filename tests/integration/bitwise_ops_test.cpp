@@ -9,7 +9,6 @@
 #include <ringreduce/ringreduce.h>
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -71,31 +70,42 @@ uint64_t reference_bits(rrRedOp_t op, size_t i, uint64_t seed) {
   return acc;
 }
 
-// Writes elements [first, first + count) of `rank`'s input at `buf`
-// (little-endian: the low bytes of the 64 bits are the element's).
-void fill(rrDataType_t t, rrRedOp_t op, void* buf, size_t first, size_t count, int rank, uint64_t seed) {
-  const size_t elem = type_size(t);
-  for (size_t k = 0; k < count; ++k) {
-    const uint64_t bits = input_bits(op, rank, first + k, seed);
-    std::memcpy(static_cast<uint8_t*>(buf) + k * elem, &bits, elem);
+// Calls f with a value of the storage width of integer type `t` (1, 4 or 8 bytes).
+template <class F>
+decltype(auto) with_width(rrDataType_t t, F&& f) {
+  switch (type_size(t)) {
+    case 1: return f(uint8_t{});
+    case 4: return f(uint32_t{});
+    default: return f(uint64_t{});
   }
+}
+
+// Writes elements [first, first + count) of `rank`'s input at `buf`: the low
+// bytes of the 64 bits are the element's.
+void fill(rrDataType_t t, rrRedOp_t op, void* buf, size_t first, size_t count, int rank, uint64_t seed) {
+  with_width(t, [&](auto w) {
+    using W = decltype(w);
+    W* out = static_cast<W*>(buf);
+    for (size_t k = 0; k < count; ++k) out[k] = static_cast<W>(input_bits(op, rank, first + k, seed));
+  });
 }
 
 // out[k] == the reduction of element first + k, bit for bit; returns whether all were.
 bool check(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t count, uint64_t seed) {
-  const size_t elem = type_size(t);
-  size_t wrong = 0;
-  for (size_t k = 0; k < count; ++k) {
-    const uint64_t want = reference_bits(op, first + k, seed);
-    uint64_t got = 0;
-    std::memcpy(&got, static_cast<const uint8_t*>(out) + k * elem, elem);
-    const uint64_t mask = elem == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * elem)) - 1;
-    if (got != (want & mask) && wrong++ < 5) {
-      ADD_FAILURE() << "element " << first + k << ": got 0x" << std::hex << got << ", expected 0x" << (want & mask);
+  return with_width(t, [&](auto w) {
+    using W = decltype(w);
+    const W* got = static_cast<const W*>(out);
+    size_t wrong = 0;
+    for (size_t k = 0; k < count; ++k) {
+      const W want = static_cast<W>(reference_bits(op, first + k, seed));
+      if (got[k] != want && wrong++ < 5) {
+        ADD_FAILURE() << "element " << first + k << ": got 0x" << std::hex << uint64_t{got[k]} << ", expected 0x"
+                      << uint64_t{want};
+      }
     }
-  }
-  EXPECT_EQ(wrong, 0u);
-  return wrong == 0;
+    EXPECT_EQ(wrong, 0u);
+    return wrong == 0;
+  });
 }
 
 struct Case {

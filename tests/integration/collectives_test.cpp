@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "collectives_env.hpp"
+#include "collectives_reference.hpp"
 #include "shared_check.hpp"
-#include "reduce/half.hpp"
 
 // Counts every C++ allocation in the process, the library's included: the
 // data path must make none.
@@ -66,6 +66,7 @@ int g_size = 1;
 namespace {
 
 using namespace collectives_env;
+using namespace collectives_reference;
 
 class CommEnvironment : public ::testing::Environment {
  public:
@@ -86,131 +87,6 @@ class CommEnvironment : public ::testing::Environment {
   }
 };
 
-const rrDataType_t kTypes[] = {rrInt8, rrUint8, rrInt32, rrUint32, rrInt64, rrUint64,
-                               rrFloat16, rrBfloat16, rrFloat32, rrFloat64};
-const rrRedOp_t kOps[] = {rrSum, rrProd, rrMax, rrMin, rrAvg};
-
-size_t type_size(rrDataType_t t) {
-  switch (t) {
-    case rrInt8: case rrUint8: return 1;
-    case rrFloat16: case rrBfloat16: return 2;
-    case rrInt32: case rrUint32: case rrFloat32: return 4;
-    default: return 8;
-  }
-}
-bool is_float(rrDataType_t t) { return t == rrFloat16 || t == rrBfloat16 || t == rrFloat32 || t == rrFloat64; }
-const char* type_name(rrDataType_t t) {
-  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", "bfloat16"};
-  return names[t];
-}
-const char* op_name(rrRedOp_t o) {
-  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
-  return names[o];
-}
-
-// Element `i` of `rank`'s input as a double, exactly representable in the type.
-double input_value(rrDataType_t t, rrRedOp_t op, int rank, size_t i, uint64_t seed) {
-  // splitmix64 of (seed, rank, i): a fresh, independent stream per element at
-  // the cost of a few multiplies, so references over millions of elements are cheap.
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(rank) << 40) ^ i;
-  auto rng = [&state]() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  if (is_float(t)) {
-    // prod: near 1 so many ranks neither overflow nor underflow.
-    const double unit = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // [0, 1)
-    double v = op == rrProd ? 0.5 + unit : -100.0 + 200.0 * unit;
-    switch (t) {
-      case rrFloat16: return rr::to_float(rr::to_half(static_cast<float>(v)));
-      case rrBfloat16: return rr::to_float(rr::BFloat16{rr::float_to_bfloat16_bits(static_cast<float>(v))});
-      case rrFloat32: return static_cast<float>(v);
-      default: return v;
-    }
-  }
-  // Integers: the full range of small types (so sums and products wrap), a
-  // bounded signed range of large ones.
-  switch (t) {
-    case rrInt8: return static_cast<int8_t>(rng());
-    case rrUint8: return static_cast<uint8_t>(rng());
-    case rrInt32: return static_cast<int32_t>(rng() % 2000001) - 1000000;
-    case rrUint32: return static_cast<double>(rng() % 4000000000u);
-    case rrInt64: return static_cast<double>(static_cast<int64_t>(rng() % 2000000001) - 1000000000);
-    default: return static_cast<double>(rng() % 4000000000u);
-  }
-}
-
-void store(rrDataType_t t, void* buf, size_t i, double v) {
-  switch (t) {
-    case rrInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case rrUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case rrInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case rrUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case rrInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case rrUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
-    case rrFloat16: static_cast<rr::Half*>(buf)[i] = rr::to_half(static_cast<float>(v)); break;
-    case rrBfloat16: static_cast<rr::BFloat16*>(buf)[i] = rr::BFloat16{rr::float_to_bfloat16_bits(static_cast<float>(v))}; break;
-    case rrFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    default: static_cast<double*>(buf)[i] = v; break;
-  }
-}
-
-double load(rrDataType_t t, const void* buf, size_t i) {
-  switch (t) {
-    case rrInt8: return static_cast<const int8_t*>(buf)[i];
-    case rrUint8: return static_cast<const uint8_t*>(buf)[i];
-    case rrInt32: return static_cast<const int32_t*>(buf)[i];
-    case rrUint32: return static_cast<const uint32_t*>(buf)[i];
-    case rrInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case rrUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case rrFloat16: return rr::to_float(static_cast<const rr::Half*>(buf)[i]);
-    case rrBfloat16: return rr::to_float(static_cast<const rr::BFloat16*>(buf)[i]);
-    case rrFloat32: return static_cast<const float*>(buf)[i];
-    default: return static_cast<const double*>(buf)[i];
-  }
-}
-
-// Integer reference: exact modular arithmetic in the type's width, then the
-// type's value (and for avg, C++'s truncating division of that value).
-double int_reference(rrDataType_t t, rrRedOp_t op, const std::vector<double>& xs) {
-  const int bits = static_cast<int>(type_size(t)) * 8;
-  const bool is_signed = t == rrInt8 || t == rrInt32 || t == rrInt64;
-  auto wrap = [&](uint64_t u) -> double {
-    if (bits < 64) u &= (uint64_t{1} << bits) - 1;
-    if (is_signed && bits < 64 && (u >> (bits - 1))) return static_cast<double>(static_cast<int64_t>(u | (~uint64_t{0} << bits)));
-    if (is_signed) return static_cast<double>(static_cast<int64_t>(u));
-    return static_cast<double>(u);
-  };
-  auto as_u = [](double v) { return static_cast<uint64_t>(static_cast<int64_t>(v)); };
-  uint64_t acc = as_u(xs[0]);
-  double best = xs[0];
-  for (size_t k = 1; k < xs.size(); ++k) {
-    if (op == rrSum || op == rrAvg) acc += as_u(xs[k]);
-    if (op == rrProd) acc *= as_u(xs[k]);
-    if (op == rrMax) best = std::max(best, xs[k]);
-    if (op == rrMin) best = std::min(best, xs[k]);
-  }
-  if (op == rrMax || op == rrMin) return best;
-  double v = wrap(acc);
-  if (op == rrAvg) {
-    // Integer division of the wrapped sum in the type, truncating toward zero.
-    if (is_signed) return static_cast<double>(static_cast<int64_t>(v) / static_cast<int64_t>(xs.size()));
-    return static_cast<double>(static_cast<uint64_t>(v) / xs.size());
-  }
-  return v;
-}
-
-double epsilon(rrDataType_t t) {
-  switch (t) {
-    case rrFloat16: return std::ldexp(1.0, -10);
-    case rrBfloat16: return std::ldexp(1.0, -7);
-    case rrFloat32: return std::ldexp(1.0, -23);
-    default: return std::ldexp(1.0, -52);
-  }
-}
-
 struct Case {
   rrDataType_t dtype;
   rrRedOp_t op;
@@ -227,49 +103,6 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
-// The reduction over every rank's input element `i`, and how far a correct
-// result may be from it (0 for integers, max and min).
-double reference(rrDataType_t t, rrRedOp_t op, size_t i, uint64_t seed, double* tolerance) {
-  std::vector<double> xs(static_cast<size_t>(g_size));
-  double sum_abs = 0;
-  for (int r = 0; r < g_size; ++r) {
-    xs[static_cast<size_t>(r)] = input_value(t, op, r, i, seed);
-    sum_abs += std::fabs(xs[static_cast<size_t>(r)]);
-  }
-  *tolerance = 0;
-  if (!is_float(t)) return int_reference(t, op, xs);
-  double expect = xs[0];
-  for (int r = 1; r < g_size; ++r) {
-    const double x = xs[static_cast<size_t>(r)];
-    if (op == rrSum || op == rrAvg) expect += x;
-    if (op == rrProd) expect *= x;
-    if (op == rrMax) expect = std::max(expect, x);
-    if (op == rrMin) expect = std::min(expect, x);
-  }
-  if (op == rrAvg) expect /= g_size, sum_abs /= g_size;
-  // Max and min pick an input: exact. Sum, avg and prod round once per
-  // ring step (N - 1 times) and once more at the end.
-  if (op == rrSum || op == rrAvg) *tolerance = (g_size + 1) * epsilon(t) * sum_abs;
-  if (op == rrProd) *tolerance = (g_size + 1) * epsilon(t) * std::fabs(expect) * 1.01;
-  return expect;
-}
-
-// Checks out[k] against the reduction of input element first + k, k < count.
-// Returns whether all were right.
-bool check_reduced(rrDataType_t t, rrRedOp_t op, const void* out, size_t first, size_t count, uint64_t seed) {
-  size_t wrong = 0;
-  for (size_t k = 0; k < count; ++k) {
-    double tolerance = 0;
-    const double expect = reference(t, op, first + k, seed, &tolerance);
-    const double got = load(t, out, k);
-    if (!(std::fabs(got - expect) <= tolerance) && wrong++ < 5) {
-      ADD_FAILURE() << "element " << first + k << ": got " << got << ", expected " << expect << " +- " << tolerance;
-    }
-  }
-  EXPECT_EQ(wrong, 0u);
-  return wrong == 0;
-}
-
 // Runs one allreduce of `count` elements on `comm` and checks every element.
 void check_allreduce(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, bool in_place, uint64_t seed) {
   SCOPED_TRACE(std::string(type_name(t)) + " " + op_name(op) + " count=" + std::to_string(count) +
@@ -277,7 +110,7 @@ void check_allreduce(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t count, 
   const size_t bytes = count * type_size(t);
   // One guard element past the end catches a write beyond count.
   std::vector<uint8_t> send(bytes + 8, 0xAB), recv(bytes + 8, 0xCD);
-  for (size_t i = 0; i < count; ++i) store(t, send.data(), i, input_value(t, op, g_rank, i, seed));
+  fill_input(t, op, g_rank, seed, send.data(), 0, count);
   const std::vector<uint8_t> original = send;
   void* out = in_place ? send.data() : recv.data();
   ASSERT_EQ(rrAllReduce(send.data(), out, count, t, op, comm, nullptr), rrSuccess) << rrGetLastError(comm);
@@ -304,7 +137,7 @@ void check_reduce_scatter(rrComm_t comm, rrDataType_t t, rrRedOp_t op, size_t co
   const size_t total = count * static_cast<size_t>(g_size);
   const size_t elem = type_size(t);
   std::vector<uint8_t> send(total * elem + 8, 0xAB), recv(count * elem + 8, 0xCD);
-  for (size_t i = 0; i < total; ++i) store(t, send.data(), i, input_value(t, op, g_rank, i, seed));
+  fill_input(t, op, g_rank, seed, send.data(), 0, total);
   const std::vector<uint8_t> original = send;
   void* out = in_place ? send.data() + static_cast<size_t>(g_rank) * count * elem : recv.data();
   ASSERT_EQ(rrReduceScatter(send.data(), out, count, t, op, comm, nullptr), rrSuccess) << rrGetLastError(comm);
@@ -322,7 +155,7 @@ void check_all_gather(rrComm_t comm, rrDataType_t t, size_t count, bool in_place
   const size_t elem = type_size(t);
   std::vector<uint8_t> send(count * elem + 8, 0xAB), recv(count * elem * static_cast<size_t>(g_size) + 8, 0xCD);
   uint8_t* mine = in_place ? recv.data() + static_cast<size_t>(g_rank) * count * elem : send.data();
-  for (size_t i = 0; i < count; ++i) store(t, mine, i, input_value(t, rrSum, g_rank, i, seed));
+  fill_input(t, rrSum, g_rank, seed, mine, 0, count);
   ASSERT_EQ(rrAllGather(mine, recv.data(), count, t, comm, nullptr), rrSuccess) << rrGetLastError(comm);
   // Every rank's result is the same: checked once per job (shared_check.hpp),
   // element j being element j % count of block j / count.
@@ -330,15 +163,14 @@ void check_all_gather(rrComm_t comm, rrDataType_t t, size_t count, bool in_place
       std::string("all-gather ") + type_name(t) + " " + std::to_string(count) + " " + std::to_string(seed) +
           (in_place ? " in place" : ""),
       [&](size_t first, size_t n) {
-        size_t wrong = 0;
-        for (size_t j = first; j < first + n; ++j) {
-          const size_t r = j / count, i = j % count;
-          const double got = load(t, recv.data(), j);
-          const double expect = input_value(t, rrSum, static_cast<int>(r), i, seed);
-          if (got != expect && wrong++ < 5) ADD_FAILURE() << "block " << r << " element " << i << ": got " << got << ", expected " << expect;
+        bool right = true;
+        for (size_t j = first; j < first + n;) {  // the part of each block in [first, first + n)
+          const size_t r = j / count, i = j % count, len = std::min(count - i, first + n - j);
+          right &= check_input(t, rrSum, static_cast<int>(r), seed, recv.data() + j * elem, i, len,
+                               "block " + std::to_string(r));
+          j += len;
         }
-        EXPECT_EQ(wrong, 0u);
-        return wrong == 0;
+        return right;
       });
   for (int k = 0; k < 8; ++k) ASSERT_EQ(recv[count * elem * static_cast<size_t>(g_size) + static_cast<size_t>(k)], 0xCD);
 }
@@ -475,17 +307,11 @@ TEST_P(BroadcastEveryType, EveryRankGetsTheRootsData) {
         std::vector<uint8_t> send(count * elem + 1, 0xAB), recv(count * elem + 8, 0xCD);
         if (g_rank == root) {
           uint8_t* src = in_place ? recv.data() : send.data();
-          for (size_t i = 0; i < count; ++i) store(t, src, i, input_value(t, rrSum, root, i, seed));
+          fill_input(t, rrSum, root, seed, src, 0, count);
         }
         const void* src = g_rank != root ? nullptr : in_place ? recv.data() : send.data();
         ASSERT_EQ(rrBroadcast(src, recv.data(), count, t, root, comm, nullptr), rrSuccess) << rrGetLastError(comm);
-        size_t wrong = 0;
-        for (size_t i = 0; i < count; ++i) {
-          if (load(t, recv.data(), i) != input_value(t, rrSum, root, i, seed) && wrong++ < 5) {
-            ADD_FAILURE() << "element " << i;
-          }
-        }
-        EXPECT_EQ(wrong, 0u);
+        check_input(t, rrSum, root, seed, recv.data(), 0, count, "broadcast");
         for (int k = 0; k < 8; ++k) ASSERT_EQ(recv[count * elem + static_cast<size_t>(k)], 0xCD) << "wrote past count";
       }
     }
@@ -508,7 +334,7 @@ TEST_P(ReduceEveryTypeAndOp, RootGetsTheReductionOthersAreUntouched) {
       SCOPED_TRACE("reduce " + std::string(type_name(c.dtype)) + " " + op_name(c.op) + " root=" + std::to_string(root) +
                    " count=" + std::to_string(count));
       std::vector<uint8_t> send(count * elem + 1), recv(count * elem + 8, 0xCD);
-      for (size_t i = 0; i < count; ++i) store(c.dtype, send.data(), i, input_value(c.dtype, c.op, g_rank, i, seed));
+      fill_input(c.dtype, c.op, g_rank, seed, send.data(), 0, count);
       const std::vector<uint8_t> original = send;
       ASSERT_EQ(rrReduce(send.data(), recv.data(), count, c.dtype, c.op, root, comm, nullptr), rrSuccess)
           << rrGetLastError(comm);
@@ -601,12 +427,12 @@ TEST(SendRecv, GroupedRingShiftEveryType) {
       const size_t elem = type_size(t);
       const int right = (g_rank + 1) % g_size, left = (g_rank + g_size - 1) % g_size;
       std::vector<uint8_t> out(count * elem + 1), in(count * elem + 1);
-      for (size_t i = 0; i < count; ++i) store(t, out.data(), i, input_value(t, rrSum, g_rank, i, 77));
+      fill_input(t, rrSum, g_rank, 77, out.data(), 0, count);
       ASSERT_EQ(rrGroupStart(), rrSuccess);
       ASSERT_EQ(rrSend(out.data(), count, t, right, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
       ASSERT_EQ(rrRecv(in.data(), count, t, left, g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
       ASSERT_EQ(rrGroupEnd(), rrSuccess) << rrGetLastError(g_comm);
-      for (size_t i = 0; i < count; ++i) ASSERT_EQ(load(t, in.data(), i), input_value(t, rrSum, left, i, 77)) << type_name(t) << " " << i;
+      ASSERT_TRUE(check_input(t, rrSum, left, 77, in.data(), 0, count, type_name(t)));
     }
   }
 }
