@@ -40,7 +40,7 @@ class StreamOrder;
 
 // It is the executors' interrupt: a wait ends early on rrCommAbort or on a
 // peer's notice that it gave up (ControlChannel).
-class Communicator : public exec::Interrupt {
+class Communicator final : public exec::Interrupt {
  public:
   // `keepalive` holds whatever the transport needs to outlive (the rendezvous).
   Communicator(int rank, int size, Settings settings, std::unique_ptr<transport::Transport> transport,

@@ -45,7 +45,7 @@ struct BoardCall {
   std::chrono::steady_clock::time_point until();
 };
 
-class BoardExecutor : private Sleeper {
+class BoardExecutor final : private Sleeper {
  public:
   BoardExecutor(transport::Transport* transport, transport::shm::Board* board, int rank);
 

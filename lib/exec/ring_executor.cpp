@@ -24,7 +24,6 @@ RingExecutor::RingExecutor(transport::Transport* transport, memory::StagingPool*
                            int nranks)
     : transport_(transport),
       pool_(pool),
-      depth_(depth),
       columns_(static_cast<size_t>(depth)),
       sends_(static_cast<size_t>(depth) * static_cast<size_t>(nranks > 1 ? 2 * (nranks - 1) : 1)) {
   const size_t steps = static_cast<size_t>(nranks > 1 ? 2 * (nranks - 1) : 1);

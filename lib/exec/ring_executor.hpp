@@ -85,7 +85,6 @@ class RingExecutor {
 
   transport::Transport* transport_;
   memory::StagingPool* pool_;
-  int depth_;
   std::vector<Column> columns_;                 // [slot]
   std::vector<transport::Completion> sends_;    // [slot][step]
   bool stranded_ = false;

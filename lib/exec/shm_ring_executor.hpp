@@ -29,7 +29,7 @@
 
 namespace rr::exec {
 
-class ShmRingExecutor : private Sleeper {
+class ShmRingExecutor final : private Sleeper {
  public:
   // `from_left`: the ring this rank receives on (it made it); `to_right`:
   // the right neighbour's, which this rank attached to.

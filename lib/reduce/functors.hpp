@@ -38,14 +38,17 @@ template <> struct WrapType<uint32_t> { using type = uint32_t; };
 template <> struct WrapType<int64_t> { using type = uint64_t; };
 template <> struct WrapType<uint64_t> { using type = uint64_t; };
 
+// inline: an explicit specialization of a variable template is not implicitly
+// inline, and every file that includes this one would define it (clang's
+// sanitizer builds emit it and the link fails).
 template <typename T>
-constexpr bool kIsInteger = false;
-template <> constexpr bool kIsInteger<int8_t> = true;
-template <> constexpr bool kIsInteger<uint8_t> = true;
-template <> constexpr bool kIsInteger<int32_t> = true;
-template <> constexpr bool kIsInteger<uint32_t> = true;
-template <> constexpr bool kIsInteger<int64_t> = true;
-template <> constexpr bool kIsInteger<uint64_t> = true;
+inline constexpr bool kIsInteger = false;
+template <> inline constexpr bool kIsInteger<int8_t> = true;
+template <> inline constexpr bool kIsInteger<uint8_t> = true;
+template <> inline constexpr bool kIsInteger<int32_t> = true;
+template <> inline constexpr bool kIsInteger<uint32_t> = true;
+template <> inline constexpr bool kIsInteger<int64_t> = true;
+template <> inline constexpr bool kIsInteger<uint64_t> = true;
 
 // x != x only for NaN; integers are never NaN. (Overloads rather than one
 // template so integer self-comparisons do not trip -Wtautological-compare.)

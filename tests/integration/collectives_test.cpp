@@ -402,7 +402,7 @@ TEST(Barrier, NoRankLeavesBeforeAllArrived) {
     if (g_rank == 0) mkdir(dir.c_str(), 0700);
     ASSERT_EQ(rrBarrier(g_comm, nullptr), rrSuccess) << rrGetLastError(g_comm);
     volatile double spin = 0;
-    for (int i = 0; i < 200000 * (g_rank + 1); ++i) spin += i;  // arrive at different times
+    for (int i = 0; i < 200000 * (g_rank + 1); ++i) spin = spin + i;  // arrive at different times
     const std::string marker = dir + "/" + std::to_string(round) + "-" + std::to_string(g_rank);
     FILE* f = std::fopen(marker.c_str(), "w");
     ASSERT_NE(f, nullptr) << marker;

@@ -144,6 +144,11 @@ T value_from(float f) {
     return to_half(f);
   } else if constexpr (std::is_same_v<T, BFloat16>) {
     return to_bfloat16(f);
+  } else if constexpr (std::is_integral_v<T>) {
+    // Through a signed integer: a negative float converted straight to an
+    // unsigned type is undefined (clang's UBSan stops on it), the integer's
+    // conversion is modular.
+    return static_cast<T>(static_cast<int64_t>(f));
   } else {
     return T(f);
   }

@@ -517,7 +517,10 @@ class ReduceEveryDtypeOp : public ::testing::TestWithParam<std::tuple<rrDataType
 };
 
 TEST_P(ReduceEveryDtypeOp, MatchesReferenceInAndOutOfPlace) {
-  const auto [dtype, op] = GetParam();
+  // Plain names, not a structured binding: clang (the sanitizer builds'
+  // compiler) lets a lambda capture only variables before C++20.
+  const rrDataType_t dtype = std::get<0>(GetParam());
+  const rrRedOp_t op = std::get<1>(GetParam());
   // float16 has two implementations (F16C and portable); check both.
   std::vector<bool> f16c_choices = {true};
   if (dtype == rrFloat16 && float16_uses_f16c()) f16c_choices.push_back(false);
