@@ -51,7 +51,7 @@ def _round(client, backend: str, timeout: float, victim: int) -> dict:
     import ringreduce.dask
     pids = client.run(os.getpid)
     done = {}
-    lock = threading.Lock()
+    recorded = threading.Condition()
     with ringreduce.dask.Results(client) as results:
         futures = ringreduce.dask.run(client, _all_reduce_until_peers_fail, timeout + 60, backend=backend,
                                       timeout=timeout, results=results)
@@ -60,8 +60,9 @@ def _round(client, backend: str, timeout: float, victim: int) -> dict:
 
         def finished(rank):
             def callback(_future):
-                with lock:
+                with recorded:
                     done[rank] = time.monotonic()
+                    recorded.notify_all()
             return callback
 
         start = time.monotonic()
@@ -69,6 +70,12 @@ def _round(client, backend: str, timeout: float, victim: int) -> dict:
             future.add_done_callback(finished(rank))
         os.kill(pids[address], signal.SIGKILL)
         distributed.wait(futures, timeout=timeout + 120)
+        # A done callback runs in a thread of its own: wait() can return
+        # before the last one has recorded its time.
+        with recorded:
+            if not recorded.wait_for(lambda: len(done) == len(futures), timeout=30):
+                raise RuntimeError(f"done callbacks of ranks {sorted(set(range(len(futures))) - set(done))} "
+                                   "did not run within 30 s of their futures finishing")
         lost = futures[victim].exception()
         if not isinstance(lost, ringreduce.dask.WorkerLost):
             raise RuntimeError(f"rank {victim}'s future: {lost!r}, not WorkerLost")
