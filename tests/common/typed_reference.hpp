@@ -2,7 +2,8 @@
 // Reproducible inputs and double-precision references for collectives of
 // every dtype x op, written once per element type (reduce/with_dtype.hpp).
 // Every rank can make every rank's input, so each checks its own result.
-// Used by the staging pipeline's tests (tests/integration) and the GPU tests.
+// Used by the collectives and staging pipeline's tests (tests/integration)
+// and the GPU tests.
 //
 // Inputs are exactly representable in their type: floats in [-100, 100)
 // (prod: [0.5, 1.5), so many ranks neither overflow nor underflow), the full
@@ -119,12 +120,21 @@ inline size_t count_wrong(rrDataType_t dtype, rrRedOp_t op, int ranks, uint64_t 
   reduce::with_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     for (size_t k = 0; k < count; ++k) {
-      double tolerance = 0;
-      const double expect = reference<T>(op, ranks, first + k, seed, &tolerance);
-      const double got = to_double(static_cast<const T*>(out)[k]);
-      if (!(std::fabs(got - expect) <= tolerance) && wrong++ < 5) {
-        *report += "element " + std::to_string(first + k) + ": got " + std::to_string(got) + ", expected " +
-                   std::to_string(expect) + " +- " + std::to_string(tolerance) + "\n";
+      const T got = static_cast<const T*>(out)[k];
+      if constexpr (kIsFloat<T>) {
+        double tolerance = 0;
+        const double expect = reference<T>(op, ranks, first + k, seed, &tolerance);
+        if (!(std::fabs(to_double(got) - expect) <= tolerance) && wrong++ < 5) {
+          *report += "element " + std::to_string(first + k) + ": got " + std::to_string(to_double(got)) +
+                     ", expected " + std::to_string(expect) + " +- " + std::to_string(tolerance) + "\n";
+        }
+      } else {
+        // In the type, every bit: a double would round 64-bit products.
+        const T expect = fold_integers<T>(op, ranks, [&](int r) { return input<T>(op, r, first + k, seed); });
+        if (got != expect && wrong++ < 5) {
+          *report += "element " + std::to_string(first + k) + ": got " + std::to_string(got) + ", expected " +
+                     std::to_string(expect) + "\n";
+        }
       }
     }
   });
