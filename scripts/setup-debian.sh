@@ -10,7 +10,7 @@ packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc
           libgtest-dev libbenchmark-dev iproute2 iputils-ping procps
           iptables  # rr-net-bench --delay where the kernel has no netem (rr-delay-line's NFQUEUE rule)
           libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib
-          clang libclang-rt-14-dev  # the fuzz suite: clang and its libFuzzer runtime
+          clang libclang-rt-14-dev  # the fuzz suite (libFuzzer) and .ci/run's ASan + UBSan build (their runtimes)
           # the project's Python environment (.venv: torch, numpy, pytest,
           # dask, meson-python from python/requirements.lock) for the Python
           # package, its torch.distributed backend and their pytest suites

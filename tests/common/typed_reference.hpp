@@ -68,6 +68,9 @@ T input(rrRedOp_t op, int rank, size_t i, uint64_t seed) {
     return from_double<T>(op == rrProd ? 0.5 + unit : -100.0 + 200.0 * unit);
   } else if constexpr (sizeof(T) == 1) {
     return static_cast<T>(r);
+  } else if constexpr (std::is_signed_v<T> && sizeof(T) == 8) {
+    // Beyond int32, so a sum folded in 32 bits is caught; products of three wrap.
+    return static_cast<T>(static_cast<int64_t>(r % 2000000001) - 1000000000);
   } else if constexpr (std::is_signed_v<T>) {
     return static_cast<T>(static_cast<int64_t>(r % 2000001) - 1000000);
   } else {

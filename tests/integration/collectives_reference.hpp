@@ -19,7 +19,6 @@
 
 #include "../common/typed_reference.hpp"
 #include "collectives_env.hpp"
-#include "reduce/half.hpp"
 #include "reduce/with_dtype.hpp"
 
 namespace collectives_reference {

@@ -14,7 +14,6 @@
 #include <ringreduce/ringreduce.h>
 
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
