@@ -6,8 +6,11 @@
 
 `wrap LOG -- CMD...` runs one test's command as Meson gives it, then appends
 a line to LOG: the command, the RR_*/UCX_* variables it ran with, its wall
-time and the CPU time (user + system) of it and every descendant it waited
-for. It exits as the command did, so Meson's verdict is unchanged.
+time and the CPU time (user + system) of it and all its descendants. The
+wrapper is their subreaper: a descendant whose parent went first (a Python
+fork server's ranks, whose server pytest never waits for) is reaped by the
+wrapper, within 5 s of the command's end, so its time is counted too. It
+exits as the command did, so Meson's verdict is unchanged.
 
 `report TESTLOG...` reads Meson's testlog.json of one or more runs (every
 `meson test` writes one, with each test's wall time; testlog-<wrapper>.json
@@ -33,8 +36,32 @@ def _env_key(env: dict) -> tuple:
     return tuple(sorted((k, v) for k, v in env.items() if k.startswith(("RR_", "UCX_"))))
 
 
+def _become_subreaper() -> None:
+    """Orphaned descendants come to us (Linux's PR_SET_CHILD_SUBREAPER), so their CPU time can be counted."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass  # not Linux: the CPU column misses what the command did not wait for
+
+
+def _reap_orphans(grace_s: float) -> None:
+    """Waits up to grace_s for the descendants the command left (a fork server ending after it)."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # none left
+        if pid == 0:
+            if time.monotonic() >= deadline:
+                return  # still running: not counted
+            time.sleep(0.02)
+
+
 def wrap(log: str, cmd: list) -> int:
     start = time.monotonic()
+    _become_subreaper()
     proc = subprocess.Popen(cmd)
     # Meson stops a test past its timeout by signalling the process group: the
     # command gets that signal itself; passing on what reaches only us keeps a
@@ -43,6 +70,7 @@ def wrap(log: str, cmd: list) -> int:
         signal.signal(sig, lambda s, _f: proc.send_signal(s))
     rc = proc.wait()
     wall = time.monotonic() - start
+    _reap_orphans(5.0)
     use = resource.getrusage(resource.RUSAGE_CHILDREN)
     line = json.dumps({"command": cmd, "env": _env_key(os.environ), "wall": round(wall, 3),
                        "cpu": round(use.ru_utime + use.ru_stime, 3), "returncode": rc})
