@@ -45,10 +45,8 @@ Communicator::~Communicator() {
   // The transport goes first: closing it may still complete requests into the
   // executor's completions and the pool's slots, which must outlive it.
   transport_.reset();
-#if RR_HAVE_CUDA
   // Its staging slots are registered with the transport, like the pool's.
   stream_order_.reset();
-#endif
   control_.reset();
   board_exec_.reset();
   board_.reset();
@@ -141,8 +139,10 @@ Status Communicator::enqueue_on_stream(const char* call, void* stream, int devic
       }
       // Made on the queue: it registers memory with the transport, which
       // only one thread at a time may use.
-      Status made = queue_.run([&] { return StreamOrder::create(this, bound, &stream_order_); });
+      std::unique_ptr<StreamOrder> order_made;
+      Status made = queue_.run([&] { return StreamOrder::create(this, bound, &order_made); });
       if (!made.ok()) return Status(made.code(), std::string(call) + ": setting up stream-ordered calls: " + made.message());
+      stream_order_.reset(order_made.release());
     }
     order = stream_order_.get();
   }
@@ -155,6 +155,14 @@ Status Communicator::enqueue_on_stream(const char* call, void* stream, int devic
 #else
   (void)stream, (void)device, (void)make;
   return InvalidUsage(std::string(call) + ": stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
+#endif
+}
+
+void StreamOrderDeleter::operator()(StreamOrder* order) const {
+#if RR_HAVE_CUDA
+  delete order;
+#else
+  (void)order;  // never made without CUDA
 #endif
 }
 

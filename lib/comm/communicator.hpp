@@ -34,9 +34,14 @@
 
 namespace rr {
 
-#if RR_HAVE_CUDA
+// Stream-ordered calls (comm/stream_order.hpp), which only the CUDA build
+// makes. The member is in both builds, so that this header, and every file
+// that includes it, reads the same with and without CUDA (ccache then hands
+// the CUDA-less wheel this build's objects: tests/python/test_packaging.py).
 class StreamOrder;
-#endif
+struct StreamOrderDeleter {
+  void operator()(StreamOrder* order) const;  // communicator.cpp
+};
 
 // It is the executors' interrupt: a wait ends early on rrCommAbort or on a
 // peer's notice that it gave up (ControlChannel).
@@ -334,10 +339,9 @@ class Communicator final : public exec::Interrupt {
   uint8_t header_right_[wire::kOpHeaderBytes] = {};
   // agree_counts(): [peer][sends, expects], ours and theirs (sized at init).
   std::vector<uint64_t> counts_out_, counts_in_;
-#if RR_HAVE_CUDA
   std::mutex stream_order_mutex_;
-  std::unique_ptr<StreamOrder> stream_order_;  // made at the first stream-ordered call
-#endif
+  // CUDA build: made at the first stream-ordered call; null without CUDA.
+  std::unique_ptr<StreamOrder, StreamOrderDeleter> stream_order_;
   OperationQueue queue_;  // last member: its worker stops before anything it uses goes
   Status broken_;  // set once an operation left the transport in an unknown state
   algo::AllreduceAlgo last_algo_ = algo::AllreduceAlgo::kAuto;  // for the log: the last choice
