@@ -9,7 +9,8 @@ TORCH_DISTRIBUTED_DEBUG=DETAIL, where torch wraps the backend and
 ringreduce.torch still finds it; CUDA tensors refused with a message naming
 the device type; shutdown (destroy_process_group) and abort returning within
 a second with a collective pending on a dead peer; getFuture, wait(timeout)
-and exception() on a Work.
+and exception() on a Work; monitored_barrier naming the ranks that did not
+come, in Gloo's words and beside Gloo, within its timeout.
 
 Each spawned job runs many checks: starting a rank costs a torch import.
 """
@@ -251,6 +252,45 @@ def _ends_with_a_dead_peer(rank: int, size: int, how: str) -> float:
     return elapsed
 
 
+def _monitored_barrier(rank: int, size: int, backend: str) -> dict:
+    init(backend, timeout=60.0)
+    ten, two = datetime.timedelta(seconds=10), datetime.timedelta(seconds=2)
+    dist.monitored_barrier(timeout=ten)
+    dist.monitored_barrier(timeout=ten, wait_all_ranks=True)
+    if size == 1:
+        dist.destroy_process_group()
+        return {}
+    out = {}
+    absent = {2, 3}
+    group = None
+    for wait_all in (True, False):
+        if rank not in absent:
+            start = time.monotonic()
+            with pytest.raises(RuntimeError) as info:
+                dist.monitored_barrier(group, timeout=two, wait_all_ranks=wait_all)
+            out[wait_all] = (time.monotonic() - start, str(info.value))
+        if backend == "gloo":
+            # A failed monitored barrier closes Gloo's pairs: the next call
+            # needs a new group (which all ranks make).
+            group = dist.new_group(backend="gloo")
+    # Every rank is here: the group still works.
+    t = torch.ones(10)
+    dist.all_reduce(t, group=group)
+    assert torch.equal(t, torch.full((10,), float(size)))
+    if backend == "ringreduce":
+        # On the same group: the absent ranks' reports, now that they come,
+        # meet the receives the failed calls left for them.
+        dist.monitored_barrier(timeout=ten)
+        dist.monitored_barrier(timeout=ten, wait_all_ranks=True)
+        for tag in (2**31 - 1, 2**31 - 2):
+            with pytest.raises(RuntimeError, match=f"send: tag={tag} is reserved for monitored_barrier"):
+                dist.send(torch.ones(1), dst=(rank + 1) % size, tag=tag)
+            with pytest.raises(RuntimeError, match=f"recv: tag={tag} is reserved for monitored_barrier"):
+                dist.recv(torch.ones(1), src=(rank + 1) % size, tag=tag)
+    dist.destroy_process_group()
+    return out
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [1, 2, 3])
@@ -295,3 +335,23 @@ def test_ending_with_a_peer_dead_returns_at_once(how):
     out = run_ranks(_ends_with_a_dead_peer, 3, how, timeout=120, expect_failure=[2])
     for r in (0, 1):
         assert out[r] < 1.0, f"rank {r}: {how} took {out[r]:.2f} s"
+
+
+@pytest.mark.parametrize("backend,size", [("ringreduce", 1), ("ringreduce", 4), ("gloo", 4)])
+def test_monitored_barrier_names_the_ranks_that_did_not_come(backend, size):
+    out = run_ranks(_monitored_barrier, size, backend, timeout=120)
+    if size == 1:
+        return
+    elapsed, message = out[0][True]
+    assert "[Rank 0]: Ranks 2, 3 failed to pass monitoredBarrier in 2000 ms" in message, message
+    if backend == "ringreduce":
+        # All reports share the one deadline: not 2 s per missing rank.
+        assert 1.9 < elapsed < 3.5, f"wait_all_ranks: rank 0 raised after {elapsed:.2f} s"
+    elapsed, message = out[0][False]
+    assert "[Rank 0]: Rank 2 failed to pass monitoredBarrier in 2000 ms" in message, message
+    if backend == "ringreduce":
+        assert 1.9 < elapsed < 3.5, f"rank 0 raised after {elapsed:.2f} s"
+    for wait_all in (True, False):
+        elapsed, message = out[1][wait_all]
+        assert ("Rank 1 successfully reached monitoredBarrier, but received errors while waiting for send/recv "
+                "from rank 0") in message, message

@@ -123,6 +123,9 @@ UNGATED = [
     "test_scatter_object_list",  # gloo only
     "test_all_gather_object_default_pg",  # the "gpu" set
     "test_all_gather_object_subgroup",
+    "test_monitored_barrier_gloo",  # gloo only (its body is any CPU backend's)
+    "test_monitored_barrier_gloo_subgroup",
+    "test_monitored_barrier_gloo_rank_0_timeout",
 ]
 UNGATED_PREFIX = "test_ungated__"
 

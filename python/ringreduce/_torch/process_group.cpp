@@ -70,7 +70,7 @@ Blocks blocks_of_list(const std::vector<at::Tensor>& tensors) {
 
 ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id,
                                                std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size) {
+    : c10d::Backend(rank, size), timeout_(timeout) {
   rrConfig_t config = RR_CONFIG_INITIALIZER;
   config.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
   check_result(rrCommInitRankConfig(&comm_, size, unique_id, rank, &config), "init");
@@ -430,18 +430,31 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
   return c10::make_intrusive<PointToPointWork>(rank_, type, op_name, std::move(state), std::vector<at::Tensor>{tensor});
 }
 
+namespace {
+
+void check_user_tag(const char* op_name, int tag) {
+  if (tag == kMonitoredBarrierReportTag || tag == kMonitoredBarrierAnswerTag) {
+    throw invalid_argument(op_name, "tag=" + std::to_string(tag) + " is reserved for monitored_barrier");
+  }
+}
+
+}  // namespace
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
   check_single("send", tensors);
+  check_user_tag("send", tag);
   return point_to_point(c10d::OpType::SEND, "send", tensors[0], dst_rank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
   check_single("recv", tensors);
+  check_user_tag("recv", tag);
   return point_to_point(c10d::OpType::RECV, "recv", tensors[0], src_rank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   check_single("recvAnysource", tensors);
+  check_user_tag("recvAnysource", tag);
   return point_to_point(c10d::OpType::RECVANYSOURCE, "recvAnysource", tensors[0], RR_ANY_SOURCE, tag);
 }
 

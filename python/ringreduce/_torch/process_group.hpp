@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +28,11 @@
 #include "work.hpp"
 
 namespace ringreduce_torch {
+
+// The tags of monitoredBarrier's messages (monitored_barrier.cpp): send and
+// recv refuse them, so that no user message is taken for a report.
+constexpr int kMonitoredBarrierReportTag = INT_MAX;
+constexpr int kMonitoredBarrierAnswerTag = INT_MAX - 1;
 
 class ProcessGroupRingreduce : public c10d::Backend {
  public:
@@ -57,7 +64,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // The group's collective count, which torch's debug wrapper
   // (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares across ranks before each call.
   // Point-to-point calls do not count: they are not matched across ranks.
-  void setSequenceNumberForGroup() override { sequence_ = 0; }
+  // It starts at 0 on every rank, so there is nothing to set: torch 2.15 made
+  // the setter a no-op, and older torch calls it right after init.
+  void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -98,6 +107,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // dist.monitored_barrier: Gloo's protocol and messages, naming on rank 0
+  // the ranks that did not arrive within opts.timeout (the group's when
+  // unset); monitored_barrier.cpp.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
@@ -116,6 +129,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, const char* op_name, at::Tensor& tensor,
                                                 int peer, int tag);
   void check_open(const char* op_name) const;
+  // One byte to or from `peer` for monitoredBarrier; a receive an earlier
+  // monitored barrier left in flight is reused. With monitored_mutex_ held.
+  c10::intrusive_ptr<c10d::Work> monitored_byte(c10d::OpType type, int peer, int tag);
   // True while a send or receive has not ended.
   bool p2p_pending();
 
@@ -124,12 +140,17 @@ class ProcessGroupRingreduce : public c10d::Backend {
   enum class State { kOpen, kAborted, kShutDown };
 
   rrComm_t comm_ = nullptr;
+  const std::chrono::milliseconds timeout_;  // the group's: monitoredBarrier's when the call sets none
   State state_ = State::kOpen;
   std::atomic<uint64_t> sequence_{0};
   std::mutex issue_mutex_;
   std::unique_ptr<Completer> completer_;
   std::mutex p2p_mutex_;
   std::vector<std::shared_ptr<PointToPoint>> p2p_in_flight_;
+  // One monitoredBarrier at a time; the receives earlier ones left in
+  // flight, by peer.
+  std::mutex monitored_mutex_;
+  std::map<int, c10::intrusive_ptr<c10d::Work>> monitored_held_;
 };
 
 // Defined here: the coalesced forms (coalesced.cpp) issue through it too.
