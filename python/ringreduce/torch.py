@@ -7,6 +7,11 @@ harmless)::
     import torch.distributed as dist
     dist.init_process_group("ringreduce", init_method="env://")
 
+An installed wheel also declares the backend to torch (the entry point
+``ringreduce = ringreduce.torch:register`` in the group
+``torch.distributed.backends``), so there ``init_process_group("ringreduce")``
+works without the import: torch imports this module and calls ``register``.
+
 or for one device type beside another backend:
 ``init_process_group("cpu:ringreduce,cuda:nccl")``.
 
@@ -31,7 +36,7 @@ import torch.distributed as dist
 from ringreduce import _torch
 from ringreduce._torch import ProcessGroupRingreduce
 
-__all__ = ["ProcessGroupRingreduce", "BACKEND", "DEVICES", "abort", "backend_of"]
+__all__ = ["ProcessGroupRingreduce", "BACKEND", "DEVICES", "abort", "backend_of", "register"]
 
 #: The name to pass to ``init_process_group`` and ``new_group``.
 BACKEND = "ringreduce"
@@ -97,10 +102,15 @@ def abort(group: Any = None) -> None:
     backend_of(group).abort()
 
 
-def _register() -> None:
+def register() -> None:
+    """Registers the backend with torch.distributed; once (again: nothing).
+
+    Importing this module calls it; torch calls it through the wheel's entry
+    point when a group asks for "ringreduce" before anyone imported it.
+    """
     if BACKEND.upper() in dist.Backend._plugins:
         return
     dist.Backend.register_backend(BACKEND, _create_backend, devices=list(DEVICES))
 
 
-_register()
+register()

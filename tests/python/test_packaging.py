@@ -7,7 +7,8 @@ environment (which sees the project environment's torch and numpy through a
 the build tree on the path: imports ringreduce and ringreduce.torch, checks
 that the one version (meson.build's) is what importlib.metadata, __version__
 and rrGetVersion report and that the wheel pins the torch it was built
-against, runs a 2-rank all_reduce under torchrun, runs a torch suite against
+against, runs a 2-rank all_reduce under torchrun (torch finding the backend
+through the wheel's entry point, with no `import ringreduce.torch`), runs a torch suite against
 the installed package, and uninstalls it without a trace.
 
 RR_WHEEL_BUILD_DIR (set by tests/python/meson.build: build-wheel beside
@@ -33,16 +34,20 @@ from ranks import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+# Without `import ringreduce.torch`: torch finds the backend through the
+# wheel's entry point (group torch.distributed.backends).
 ALL_REDUCE = textwrap.dedent("""
+    import sys
     import torch
     import torch.distributed as dist
-    import ringreduce.torch  # registers the backend
+    assert "ringreduce.torch" not in sys.modules
     dist.init_process_group("ringreduce")
+    backend = sys.modules["ringreduce.torch"]
     rank, size = dist.get_rank(), dist.get_world_size()
     t = torch.full((1000,), float(rank + 1))
     dist.all_reduce(t)
     assert torch.equal(t, torch.full((1000,), float(size * (size + 1) // 2))), t
-    print(f"rank {rank}: all_reduce ok from {ringreduce.__file__}")
+    print(f"rank {rank}: all_reduce ok from {backend.__file__}")
     dist.destroy_process_group()
 """)
 
@@ -93,6 +98,9 @@ def test_wheel_metadata_pins_the_torch_it_was_built_against(wheel):
         metadata = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
         names = z.namelist()
     assert f"Requires-Dist: torch=={torch.__version__.split('+')[0]}" in metadata, metadata
+    with zipfile.ZipFile(wheel) as z:
+        entry_points = z.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+    assert "[torch.distributed.backends]\nringreduce = ringreduce.torch:register\n" in entry_points, entry_points
     assert any(n.startswith("ringreduce/_torch.") for n in names), names
     assert any(n.startswith(".ringreduce.mesonpy.libs/libringreduce.so") for n in names), names
     # Every module of the source package, subpackages included, is in it.
