@@ -10,7 +10,8 @@ ringreduce.torch still finds it; CUDA tensors refused with a message naming
 the device type; shutdown (destroy_process_group) and abort returning within
 a second with a collective pending on a dead peer; getFuture, wait(timeout)
 and exception() on a Work; monitored_barrier naming the ranks that did not
-come, in Gloo's words and beside Gloo, within its timeout.
+come, in Gloo's words and beside Gloo, within its timeout; get_error() after
+a peer left, a timeout and an abort.
 
 Each spawned job runs many checks: starting a rank costs a torch import.
 """
@@ -291,6 +292,25 @@ def _monitored_barrier(rank: int, size: int, backend: str) -> dict:
     return out
 
 
+def _get_error(rank: int, size: int, how: str) -> str:
+    # The group's timeout: 2 s where a peer is to time out, else long.
+    init(timeout=2.0 if how == "timeout" else 60.0)
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))  # torch's handle on it
+    assert backend.get_error() == torch._C._distributed_c10d.ErrorType.SUCCESS
+    dist.all_reduce(torch.ones(10))
+    assert backend.get_error() == torch._C._distributed_c10d.ErrorType.SUCCESS
+    if how == "abort":
+        dist.distributed_c10d._abort_process_group()
+        return str(backend.get_error())
+    if rank == size - 1:
+        if how == "timeout":
+            time.sleep(6)  # alive, in no collective: the others time out
+        os._exit(0)
+    with pytest.raises(RuntimeError):
+        dist.all_reduce(torch.ones(10))
+    return str(backend.get_error())
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [1, 2, 3])
@@ -355,3 +375,17 @@ def test_monitored_barrier_names_the_ranks_that_did_not_come(backend, size):
         elapsed, message = out[1][wait_all]
         assert ("Rank 1 successfully reached monitoredBarrier, but received errors while waiting for send/recv "
                 "from rank 0") in message, message
+
+
+@pytest.mark.parametrize("how", ["peer_exits", "timeout", "abort"])
+def test_get_error_says_what_broke_the_group(how):
+    out = run_ranks(_get_error, 3, how, timeout=120, expect_failure=[] if how == "abort" else [2])
+    if how == "abort":
+        assert out == ["ErrorType.COMM_ERROR"] * 3, out
+    elif how == "peer_exits":
+        assert out[:2] == ["ErrorType.REMOTE_ERROR"] * 2, out
+    else:
+        # The first rank to time out says TIMEOUT; its notice may reach the
+        # other before its own deadline, which then says REMOTE_ERROR.
+        assert "ErrorType.TIMEOUT" in out[:2], out
+        assert set(out[:2]) <= {"ErrorType.TIMEOUT", "ErrorType.REMOTE_ERROR"}, out

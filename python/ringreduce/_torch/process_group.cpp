@@ -136,6 +136,19 @@ rrResult_t ProcessGroupRingreduce::async_error() {
   return error;
 }
 
+c10d::ErrorType ProcessGroupRingreduce::getError() {
+  switch (async_error()) {
+    case rrSuccess:
+      return c10d::ErrorType::SUCCESS;
+    case rrTimeout:
+      return c10d::ErrorType::TIMEOUT;
+    case rrRemoteError:
+      return c10d::ErrorType::REMOTE_ERROR;
+    default:
+      return c10d::ErrorType::COMM_ERROR;
+  }
+}
+
 std::string ProcessGroupRingreduce::last_error() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
   if (state_ == State::kAborted) return "the process group was aborted";

@@ -60,6 +60,11 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // rrGetLastError: the text of the communicator's last error (what broke
   // it, naming the peer), or what closed the group.
   std::string last_error();
+  // async_error() in torch's terms (ProcessGroup.get_error(), which
+  // fault-tolerance code reads): SUCCESS while healthy, TIMEOUT when a peer
+  // did not answer in time, REMOTE_ERROR when a peer failed or left,
+  // COMM_ERROR for the rest (aborted, shut down, a system error).
+  c10d::ErrorType getError() override;
 
   // The group's collective count, which torch's debug wrapper
   // (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares across ranks before each call.
