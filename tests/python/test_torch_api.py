@@ -11,7 +11,8 @@ the device type; shutdown (destroy_process_group) and abort returning within
 a second with a collective pending on a dead peer; getFuture, wait(timeout)
 and exception() on a Work; monitored_barrier naming the ranks that did not
 come, in Gloo's words and beside Gloo, within its timeout; get_error() after
-a peer left, a timeout and an abort.
+a peer left, a timeout and an abort; split_group (list order, a non-member,
+a 2 x 2 mesh) beside Gloo, and new_group on a group bound to a device.
 
 Each spawned job runs many checks: starting a rank costs a torch import.
 """
@@ -311,6 +312,64 @@ def _get_error(rank: int, size: int, how: str) -> str:
     return str(backend.get_error())
 
 
+def _split_groups(rank: int, size: int, backend: str) -> int:
+    init(backend)
+    checks = 0
+
+    def summed(group, members):
+        t = torch.full((5,), float(rank + 1))
+        dist.all_reduce(t, group=group)
+        return torch.equal(t, torch.full((5,), float(sum(m + 1 for m in members))))
+
+    # Every rank in one of the lists; each list in its own order.
+    lists = [[1, 0], [2]] if size == 3 else [[0, 1], [3, 2]]
+    g = dist.split_group(split_ranks=lists)
+    mine = next(m for m in lists if rank in m)
+    assert dist.get_world_size(g) == len(mine) and dist.get_rank(g) == mine.index(rank), (rank, mine)
+    assert summed(g, mine)
+    # The backend's ranks are the list's order too (torch's get_rank is its own bookkeeping).
+    gathered = [torch.zeros(1) for _ in mine]
+    dist.all_gather(gathered, torch.full((1,), float(rank)), group=g)
+    assert [int(x.item()) for x in gathered] == mine, (rank, gathered)
+    checks += 1
+    # A rank in no list: a non-member, while the others' group works.
+    g = dist.split_group(split_ranks=[[0, 1]])
+    if rank in (0, 1):
+        assert summed(g, [0, 1])
+    else:
+        assert g == dist.GroupMember.NON_GROUP_MEMBER, g
+    checks += 1
+    if size == 4:
+        # A 2 x 2 mesh of split groups: rows {0, 1}, {2, 3}; columns {0, 2}, {1, 3}.
+        row = dist.split_group(split_ranks=[[0, 1], [2, 3]])
+        col = dist.split_group(split_ranks=[[0, 2], [1, 3]])
+        t = torch.full((3,), float(rank))
+        dist.all_reduce(t, group=row)
+        dist.all_reduce(t, group=col)
+        assert torch.equal(t, torch.full((3,), 6.0)), t
+        checks += 1
+    dist.destroy_process_group()
+    return checks
+
+
+def _new_group_on_a_bound_group(rank: int, size: int, backend: str) -> int:
+    # new_group on a group bound to a device: the non-members call
+    # perform_nocolor_split on the parent's backend.
+    import ringreduce.torch  # noqa: F401
+    dist.init_process_group(backend, init_method="env://", device_id=torch.device("cpu", 0),
+                            timeout=datetime.timedelta(seconds=60))
+    g = dist.new_group([0, 1])
+    t = torch.full((5,), float(rank + 1))
+    if rank in (0, 1):
+        dist.all_reduce(t, group=g)
+        assert torch.equal(t, torch.full((5,), 3.0)), t
+    else:
+        assert g == dist.GroupMember.NON_GROUP_MEMBER, g
+    dist.barrier()
+    dist.destroy_process_group()
+    return 1
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [1, 2, 3])
@@ -389,3 +448,12 @@ def test_get_error_says_what_broke_the_group(how):
         # other before its own deadline, which then says REMOTE_ERROR.
         assert "ErrorType.TIMEOUT" in out[:2], out
         assert set(out[:2]) <= {"ErrorType.TIMEOUT", "ErrorType.REMOTE_ERROR"}, out
+
+
+@pytest.mark.parametrize("backend,size", [("ringreduce", 3), ("ringreduce", 4), ("gloo", 3)])
+def test_split_group_new_group_with_a_device_and_a_mesh(backend, size):
+    checks = run_ranks(_split_groups, size, backend, timeout=300)
+    assert checks == [2 if size == 3 else 3] * size, checks
+    if size == 3 and backend == "ringreduce":
+        # (Gloo's non-member raises AttributeError here: it has no perform_nocolor_split.)
+        run_ranks(_new_group_on_a_bound_group, size, backend, timeout=300)

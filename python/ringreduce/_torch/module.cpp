@@ -65,6 +65,12 @@ PYBIND11_MODULE(_torch, m) {
       .def("shutdown", &ProcessGroupRingreduce::shutdown, py::call_guard<py::gil_scoped_release>(),
            "What destroy_process_group calls: destroys the communicator, or aborts it when operations are still "
            "in flight, and waits for every Work to end.")
+      .def("perform_nocolor_split",
+           [](ProcessGroupRingreduce&, const py::object&) {},
+           py::arg("device"),
+           "What new_group's non-members call on a group that splits (one bound to a device): nothing here. "
+           "The members make the new group's communicator through the store, as for any plugin backend, not "
+           "by splitting this one, so there is no split for a non-member to join.")
       .def("async_error",
            [](ProcessGroupRingreduce& pg) { return static_cast<int>(pg.async_error()); },
            "rrCommGetAsyncError: 0 while the communicator is healthy, else the result code that broke it.")

@@ -78,7 +78,61 @@ ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqu
   init();
 }
 
+namespace {
+
+int comm_rank(rrComm_t comm) {
+  int rank = -1;
+  check_result(rrCommUserRank(comm, &rank), "split");
+  return rank;
+}
+
+int comm_size(rrComm_t comm) {
+  int size = 0;
+  check_result(rrCommCount(comm, &size), "split");
+  return size;
+}
+
+}  // namespace
+
+ProcessGroupRingreduce::ProcessGroupRingreduce(rrComm_t comm, std::chrono::milliseconds timeout)
+    : c10d::Backend(comm_rank(comm), comm_size(comm)), comm_(comm), timeout_(timeout) {
+  completer_ = std::make_unique<Completer>();
+  init();
+}
+
 ProcessGroupRingreduce::~ProcessGroupRingreduce() { shutdown(); }
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupRingreduce::getBackendOptions() {
+  return c10::make_intrusive<c10d::Backend::Options>(getBackendName(), timeout_);
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intrusive_ptr<c10d::Store>&,
+                                                                const std::vector<int>& ranks,
+                                                                const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  static constexpr const char* kOp = "split";
+  std::vector<bool> seen(static_cast<size_t>(size_), false);
+  for (int r : ranks) {
+    check_rank(kOp, "a rank of the new group", r, size_);
+    if (seen[static_cast<size_t>(r)]) throw invalid_argument(kOp, "rank " + std::to_string(r) + " is listed twice");
+    seen[static_cast<size_t>(r)] = true;
+  }
+  const auto mine = std::find(ranks.begin(), ranks.end(), rank_);
+  const bool member = mine != ranks.end();
+  const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : RR_SPLIT_NOCOLOR;
+  const int key = member ? static_cast<int>(mine - ranks.begin()) : 0;
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  rrConfig_t config = RR_CONFIG_INITIALIZER;
+  config.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
+  rrComm_t child = nullptr;
+  {
+    // In issue order with this group's collectives, as every rank issues it.
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    check_open(kOp);
+    check_result(rrCommSplit(comm_, color, key, &child, &config), kOp);
+  }
+  if (child == nullptr) return nullptr;
+  return c10::make_intrusive<ProcessGroupRingreduce>(child, timeout);
+}
 
 void ProcessGroupRingreduce::abort() {
   std::lock_guard<std::mutex> lock(issue_mutex_);

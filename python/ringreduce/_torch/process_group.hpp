@@ -39,10 +39,24 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // Joins the communicator of `unique_id` (made by group rank 0 with
   // rrGetUniqueId); `timeout` is every operation's deadline in the engine.
   ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id, std::chrono::milliseconds timeout);
+  // Takes `comm` over (split() makes it); `timeout` is what it was made with.
+  ProcessGroupRingreduce(rrComm_t comm, std::chrono::milliseconds timeout);
   // shutdown(), unless it ran already.
   ~ProcessGroupRingreduce() override;
 
   const std::string getBackendName() const override { return "ringreduce"; }
+
+  // dist.split_group (and torch's ProcessGroup::splitGroup): torch calls
+  // split() on every rank of this group, each with the list of group ranks it
+  // belongs to (a rank in no list with the first one), in the new group's
+  // rank order. One rrCommSplit over this communicator: color = the list's
+  // lowest rank, key = the position in it; a rank not in its list gets no
+  // color and nullptr. `opts->timeout` is the new group's timeout.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
+  // What splitGroup clones for the child: the backend's name and timeout.
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
 
   // Ends the communicator now (rrCommAbort): operations in flight here fail
   // at once, and the peers' fail naming this rank. torch calls it from
