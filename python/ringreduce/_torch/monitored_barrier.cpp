@@ -65,7 +65,10 @@ void ProcessGroupRingreduce::monitoredBarrier(const c10d::BarrierOptions& opts, 
   const std::string in_time = " failed to pass monitoredBarrier in " + std::to_string(timeout.count()) + " ms";
 
   std::lock_guard<std::mutex> serial(monitored_mutex_);
-  check_open(kMonitoredOp);
+  {
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    check_open(kMonitoredOp);  // also where no byte moves (1 rank)
+  }
   if (size_ == 1) return;
 
   if (rank_ != 0) {

@@ -159,7 +159,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   enum class State { kOpen, kAborted, kShutDown };
 
   rrComm_t comm_ = nullptr;
-  const std::chrono::milliseconds timeout_;  // the group's: monitoredBarrier's when the call sets none
+  // The group's timeout: a split group's unless torch gives one, and
+  // monitoredBarrier's when the call sets none.
+  const std::chrono::milliseconds timeout_;
   State state_ = State::kOpen;
   std::atomic<uint64_t> sequence_{0};
   std::mutex issue_mutex_;
