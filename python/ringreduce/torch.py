@@ -21,12 +21,17 @@ it in the group's c10d store, and the other ranks read it there. The group's
 ``timeout`` is every operation's deadline in the engine: a peer that died or
 stopped answering makes the others raise within it instead of hanging.
 
+A group the script never destroyed is shut down at exit (``atexit``), as
+``destroy_process_group`` would; in a process forked after a group was made,
+the group is closed without touching the parent's threads.
+
 Failures raise ``ringreduce.Error`` subclasses (RuntimeErrors) carrying the
 engine's message, which names the peer, the step and the chunk.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime
 from typing import Any
 
@@ -114,3 +119,6 @@ def register() -> None:
 
 
 register()
+# Groups the script never destroyed end before the interpreter finalizes,
+# while their threads may still take the GIL (see shutdown_all).
+atexit.register(_torch.shutdown_all)

@@ -12,7 +12,13 @@ a second with a collective pending on a dead peer; getFuture, wait(timeout)
 and exception() on a Work; monitored_barrier naming the ranks that did not
 come, in Gloo's words and beside Gloo, within its timeout; get_error() after
 a peer left, a timeout and an abort; split_group (list order, a non-member,
-a 2 x 2 mesh) beside Gloo, and new_group on a group bound to a device.
+a 2 x 2 mesh) beside Gloo, and new_group on a group bound to a device;
+all_reduce of sparse COO tensors (uncoalesced, nnz different on every rank
+and 0 on one, 1 and 2 sparse dims, six dtypes) against a float64 dense
+reference and bit for bit beside Gloo, with mismatched sizes and ops other
+than SUM refused by name on every rank, and DDP with a sparse embedding
+training to Gloo's parameters bit for bit; a process forked after init
+exiting normally, and a script ending without destroy_process_group.
 
 Each spawned job runs many checks: starting a rank costs a torch import.
 """
@@ -370,6 +376,136 @@ def _new_group_on_a_bound_group(rank: int, size: int, backend: str) -> int:
     return 1
 
 
+def _sparse_case(case: int, rank: int, shape, sparse_dim: int, nnz: int, dtype) -> torch.Tensor:
+    """A COO tensor with repeated indices (uncoalesced), seeded by case and rank."""
+    g = torch.Generator().manual_seed(7919 * case + rank)
+    indices = torch.stack([torch.randint(0, shape[d], (nnz,), generator=g) for d in range(sparse_dim)])
+    values = torch.randn((nnz, *shape[sparse_dim:]), generator=g, dtype=torch.float64)
+    if not dtype.is_floating_point:
+        values = (values * 1000).round()
+    return torch.sparse_coo_tensor(indices, values.to(dtype), shape)
+
+
+_SPARSE_CASES = [  # shape, sparse_dim, dtype
+    ((40, 8), 1, torch.float32),  # an embedding's gradient: rows
+    ((6, 7), 2, torch.float64),
+    ((30, 3), 1, torch.int64),
+    ((9, 4, 2), 2, torch.bfloat16),
+    ((12,), 1, torch.int32),
+    ((8, 2), 1, torch.int16),  # moves as bytes: the engine has no int16 (Gloo refuses it)
+]
+
+
+def _sparse_all_reduce(rank: int, size: int, backend: str) -> list:
+    init(backend)
+    results = []
+    for case, (shape, sparse_dim, dtype) in enumerate(_SPARSE_CASES):
+        if backend == "gloo" and dtype == torch.int16:
+            results.append(None)  # "Invalid scalar type"
+            continue
+        # Every rank a different nnz; rank 1 none.
+        nnzs = [5 + 7 * r if r != 1 else 0 for r in range(size)]
+        parts = [_sparse_case(case, r, shape, sparse_dim, nnzs[r], dtype) for r in range(size)]
+        t = parts[rank].clone()
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()
+        assert t.is_sparse, (case, t)
+        # The future's value is the input, which holds the result (DDP reads it there).
+        assert torch.equal(work.get_future().value()[0].to_dense(), t.to_dense()), case
+        want = sum(p.to_dense().to(torch.float64) for p in parts)
+        got = t.to_dense().to(want.dtype)
+        tol = {torch.bfloat16: 0.05, torch.float32: 1e-5}.get(dtype, 1e-12)
+        assert torch.allclose(got, want, rtol=tol, atol=tol), (case, (got - want).abs().max())
+        # Bytes, for the comparison with Gloo (tensors would cross processes by shared memory).
+        results.append((t._indices().numpy().tobytes(), t._values().contiguous().view(torch.uint8).numpy().tobytes()))
+    # Every rank with nothing.
+    t = torch.sparse_coo_tensor(torch.zeros((1, 0), dtype=torch.long), torch.zeros(0), (10,))
+    dist.all_reduce(t)
+    assert t._nnz() == 0 and t.shape == (10,)
+    if backend == "ringreduce":
+        # Refused by name, on every rank alike; the group goes on.
+        t = _sparse_case(0, rank, (10, 4), 1, 3, torch.float32)
+        with pytest.raises(RuntimeError, match="sparse tensors reduce with SUM only, not MAX"):
+            dist.all_reduce(t, op=R.MAX)
+        t = _sparse_case(0, rank, (10 + (rank == size - 1), 4), 1, 3, torch.float32)
+        if size > 1:
+            with pytest.raises(RuntimeError, match=f"differ across ranks: rank {size - 1}'s has sizes \\[11, 4\\]"):
+                dist.all_reduce(t)
+        d = torch.ones(5)
+        dist.all_reduce(d)
+        assert torch.equal(d, torch.full((5,), float(size)))
+    dist.destroy_process_group()
+    return results
+
+
+def _sparse_ddp(rank: int, size: int, backend: str) -> list:
+    init(backend)
+    torch.manual_seed(0)  # the same model on every rank
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 6, sparse=True), torch.nn.Linear(6, 1))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.5)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(4):
+        words = torch.randint(0, 50, (16,), generator=g)
+        loss = ddp(words).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    params = [p.detach().numpy().tobytes() for p in model.parameters()]
+    gathered = [None] * size
+    dist.all_gather_object(gathered, params)
+    assert all(other == params for other in gathered), "ranks differ"
+    dist.destroy_process_group()
+    return params
+
+
+# A rank as its own script, so that its processes end as scripts do: the
+# interpreter finalizes (atexit, then the destructors), which a rank run by
+# run_ranks never does (multiprocessing ends it with os._exit).
+_FORK_THEN_EXIT = r"""
+import datetime, os, sys, time
+import torch, torch.distributed as dist
+import ringreduce.torch
+dist.init_process_group("ringreduce", init_method="env://", timeout=datetime.timedelta(seconds=60))
+t = torch.ones(4)
+dist.all_reduce(t)
+def fork_and_wait(child):
+    pid = os.fork()
+    if pid == 0:
+        child()
+        sys.exit(0)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            sys.exit("a forked child did not exit within 30 s")
+        time.sleep(0.05)
+    print("child exit status", os.waitstatus_to_exitcode(status), flush=True)
+# A child (a DataLoader worker, say) computes, never touches the group, and
+# exits normally; another destroys the group it inherited first.
+fork_and_wait(lambda: torch.ones(3).sum())
+fork_and_wait(dist.destroy_process_group)
+# The group still works in the parent; the last collective's Work may still
+# be held by the backend's thread when the script ends without
+# destroy_process_group.
+s = torch.sparse_coo_tensor(torch.tensor([[0, 1, 1]]), torch.ones(3), (4,))
+dist.all_reduce(s)
+dist.all_reduce(t)
+print("parent sum", float(t.sum()), flush=True)
+"""
+
+
+def _fork_then_exit(rank: int, size: int) -> tuple:
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", _FORK_THEN_EXIT], capture_output=True, text=True, timeout=90)
+    return p.returncode, p.stdout, p.stderr[-3000:]
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [1, 2, 3])
@@ -457,3 +593,28 @@ def test_split_group_new_group_with_a_device_and_a_mesh(backend, size):
     if size == 3 and backend == "ringreduce":
         # (Gloo's non-member raises AttributeError here: it has no perform_nocolor_split.)
         run_ranks(_new_group_on_a_bound_group, size, backend, timeout=300)
+
+
+@pytest.mark.parametrize("size", [1, 3, 4])
+def test_sparse_all_reduce_beside_gloo(size):
+    # At 4 ranks three add to each index (rank 1 has none): rank order shows in the bits.
+    ours = run_ranks(_sparse_all_reduce, size, "ringreduce", timeout=300)
+    gloo = run_ranks(_sparse_all_reduce, size, "gloo", timeout=300)
+    for rank in range(size):
+        for case, (a, b) in enumerate(zip(ours[rank], gloo[rank])):
+            assert b is None or a == b, f"rank {rank}, case {case}: the result differs from Gloo's"
+
+
+def test_sparse_embedding_ddp_trains_as_gloo_does():
+    ours = run_ranks(_sparse_ddp, 2, "ringreduce", timeout=300)
+    gloo = run_ranks(_sparse_ddp, 2, "gloo", timeout=300)
+    for i, (a, b) in enumerate(zip(ours[0], gloo[0])):
+        assert a == b, f"parameter {i} differs from Gloo's after training"
+
+
+def test_fork_after_init_and_exit_without_destroy():
+    out = run_ranks(_fork_then_exit, 2, timeout=150)
+    for rank, (code, stdout, stderr) in enumerate(out):
+        assert code == 0 and stdout.count("child exit status 0") == 2, f"rank {rank}: exit {code}\n{stdout}\n{stderr}"
+        assert f"parent sum {4.0 * 2 * 2}" in stdout, f"rank {rank}: {stdout}"
+        assert "terminate" not in stderr, f"rank {rank}: {stderr}"

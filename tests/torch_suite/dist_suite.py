@@ -126,6 +126,7 @@ UNGATED = [
     "test_monitored_barrier_gloo",  # gloo only (its body is any CPU backend's)
     "test_monitored_barrier_gloo_subgroup",
     "test_monitored_barrier_gloo_rank_0_timeout",
+    "test_sparse_all_reduce_sum",  # gloo only
 ]
 UNGATED_PREFIX = "test_ungated__"
 

@@ -44,6 +44,10 @@ PYBIND11_MODULE(_torch, m) {
       },
       "A new unique id: this process serves the rendezvous of the communicator it names.");
 
+  m.def("shutdown_all", &ProcessGroupRingreduce::shutdown_all, py::call_guard<py::gil_scoped_release>(),
+        "Shuts down every ringreduce backend of this process (ringreduce.torch calls it at exit, before the "
+        "interpreter finalizes); in a forked child, nothing.");
+
   py::class_<ProcessGroupRingreduce, c10d::Backend, c10::intrusive_ptr<ProcessGroupRingreduce>>(
       m, "ProcessGroupRingreduce",
       "torch.distributed's backend 'ringreduce': a c10d Backend over one ringreduce communicator.")
@@ -56,7 +60,9 @@ PYBIND11_MODULE(_torch, m) {
              rrUniqueId id;
              std::memcpy(id.internal, unique_id.data(), RR_UNIQUE_ID_BYTES);
              py::gil_scoped_release no_gil;  // every rank waits here for the others
-             return c10::make_intrusive<ProcessGroupRingreduce>(rank, size, id, timeout);
+             auto backend = c10::make_intrusive<ProcessGroupRingreduce>(rank, size, id, timeout);
+             ProcessGroupRingreduce::track(backend);
+             return backend;
            }),
            py::arg("rank"), py::arg("size"), py::arg("unique_id"), py::arg("timeout"),
            "Joins the communicator named by unique_id (made by group rank 0); timeout bounds every operation.")

@@ -102,6 +102,47 @@ ProcessGroupRingreduce::ProcessGroupRingreduce(rrComm_t comm, std::chrono::milli
 
 ProcessGroupRingreduce::~ProcessGroupRingreduce() { shutdown(); }
 
+namespace {
+
+// The backends made in this process, weakly. Never destroyed: atexit and
+// static destructors may still reach it.
+struct Live {
+  std::mutex mutex;
+  pid_t pid = getpid();
+  std::vector<c10::weak_intrusive_ptr<ProcessGroupRingreduce>> backends;
+};
+Live& live() {
+  static auto* l = new Live();
+  return *l;
+}
+
+}  // namespace
+
+void ProcessGroupRingreduce::track(const c10::intrusive_ptr<ProcessGroupRingreduce>& backend) {
+  Live& l = live();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  l.backends.erase(std::remove_if(l.backends.begin(), l.backends.end(),
+                                  [](const c10::weak_intrusive_ptr<ProcessGroupRingreduce>& w) { return w.expired(); }),
+                   l.backends.end());
+  l.backends.emplace_back(backend);
+}
+
+void ProcessGroupRingreduce::shutdown_all() {
+  Live& l = live();
+  // A forked child: another thread may have held the mutex at the fork, and
+  // its backends close themselves without it.
+  if (l.pid != getpid()) return;
+  std::vector<c10::intrusive_ptr<ProcessGroupRingreduce>> backends;
+  {
+    std::lock_guard<std::mutex> lock(l.mutex);
+    for (auto& w : l.backends) {
+      if (auto b = w.lock()) backends.push_back(std::move(b));
+    }
+    l.backends.clear();
+  }
+  for (auto& b : backends) b->shutdown();
+}
+
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupRingreduce::getBackendOptions() {
   return c10::make_intrusive<c10d::Backend::Options>(getBackendName(), timeout_);
 }
@@ -126,12 +167,14 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
   rrComm_t child = nullptr;
   {
     // In issue order with this group's collectives, as every rank issues it.
-    std::lock_guard<std::mutex> lock(issue_mutex_);
+    std::unique_lock<std::mutex> lock = lock_issue();
     check_open(kOp);
     check_result(rrCommSplit(comm_, color, key, &child, &config), kOp);
   }
   if (child == nullptr) return nullptr;
-  return c10::make_intrusive<ProcessGroupRingreduce>(child, timeout);
+  auto backend = c10::make_intrusive<ProcessGroupRingreduce>(child, timeout);
+  track(backend);
+  return backend;
 }
 
 void ProcessGroupRingreduce::abort() {
@@ -146,6 +189,14 @@ void ProcessGroupRingreduce::shutdown() {
   // last reference may go on a thread that holds the GIL) or from a future's
   // callback: waiting for the Completer with the GIL held would stop future
   // callbacks that need it.
+  if (getpid() != owner_) {
+    // A forked child: the engine's threads and the Completer's stayed in the
+    // parent, and a lock may have been held there at the fork. Close the
+    // group and leave what it holds (the parent still owns the communicator).
+    state_ = State::kShutDown;
+    (void)completer_.release();
+    return;
+  }
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
   bool destroy = false;
@@ -153,7 +204,7 @@ void ProcessGroupRingreduce::shutdown() {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     if (state_ == State::kShutDown) return;  // by another call: one of them does it
     if (state_ == State::kOpen) {
-      if (completer_->idle() && !p2p_pending()) {
+      if (completer_->idle() && !p2p_pending() && !issue_paused_) {
         destroy = true;
       } else {
         (void)rrCommAbort(comm_);  // what is in flight may never end otherwise
@@ -210,6 +261,12 @@ std::string ProcessGroupRingreduce::last_error() {
   return rrGetLastError(comm_);
 }
 
+std::unique_lock<std::mutex> ProcessGroupRingreduce::lock_issue() {
+  std::unique_lock<std::mutex> lock(issue_mutex_);
+  issue_resumed_.wait(lock, [&] { return !issue_paused_; });
+  return lock;
+}
+
 void ProcessGroupRingreduce::check_open(const char* op_name) const {
   if (state_ == State::kAborted) {
     throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name + ": the process group was aborted");
@@ -238,6 +295,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at::Tensor>& tensors,
                                                                  const c10d::AllreduceOptions& opts) {
   static constexpr const char* kOp = "allreduce";
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].layout() == at::kSparse) {
+    return sparse_allreduce(tensors, opts);
+  }
   check_single(kOp, tensors);
   const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());

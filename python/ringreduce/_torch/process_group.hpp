@@ -12,10 +12,12 @@
 // once and finish in any order.
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,6 +60,16 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // What splitGroup clones for the child: the backend's name and timeout.
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
 
+  // Every backend made in this process is tracked (weakly) from its maker
+  // (the binding's constructor and split()), so that shutdown_all() can end
+  // them before the interpreter finalizes: ringreduce.torch calls it from
+  // atexit. Otherwise a Completer thread could drop the last reference to a
+  // tensor whose Python object the interpreter is tearing down, and a thread
+  // that asks for the GIL then is ended by Python in the middle of a
+  // destructor (std::terminate).
+  static void track(const c10::intrusive_ptr<ProcessGroupRingreduce>& backend);
+  static void shutdown_all();
+
   // Ends the communicator now (rrCommAbort): operations in flight here fail
   // at once, and the peers' fail naming this rank. torch calls it from
   // ProcessGroup.abort() (_abort_process_group, fault-tolerance libraries).
@@ -66,7 +78,11 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // communicator is destroyed in order (rrCommDestroy); with operations still
   // in flight (a peer that died, a collective the peers never joined) it is
   // aborted instead, so that shutdown returns at once and they fail. Then
-  // waits for every Work to end. Later operations raise.
+  // waits for every Work to end. Later operations raise. In a process forked
+  // after the group was made (a DataLoader worker, say), whose engine and
+  // Completer threads stayed in the parent, it touches neither: the group is
+  // closed and what it holds is left, so that the child exits without
+  // waiting for threads it does not have.
   void shutdown() override;
   // rrCommGetAsyncError: rrSuccess while healthy, else what broke the
   // communicator (rrInvalidUsage once aborted).
@@ -145,8 +161,19 @@ class ProcessGroupRingreduce : public c10d::Backend {
                                             const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
                                             std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
                                             Issue&& issue);
+  // The engine call of `work`, with the issue lock held; the Completer ends it.
+  template <typename Issue>
+  void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name, Issue&& issue);
   c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, const char* op_name, at::Tensor& tensor,
                                                 int peer, int tag);
+  // The issue lock, once no sparse all-reduce is between its two engine
+  // calls (issue_paused_): every collective and split takes it so, keeping
+  // the engine's order the same on every rank.
+  std::unique_lock<std::mutex> lock_issue();
+  // dist.all_reduce of a sparse COO tensor (sparse_allreduce.cpp): SUM only,
+  // the result coalesced and copied into the input, as Gloo's.
+  c10::intrusive_ptr<c10d::Work> sparse_allreduce(std::vector<at::Tensor>& tensors,
+                                                  const c10d::AllreduceOptions& opts);
   void check_open(const char* op_name) const;
   // One byte to or from `peer` for monitoredBarrier; a receive an earlier
   // monitored barrier left in flight is reused. With monitored_mutex_ held.
@@ -162,9 +189,15 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // The group's timeout: a split group's unless torch gives one, and
   // monitoredBarrier's when the call sets none.
   const std::chrono::milliseconds timeout_;
+  // The process that made the group (and its threads).
+  const pid_t owner_ = getpid();
   State state_ = State::kOpen;
   std::atomic<uint64_t> sequence_{0};
   std::mutex issue_mutex_;
+  // Set while a sparse all-reduce waits, without the issue lock, for the
+  // sizes that its second call needs; issue_resumed_ tells when it clears.
+  bool issue_paused_ = false;
+  std::condition_variable issue_resumed_;
   std::unique_ptr<Completer> completer_;
   std::mutex p2p_mutex_;
   std::vector<std::shared_ptr<PointToPoint>> p2p_in_flight_;
@@ -184,14 +217,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType t
                                                                   std::function<void()> on_success, Issue&& issue) {
   auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
                                                   std::move(keep_alive), std::move(on_success));
-  std::lock_guard<std::mutex> lock(issue_mutex_);
+  std::unique_lock<std::mutex> lock = lock_issue();
+  issue_locked(work, op_name, std::forward<Issue>(issue));
+  return work;
+}
+
+template <typename Issue>
+void ProcessGroupRingreduce::issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
+                                          Issue&& issue) {
   check_open(op_name);
   rrRequest_t request = nullptr;
   check_result(issue(&request), op_name);
   ++sequence_;
   work->set_request(request);
   completer_->add(work);
-  return work;
 }
 
 }  // namespace ringreduce_torch
