@@ -52,19 +52,32 @@ BACKEND = "ringreduce"
 #: the device type.
 DEVICES: tuple[str, ...] = tuple(_torch.DEVICES)
 
-# The key is per group: torch gives each group's creator a store prefixed
-# with the group's name.
-_UNIQUE_ID_KEY = "ringreduce/unique_id"
+# The keys are per group: torch gives each group's creator a store prefixed
+# with the group's name. A name comes back when a group is made again after
+# destroy_process_group (torch counts groups from 0 again), over a store that
+# may have outlived the last one: so each making of a group has keys of its
+# own, numbered by a count every member adds to (members make a group
+# together, so the n-th making's adds return n * size + 1 .. (n + 1) * size).
+_MAKINGS_KEY = "ringreduce/makings"
+_UNIQUE_ID_KEY = "ringreduce/unique_id/{}"
 
 
 def _create_backend(store: Any, rank: int, size: int,
                     timeout: datetime.timedelta) -> ProcessGroupRingreduce:
     """torch's creator function: (store, group rank, group size, timeout)."""
+    making = (store.add(_MAKINGS_KEY, 1) - 1) // size
+    key = _UNIQUE_ID_KEY.format(making)
     if rank == 0:
         unique_id = _torch.unique_id()
-        store.set(_UNIQUE_ID_KEY, unique_id)
+        store.set(key, unique_id)
+        if making > 0:
+            # Every member read the last making's id to make that group.
+            try:
+                store.delete_key(_UNIQUE_ID_KEY.format(making - 1))
+            except (RuntimeError, NotImplementedError):
+                pass  # a store without deletion keeps it: only space
     else:
-        unique_id = store.get(_UNIQUE_ID_KEY)
+        unique_id = store.get(key)
     return ProcessGroupRingreduce(rank, size, bytes(unique_id), timeout)
 
 

@@ -1,0 +1,187 @@
+"""The life of a "ringreduce" group in torch: made, ended, made again, forked.
+
+Proves: shutdown (destroy_process_group) and abort returning within a second
+with a collective pending on a dead peer; get_error() after a peer left, a
+timeout and an abort; the default group and a new_group made again five
+times in the same processes over a store that outlives them (torch names
+them as before, so the store holds the last making's keys); a process forked after init exiting normally, one destroying the
+group it inherited, and the parent's group going on; a script ending without
+destroy_process_group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+from ranks import run_ranks  # noqa: E402
+
+try:
+    import ringreduce.torch  # noqa: F401
+except ImportError as e:  # pragma: no cover - a build without the backend
+    pytest.skip(f"the ringreduce torch backend is not built: {e}", allow_module_level=True)
+
+from test_torch_api import init  # noqa: E402
+
+
+# --- what the ranks run ---------------------------------------------------------------------
+
+def _ends_with_a_dead_peer(rank: int, size: int, how: str) -> float:
+    # The group's timeout is long: returning within a second is the call
+    # ending the communicator, not the timeout.
+    init(timeout=120.0)
+    t = torch.ones(1000)
+    dist.all_reduce(t)
+    if rank == size - 1:
+        os._exit(0)  # dies with no collective pending; the others start one it never joins
+    work = dist.all_reduce(torch.ones(10), async_op=True)
+    time.sleep(0.2)
+    start = time.monotonic()
+    if how == "abort":
+        dist.distributed_c10d._abort_process_group()
+    else:
+        dist.destroy_process_group()
+    elapsed = time.monotonic() - start
+    with pytest.raises(RuntimeError):
+        work.wait()
+    return elapsed
+
+
+
+
+def _get_error(rank: int, size: int, how: str) -> str:
+    # The group's timeout: 2 s where a peer is to time out, else long.
+    init(timeout=2.0 if how == "timeout" else 60.0)
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))  # torch's handle on it
+    assert backend.get_error() == torch._C._distributed_c10d.ErrorType.SUCCESS
+    dist.all_reduce(torch.ones(10))
+    assert backend.get_error() == torch._C._distributed_c10d.ErrorType.SUCCESS
+    if how == "abort":
+        dist.distributed_c10d._abort_process_group()
+        return str(backend.get_error())
+    if rank == size - 1:
+        if how == "timeout":
+            time.sleep(4)  # alive, in no collective: the others time out (2 s)
+        os._exit(0)
+    with pytest.raises(RuntimeError):
+        dist.all_reduce(torch.ones(10))
+    return str(backend.get_error())
+
+
+
+
+_FORK_THEN_EXIT = r"""
+import datetime, os, sys, time
+import torch, torch.distributed as dist
+import ringreduce.torch
+dist.init_process_group("ringreduce", init_method="env://", timeout=datetime.timedelta(seconds=60))
+t = torch.ones(4)
+dist.all_reduce(t)
+def fork_and_wait(child):
+    pid = os.fork()
+    if pid == 0:
+        child()
+        sys.exit(0)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            sys.exit("a forked child did not exit within 30 s")
+        time.sleep(0.05)
+    print("child exit status", os.waitstatus_to_exitcode(status), flush=True)
+# A child (a DataLoader worker, say) computes, never touches the group, and
+# exits normally; another destroys the group it inherited first.
+fork_and_wait(lambda: torch.ones(3).sum())
+fork_and_wait(dist.destroy_process_group)
+# The group still works in the parent; the last collective's Work may still
+# be held by the backend's thread when the script ends without
+# destroy_process_group.
+s = torch.sparse_coo_tensor(torch.tensor([[0, 1, 1]]), torch.ones(3), (4,))
+dist.all_reduce(s)
+dist.all_reduce(t)
+print("parent sum", float(t.sum()), flush=True)
+"""
+
+
+def _fork_then_exit(rank: int, size: int) -> tuple:
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", _FORK_THEN_EXIT], capture_output=True, text=True, timeout=90)
+    return p.returncode, p.stdout, p.stderr[-3000:]
+
+
+def _made_again(rank: int, size: int, rounds: int) -> list:
+    # One store for every making: torch names the groups "0", "1", ... again
+    # after each destroy_process_group, so the store still holds the keys the
+    # last making left under the same names.
+    store = dist.TCPStore("127.0.0.1", int(os.environ["MASTER_PORT"]), size, rank == 0,
+                          timeout=datetime.timedelta(seconds=60))
+    out = []
+    for i in range(rounds):
+        if rank == 0 and i % 2 == 1:
+            time.sleep(0.3)  # the others come first and find the last making's keys
+        dist.init_process_group("ringreduce", store=store, rank=rank, world_size=size,
+                                timeout=datetime.timedelta(seconds=10))
+        t = torch.full((7,), float(rank + 10 * i))
+        dist.all_reduce(t)
+        assert torch.equal(t, torch.full((7,), float(sum(range(size)) + 10 * i * size))), (i, t)
+        pair = dist.new_group([0, size - 1])
+        if rank in (0, size - 1):
+            u = torch.full((3,), float(rank + i))
+            dist.all_reduce(u, group=pair)
+            assert torch.equal(u, torch.full((3,), float(size - 1 + 2 * i))), (i, u)
+        dist.destroy_process_group()
+        out.append("ok")
+    return out
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["shutdown", "abort"])
+def test_ending_with_a_peer_dead_returns_at_once(how):
+    out = run_ranks(_ends_with_a_dead_peer, 3, how, timeout=120, expect_failure=[2])
+    for r in (0, 1):
+        assert out[r] < 1.0, f"rank {r}: {how} took {out[r]:.2f} s"
+
+
+
+
+@pytest.mark.parametrize("how", ["peer_exits", "timeout", "abort"])
+def test_get_error_says_what_broke_the_group(how):
+    out = run_ranks(_get_error, 3, how, timeout=120, expect_failure=[] if how == "abort" else [2])
+    if how == "abort":
+        assert out == ["ErrorType.COMM_ERROR"] * 3, out
+    elif how == "peer_exits":
+        assert out[:2] == ["ErrorType.REMOTE_ERROR"] * 2, out
+    else:
+        # The first rank to time out says TIMEOUT; its notice may reach the
+        # other before its own deadline, which then says REMOTE_ERROR.
+        assert "ErrorType.TIMEOUT" in out[:2], out
+        assert set(out[:2]) <= {"ErrorType.TIMEOUT", "ErrorType.REMOTE_ERROR"}, out
+
+
+
+
+def test_fork_after_init_and_exit_without_destroy():
+    out = run_ranks(_fork_then_exit, 2, timeout=150)
+    for rank, (code, stdout, stderr) in enumerate(out):
+        assert code == 0 and stdout.count("child exit status 0") == 2, f"rank {rank}: exit {code}\n{stdout}\n{stderr}"
+        assert f"parent sum {4.0 * 2 * 2}" in stdout, f"rank {rank}: {stdout}"
+        assert "terminate" not in stderr, f"rank {rank}: {stderr}"
+
+
+def test_made_again_five_times_over_one_store():
+    # Before each making had keys of its own, the second making read the
+    # first's unique id and timed out joining a rendezvous that was gone.
+    # (Gloo fails this at its second making: bench/RESULTS.md.)
+    assert run_ranks(_made_again, 3, 5, timeout=300) == [["ok"] * 5] * 3
