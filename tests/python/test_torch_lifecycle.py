@@ -4,9 +4,12 @@ Proves: shutdown (destroy_process_group) and abort returning within a second
 with a collective pending on a dead peer; get_error() after a peer left, a
 timeout and an abort; the default group and a new_group made again five
 times in the same processes over a store that outlives them (torch names
-them as before, so the store holds the last making's keys); a process forked after init exiting normally, one destroying the
-group it inherited, and the parent's group going on; a script ending without
-destroy_process_group.
+them as before, so the store holds the last making's keys); a process forked
+after init exiting normally, one destroying the group it inherited, and the
+parent's group going on; a script ending without destroy_process_group;
+torch's flight recorder listing completed operations
+with their durations and a hung one as scheduled, and writing its trace when
+a peer dies.
 """
 
 from __future__ import annotations
@@ -145,6 +148,39 @@ def _made_again(rank: int, size: int, rounds: int) -> list:
     return out
 
 
+def _flight_recorder(rank: int, size: int, dump_prefix: str) -> dict:
+    # torch's flight recorder hears of every Work that completed (with its
+    # duration) through the completion hooks, and dumps its trace to
+    # TORCH_FR_DUMP_TEMP_FILE<rank> from the abort hook when a peer fails.
+    import json
+    fr = torch._C._distributed_c10d
+    init(timeout=60.0)
+    t = torch.ones(1000)
+    dist.all_reduce(t)
+    dist.broadcast(t, 0)
+    if rank == 0:
+        dist.send(t, 1)
+    elif rank == 1:
+        dist.recv(t, 0)
+    timed = dist.all_reduce(t, async_op=True)
+    timed.wait()
+    assert timed._get_duration() > 0
+    done = json.loads(fr._dump_fr_trace_json(backend="ringreduce"))["entries"]
+    if rank == size - 1:
+        time.sleep(1.0)  # the others' next all_reduce waits for this rank, which then dies
+        os._exit(0)
+    work = dist.all_reduce(t, async_op=True)
+    time.sleep(0.2)
+    hung = json.loads(fr._dump_fr_trace_json(backend="ringreduce"))["entries"]
+    with pytest.raises(RuntimeError, match="no duration until the operation completed successfully"):
+        work._get_duration()
+    with pytest.raises(RuntimeError):
+        work.wait()
+    return {"done": [(e["profiling_name"], e["state"], e.get("duration_ms")) for e in done],
+            "hung": [(e["profiling_name"], e["state"]) for e in hung],
+            "dumped": os.path.exists(dump_prefix + str(rank))}
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("how", ["shutdown", "abort"])
@@ -185,3 +221,20 @@ def test_made_again_five_times_over_one_store():
     # first's unique id and timed out joining a rendezvous that was gone.
     # (Gloo fails this at its second making: bench/RESULTS.md.)
     assert run_ranks(_made_again, 3, 5, timeout=300) == [["ok"] * 5] * 3
+
+
+def test_flight_recorder_sees_completions_a_hang_and_dumps_on_failure(tmp_path):
+    prefix = str(tmp_path / "fr_trace_rank_")
+    out = run_ranks(_flight_recorder, 3, prefix, timeout=120, expect_failure=[2],
+                    env={"TORCH_FR_DUMP_TEMP_FILE": prefix, "TORCH_FR_BUFFER_SIZE": "100"})
+    for rank in (0, 1):
+        done, hung = out[rank]["done"], out[rank]["hung"]
+        names = [name for name, _, _ in done]
+        assert names[:2] == ["ringreduce:all_reduce", "ringreduce:broadcast"], done
+        assert names[-1] == "ringreduce:all_reduce" and len(done) == 4, done
+        for name, state, duration in done:
+            assert state == "completed" and duration is not None and duration > 0, done
+        # The one the dead rank never joined stays scheduled, after the four.
+        assert hung[:4] == [(name, "completed") for name in names], hung
+        assert hung[4:] == [("ringreduce:all_reduce", "scheduled")], hung
+        assert out[rank]["dumped"], f"rank {rank}: no trace at {prefix}{rank}"

@@ -554,7 +554,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
                          p2p_in_flight_.end());
     p2p_in_flight_.push_back(state);
   }
-  return c10::make_intrusive<PointToPointWork>(rank_, type, op_name, std::move(state), std::vector<at::Tensor>{tensor});
+  return c10::make_intrusive<PointToPointWork>(rank_, type, op_name, std::move(state), std::vector<at::Tensor>{tensor},
+                                               hooks_);
 }
 
 namespace {

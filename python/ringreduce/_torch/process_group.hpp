@@ -27,6 +27,7 @@
 #include <ringreduce/ringreduce.h>
 
 #include "errors.hpp"
+#include "hooks.hpp"
 #include "work.hpp"
 
 namespace ringreduce_torch {
@@ -103,6 +104,22 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // the setter a no-op, and older torch calls it right after init.
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_; }
+
+  // Every Work is timed (work.hpp): there is nothing to turn on.
+  void enableCollectivesTiming() override {}
+#ifdef C10D_BACKEND_HAS_HOOKS
+  // torch's flight recorder (and anyone else) hears of each Work that
+  // completed successfully, with its duration, and of a timeout or a failed
+  // peer before the caller does (hooks.hpp).
+  bool supportsCompletionHooks() const override { return true; }
+  void registerCompletionHook(int64_t id, c10d::CompletionHook hook) override {
+    hooks_->add_completion(id, std::move(hook));
+  }
+  void unregisterCompletionHook(int64_t id) override { hooks_->remove_completion(id); }
+  bool supportsAbortHooks() const override { return true; }
+  void registerAbortHook(int64_t id, c10d::AbortHook hook) override { hooks_->add_abort(id, std::move(hook)); }
+  void unregisterAbortHook(int64_t id) override { hooks_->remove_abort(id); }
+#endif
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -193,6 +210,8 @@ class ProcessGroupRingreduce : public c10d::Backend {
   const pid_t owner_ = getpid();
   State state_ = State::kOpen;
   std::atomic<uint64_t> sequence_{0};
+  // Shared with every Work, which may outlive the group.
+  const std::shared_ptr<Hooks> hooks_ = std::make_shared<Hooks>();
   std::mutex issue_mutex_;
   // Set while a sparse all-reduce waits, without the issue lock, for the
   // sizes that its second call needs; issue_resumed_ tells when it clears.
@@ -216,7 +235,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType t
                                                                   std::vector<at::Tensor> keep_alive,
                                                                   std::function<void()> on_success, Issue&& issue) {
   auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
-                                                  std::move(keep_alive), std::move(on_success));
+                                                  std::move(keep_alive), std::move(on_success), hooks_);
   std::unique_lock<std::mutex> lock = lock_issue();
   issue_locked(work, op_name, std::forward<Issue>(issue));
   return work;

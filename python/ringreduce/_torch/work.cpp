@@ -19,10 +19,26 @@ Error wait_timed_out(const char* op_name, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
+void Timed::stop_clock() {
+  const std::chrono::duration<float, std::milli> took = std::chrono::steady_clock::now() - start_;
+  duration_ms_.store(took.count(), std::memory_order_release);
+}
+
+float Timed::duration(const char* op_name) const {
+  const float ms = duration_ms_.load(std::memory_order_acquire);
+  if (ms < 0) {
+    throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name +
+                                    ": getDuration() has no duration until the operation completed successfully");
+  }
+  return ms;
+}
+
 CollectiveWork::CollectiveWork(int rank, c10d::OpType type, const char* op_name, const char* profile,
                                const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
-                               std::vector<at::Tensor> keep_alive, std::function<void()> on_success)
+                               std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
+                               std::shared_ptr<Hooks> hooks)
     : c10d::Work(rank, type, profile, inputs),
+      Timed(std::move(hooks)),
       op_name_(op_name),
       outputs_(std::move(outputs)),
       keep_alive_(std::move(keep_alive)),
@@ -56,11 +72,19 @@ void CollectiveWork::run_to_end(const std::function<void()>& engine_done) {
   }
   on_success_ = nullptr;
   keep_alive_.clear();
-  // The future first, as Gloo does: once wait() returns, get_future() is done too.
+  if (error) {
+    ended_failed(result);
+  } else {
+    stop_clock();
+  }
+  // The future first, as Gloo does: once wait() returns, get_future() is done
+  // too. The hooks between: the Work reads as completed (isCompleted() is the
+  // future's), and a caller that waited finds the completion recorded.
   if (error) {
     future_->setError(error);
   } else {
     future_->markCompleted(c10::IValue(outputs_));
+    ended_ok();
   }
   finish(error);
 }
@@ -148,6 +172,7 @@ bool PointToPoint::advance_locked(bool block, const char* op_name) {
   request = nullptr;
   if (result != rrSuccess) {
     error = std::make_exception_ptr(engine_error(result, op_name));
+    this->result = result;
     keep_forever(std::move(keep_alive));
   } else {
     source = status.source;
@@ -164,15 +189,28 @@ bool PointToPoint::advance_locked(bool block, const char* op_name) {
 }
 
 PointToPointWork::PointToPointWork(int rank, c10d::OpType type, const char* op_name,
-                                   std::shared_ptr<PointToPoint> state, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type), op_name_(op_name), state_(std::move(state)), outputs_(std::move(outputs)) {}
+                                   std::shared_ptr<PointToPoint> state, std::vector<at::Tensor> outputs,
+                                   std::shared_ptr<Hooks> hooks)
+    : c10d::Work(rank, type),
+      Timed(std::move(hooks)),
+      op_name_(op_name),
+      state_(std::move(state)),
+      outputs_(std::move(outputs)) {}
 
 void PointToPointWork::finish_once() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (completed_) return;
+  if (finished_.exchange(true)) {
+    // Another thread finishes it: a caller returns once it has.
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return completed_; });
+    return;
+  }
+  if (state_->error) {
+    ended_failed(state_->result);
+  } else {
+    stop_clock();
   }
   finish(state_->error);
+  if (!state_->error) ended_ok();
 }
 
 bool PointToPointWork::advance(bool block) {

@@ -12,6 +12,12 @@
 // Point-to-point requests finish in any order (a receive may wait for a peer
 // that first needs this rank's later collective), so they never sit in the
 // Completer's line: their Work tests and waits its own request.
+//
+// Every Work is timed from its issue to the moment its end is known (the
+// engine call's end for a collective; the test or wait that found it ended
+// for a send or receive): getDuration(), and the completion hooks' duration
+// (hooks.hpp), which fire once the Work completed successfully. A failure
+// runs the group's abort hooks before the caller can see it.
 
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -28,11 +34,39 @@
 
 #include <ringreduce/ringreduce.h>
 
+#include "hooks.hpp"
 #include "tensors.hpp"
 
 namespace ringreduce_torch {
 
-class CollectiveWork : public c10d::Work {
+// What both kinds of Work share: the group's hooks, the completion key, the
+// clock.
+class Timed {
+ public:
+  explicit Timed(std::shared_ptr<Hooks> hooks)
+      : hooks_(std::move(hooks)), key_(Hooks::next_key()), start_(std::chrono::steady_clock::now()) {}
+
+ protected:
+  // The Work ended successfully: its duration is kept, before it reads as
+  // completed (torch's flight recorder asks getDuration() of a Work it finds
+  // completed, and stops asking after one refusal).
+  void stop_clock();
+  // Then, once it reads as completed, the hooks hear of it (the flight
+  // recorder asks isCompleted() for a completion that came before it knew
+  // the key), before wait() returns on the thread that ends it.
+  void ended_ok() { hooks_->completed(key_, duration_ms_.load(std::memory_order_acquire)); }
+  // The Work failed with `result`: the abort hooks, where they apply.
+  void ended_failed(rrResult_t result) { hooks_->failed(result); }
+  // getDuration(): the milliseconds from issue to end, once ended successfully.
+  float duration(const char* op_name) const;
+
+  const std::shared_ptr<Hooks> hooks_;
+  const uint64_t key_;
+  const std::chrono::steady_clock::time_point start_;
+  std::atomic<float> duration_ms_{-1.0f};
+};
+
+class CollectiveWork : public c10d::Work, private Timed {
  public:
   // `outputs`: result() and the future's value. `keep_alive`: every tensor the
   // engine reads or writes until the call finished. `on_success` runs on the
@@ -41,7 +75,8 @@ class CollectiveWork : public c10d::Work {
   // `inputs`' shapes.
   CollectiveWork(int rank, c10d::OpType type, const char* op_name, const char* profile,
                  const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
-                 std::vector<at::Tensor> keep_alive, std::function<void()> on_success);
+                 std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
+                 std::shared_ptr<Hooks> hooks);
 
   bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
@@ -53,6 +88,10 @@ class CollectiveWork : public c10d::Work {
   std::exception_ptr exception() const override {
     return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
   }
+  float getDuration() const override { return duration(op_name_); }
+#ifdef C10D_BACKEND_HAS_HOOKS
+  uint64_t getCompletionKey() const override { return key_; }
+#endif
 
   const char* op_name() const { return op_name_; }
   // The Completer's side: the engine request, then the outcome.
@@ -112,6 +151,7 @@ struct PointToPoint {
   // group waits out requests whose Work was dropped, and its destructor all
   // of them.
   std::exception_ptr error;
+  rrResult_t result = rrSuccess;  // the engine's, when it failed
   // Set once the request ended; read without the mutex, which a blocking
   // wait holds.
   std::atomic<bool> ended{false};
@@ -122,15 +162,19 @@ struct PointToPoint {
   bool advance_locked(bool block, const char* op_name);
 };
 
-class PointToPointWork : public c10d::Work {
+class PointToPointWork : public c10d::Work, private Timed {
  public:
   PointToPointWork(int rank, c10d::OpType type, const char* op_name, std::shared_ptr<PointToPoint> state,
-                   std::vector<at::Tensor> outputs);
+                   std::vector<at::Tensor> outputs, std::shared_ptr<Hooks> hooks);
 
   bool isCompleted() override;
   bool wait(std::chrono::milliseconds timeout) override;
   int sourceRank() const override;
   std::vector<at::Tensor> result() override { return outputs_; }
+  float getDuration() const override { return duration(op_name_); }
+#ifdef C10D_BACKEND_HAS_HOOKS
+  uint64_t getCompletionKey() const override { return key_; }
+#endif
 
  private:
   // Tests (block = false) or waits for the request; finishes the Work once it
@@ -141,6 +185,7 @@ class PointToPointWork : public c10d::Work {
   const char* op_name_;
   std::shared_ptr<PointToPoint> state_;
   std::vector<at::Tensor> outputs_;
+  std::atomic<bool> finished_{false};  // finish_once's: the hooks hear of it once
 };
 
 }  // namespace ringreduce_torch
