@@ -7,7 +7,8 @@ Gloo's where Gloo is correct; non-contiguous tensors give the right answer;
 new_group with subsets and overlapping groups; async work waited out of order;
 Work.wait(timeout) expiring and then succeeding; DDP replicas bit-identical
 and within float tolerance of the same run on Gloo; a rank that dies in the
-middle of an allreduce makes the others raise within the timeout.
+middle of an allreduce makes the others raise within the timeout. The
+dtypes beyond the engine's own: test_torch_dtypes.py.
 
 Each spawned job runs many checks: starting a rank costs a torch import.
 """

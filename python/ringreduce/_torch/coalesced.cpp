@@ -42,11 +42,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
   static constexpr const char* kOp = "allreduce_coalesced";
   if (tensors.empty()) throw invalid_argument(kOp, "the tensor list is empty");
   check_like(kOp, tensors[0], tensors, /*same_shape=*/false);
-  const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
+  const EngineType type = reduced_type(kOp, tensors[0]);
+  const rrDataType_t dtype = type.dtype;
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
   at::Tensor flat = flatten(tensors);
   void* buf = flat.data_ptr();
-  const size_t count = flat.numel();
+  const size_t count = type.count(flat.numel());
   std::vector<at::Tensor> outputs = tensors;
   return collective(c10d::OpType::ALLREDUCE_COALESCED, kOp, "ringreduce:all_reduce_coalesced", tensors, tensors, {flat},
                     [flat, outputs] { copy_out(flat, outputs); },
@@ -70,7 +71,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
       }
     }
   }
-  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  const EngineType type = moved_type(inputs[0]);
+  const rrDataType_t dtype = type.dtype;
   at::Tensor flat_in = flatten(inputs);
   const int64_t n = flat_in.numel();
   at::Tensor flat_out = at::empty({n * size_}, flat_in.options());
@@ -84,14 +86,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
                     [flat_out, out, n] {
                       for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
                     },
-                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, n, dtype, comm_, r); });
+                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, type.count(n), dtype, comm_, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions&) {
   static constexpr const char* kOp = "allgather_into_tensor_coalesced";
   check_pairs(kOp, outputs, inputs, "output", size_);
-  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  const EngineType type = moved_type(inputs[0]);
+  const rrDataType_t dtype = type.dtype;
   // Every rank's inputs end to end; the gathered blocks are rank-major, so
   // output i's rank-r block is at r * n + (input i's offset).
   at::Tensor flat_in = flatten(inputs);
@@ -111,14 +114,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coa
                         offset += len;
                       }
                     },
-                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, n, dtype, comm_, r); });
+                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, type.count(n), dtype, comm_, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
   static constexpr const char* kOp = "reduce_scatter_tensor_coalesced";
   check_pairs(kOp, outputs, inputs, "input", size_);
-  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  const EngineType type = reduced_type(kOp, inputs[0]);
+  const rrDataType_t dtype = type.dtype;
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, inputs[0].scalar_type());
   // The engine's block r must be every input's rank-r block, end to end: a
   // [size, n] staging tensor whose columns are the inputs' [size, len] views.
@@ -137,7 +141,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coa
   void* recv = flat_out.data_ptr();
   return collective(c10d::OpType::COALESCED, kOp, "ringreduce:reduce_scatter_tensor_coalesced", inputs, outputs,
                     {flat_in, flat_out}, [flat_out, out] { copy_out(flat_out, out); },
-                    [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, n, dtype, op, comm_, r); });
+                    [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, type.count(n), dtype, op, comm_, r); });
 }
 
 }  // namespace ringreduce_torch

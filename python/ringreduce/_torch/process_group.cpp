@@ -12,62 +12,6 @@
 
 namespace ringreduce_torch {
 
-namespace {
-
-// Element counts and displacements of all-to-all's blocks along dim 0: from
-// `split_sizes` (rows per peer), or equal blocks when it is empty.
-struct Blocks {
-  std::vector<size_t> counts;
-  std::vector<size_t> displs;
-};
-
-Blocks blocks_of(const char* op_name, const char* what, const at::Tensor& t, const std::vector<int64_t>& split_sizes,
-                 int size) {
-  if (t.dim() == 0) throw invalid_argument(op_name, std::string(what) + " is a scalar (0-dim) tensor");
-  const int64_t rows = t.size(0);
-  const int64_t row_elems = rows == 0 ? 0 : t.numel() / rows;
-  std::vector<int64_t> splits = split_sizes;
-  if (splits.empty()) {
-    if (rows % size != 0) {
-      throw invalid_argument(op_name, std::string(what) + "'s first dimension (" + std::to_string(rows) +
-                                          ") does not divide into " + std::to_string(size) +
-                                          " equal blocks; pass split sizes");
-    }
-    splits.assign(size, rows / size);
-  }
-  check_count(op_name, what == std::string("input") ? "input_split_sizes" : "output_split_sizes", splits.size(), size);
-  int64_t sum = 0;
-  for (int64_t s : splits) {
-    if (s < 0) throw invalid_argument(op_name, "a split size is negative: " + std::to_string(s));
-    sum += s;
-  }
-  if (sum != rows) {
-    throw invalid_argument(op_name, std::string(what) + " split sizes add up to " + std::to_string(sum) +
-                                        " rows, the tensor has " + std::to_string(rows));
-  }
-  Blocks b;
-  size_t offset = 0;
-  for (int64_t s : splits) {
-    b.counts.push_back(static_cast<size_t>(s * row_elems));
-    b.displs.push_back(offset);
-    offset += static_cast<size_t>(s * row_elems);
-  }
-  return b;
-}
-
-Blocks blocks_of_list(const std::vector<at::Tensor>& tensors) {
-  Blocks b;
-  size_t offset = 0;
-  for (const at::Tensor& t : tensors) {
-    b.counts.push_back(static_cast<size_t>(t.numel()));
-    b.displs.push_back(offset);
-    offset += static_cast<size_t>(t.numel());
-  }
-  return b;
-}
-
-}  // namespace
-
 ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id,
                                                std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size), timeout_(timeout) {
@@ -284,9 +228,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   check_root_tensor(kOp, opts.rootTensor);
   const int root = static_cast<int>(opts.rootRank);
   Staged s = stage(tensors[0], /*copy_in=*/rank_ == root);
-  const rrDataType_t dtype = engine_dtype(kOp, s.engine);
+  const EngineType type = moved_type(s.engine);
+  const rrDataType_t dtype = type.dtype;
   void* buf = s.engine.data_ptr();
-  const size_t count = s.engine.numel();
+  const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::BROADCAST, kOp, "ringreduce:broadcast",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrBroadcastAsync(buf, buf, count, dtype, root, comm_, r); });
@@ -299,11 +244,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
     return sparse_allreduce(tensors, opts);
   }
   check_single(kOp, tensors);
-  const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
+  const EngineType type = reduced_type(kOp, tensors[0]);
+  const rrDataType_t dtype = type.dtype;
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
-  const size_t count = s.engine.numel();
+  const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::ALLREDUCE, kOp, "ringreduce:all_reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
@@ -316,11 +262,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   check_rank(kOp, "root", opts.rootRank, size_);
   check_root_tensor(kOp, opts.rootTensor);
   const int root = static_cast<int>(opts.rootRank);
-  const rrDataType_t dtype = engine_dtype(kOp, tensors[0]);
+  const EngineType type = reduced_type(kOp, tensors[0]);
+  const rrDataType_t dtype = type.dtype;
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, tensors[0].scalar_type());
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
-  const size_t count = s.engine.numel();
+  const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::REDUCE, kOp, "ringreduce:reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrReduceAsync(buf, buf, count, dtype, op, root, comm_, r); });
@@ -334,13 +281,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   check_count(kOp, "the output list of lists", outputs.size(), 1);
   check_count(kOp, "the output list", outputs[0].size(), size_);
   check_like(kOp, inputs[0], outputs[0], /*same_shape=*/true);
-  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  const EngineType type = moved_type(inputs[0]);
+  const rrDataType_t dtype = type.dtype;
   Staged in = stage(inputs[0], true);
   at::Tensor flat = flat_like(outputs[0]);
   std::vector<at::Tensor> out = outputs[0];
   const void* send = in.engine.data_ptr();
   void* recv = flat.data_ptr();
-  const size_t count = in.engine.numel();
+  const size_t count = type.count(in.engine.numel());
   return collective(c10d::OpType::ALLGATHER, kOp, "ringreduce:all_gather",
                     inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
@@ -355,12 +303,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
                            "output has " + std::to_string(output.numel()) +
                                " elements, expected group size x input = " + std::to_string(input.numel() * size_));
   }
-  const rrDataType_t dtype = engine_dtype(kOp, input);
+  const EngineType type = moved_type(input);
+  const rrDataType_t dtype = type.dtype;
   Staged in = stage(input, true);
   Staged out = stage(output, false);
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
-  const size_t count = in.engine.numel();
+  const size_t count = type.count(in.engine.numel());
   return collective(c10d::OpType::_ALLGATHER_BASE, kOp, "ringreduce:all_gather_into_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
@@ -374,7 +323,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   check_single(kOp, inputs);
   check_rank(kOp, "root", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
-  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
+  const EngineType type = moved_type(inputs[0]);
+  const rrDataType_t dtype = type.dtype;
   Staged in = stage(inputs[0], true);
   at::Tensor flat;
   std::vector<at::Tensor> out;
@@ -392,7 +342,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   }
   const void* send = in.engine.data_ptr();
   void* recv = flat.defined() ? flat.data_ptr() : nullptr;
-  const size_t count = in.engine.numel();
+  const size_t count = type.count(in.engine.numel());
   std::vector<at::Tensor> keep{in.engine};
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::GATHER, kOp, "ringreduce:gather", inputs, out, keep, on_success,
@@ -406,7 +356,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   check_single(kOp, outputs);
   check_rank(kOp, "root", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
-  const rrDataType_t dtype = engine_dtype(kOp, outputs[0]);
+  const EngineType type = moved_type(outputs[0]);
+  const rrDataType_t dtype = type.dtype;
   at::Tensor flat;
   if (rank_ == root) {
     check_count(kOp, "the root's input list of lists", inputs.size(), 1);
@@ -420,7 +371,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   Staged out = stage(outputs[0], false);
   const void* send = flat.defined() ? flat.data_ptr() : nullptr;
   void* recv = out.engine.data_ptr();
-  const size_t count = out.engine.numel();
+  const size_t count = type.count(out.engine.numel());
   std::vector<at::Tensor> keep{out.engine};
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::SCATTER, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
@@ -435,13 +386,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   check_count(kOp, "the input list of lists", inputs.size(), 1);
   check_count(kOp, "the input list", inputs[0].size(), size_);
   check_like(kOp, outputs[0], inputs[0], /*same_shape=*/true);
-  const rrDataType_t dtype = engine_dtype(kOp, outputs[0]);
+  const EngineType type = reduced_type(kOp, outputs[0]);
+  const rrDataType_t dtype = type.dtype;
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, outputs[0].scalar_type());
   at::Tensor flat = flatten(inputs[0]);
   Staged out = stage(outputs[0], false);
   const void* send = flat.data_ptr();
   void* recv = out.engine.data_ptr();
-  const size_t count = out.engine.numel();
+  const size_t count = type.count(out.engine.numel());
   return collective(c10d::OpType::REDUCE_SCATTER, kOp, "ringreduce:reduce_scatter",
                     inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
@@ -456,62 +408,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
                            "input has " + std::to_string(input.numel()) +
                                " elements, expected group size x output = " + std::to_string(output.numel() * size_));
   }
-  const rrDataType_t dtype = engine_dtype(kOp, output);
+  const EngineType type = reduced_type(kOp, output);
+  const rrDataType_t dtype = type.dtype;
   const rrRedOp_t op = engine_op(kOp, opts.reduceOp, output.scalar_type());
   Staged in = stage(input, true);
   Staged out = stage(output, false);
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
-  const size_t count = out.engine.numel();
+  const size_t count = type.count(out.engine.numel());
   return collective(c10d::OpType::_REDUCE_SCATTER_BASE, kOp, "ringreduce:reduce_scatter_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor& output, at::Tensor& input,
-                                                                     std::vector<int64_t>& output_split_sizes,
-                                                                     std::vector<int64_t>& input_split_sizes,
-                                                                     const c10d::AllToAllOptions&) {
-  static constexpr const char* kOp = "alltoall_base";
-  check_same_dtype(kOp, output, input);
-  const rrDataType_t dtype = engine_dtype(kOp, input);
-  const Blocks send_blocks = blocks_of(kOp, "input", input, input_split_sizes, size_);
-  const Blocks recv_blocks = blocks_of(kOp, "output", output, output_split_sizes, size_);
-  Staged in = stage(input, true);
-  Staged out = stage(output, false);
-  const void* send = in.engine.data_ptr();
-  void* recv = out.engine.data_ptr();
-  return collective(c10d::OpType::ALLTOALL_BASE, kOp, "ringreduce:all_to_all_single",
-                    {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
-                    [&](rrRequest_t* r) {
-                      return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
-                                              recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
-                    });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::Tensor>& outputs,
-                                                                std::vector<at::Tensor>& inputs,
-                                                                const c10d::AllToAllOptions&) {
-  static constexpr const char* kOp = "alltoall";
-  check_count(kOp, "the input list", inputs.size(), size_);
-  check_count(kOp, "the output list", outputs.size(), size_);
-  check_like(kOp, inputs[0], inputs, /*same_shape=*/false);
-  check_like(kOp, inputs[0], outputs, /*same_shape=*/false);
-  const rrDataType_t dtype = engine_dtype(kOp, inputs[0]);
-  const Blocks send_blocks = blocks_of_list(inputs);
-  const Blocks recv_blocks = blocks_of_list(outputs);
-  at::Tensor flat_in = flatten(inputs);
-  at::Tensor flat_out = flat_like(outputs);
-  std::vector<at::Tensor> out = outputs;
-  const void* send = flat_in.data_ptr();
-  void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::ALLTOALL, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
-                    [flat_out, out] { copy_out(flat_out, out); },
-                    [&](rrRequest_t* r) {
-                      return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
-                                              recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
-                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions&) {
@@ -524,13 +432,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
   const bool is_send = type == c10d::OpType::SEND;
   if (peer != RR_ANY_SOURCE) check_rank(op_name, is_send ? "dst" : "src", peer, size_);
   if (tag < 0) throw invalid_argument(op_name, "tag=" + std::to_string(tag) + " is negative");
-  const rrDataType_t dtype = engine_dtype(op_name, tensor);
+  const EngineType elements = moved_type(tensor);
+  const rrDataType_t dtype = elements.dtype;
   auto state = std::make_shared<PointToPoint>();
   Staged s = stage(tensor, /*copy_in=*/is_send);
   state->keep_alive = {s.engine};
   if (s.needs_copy_back()) state->staged = {s};
   void* buf = s.engine.data_ptr();
-  const size_t count = s.engine.numel();
+  const size_t count = elements.count(s.engine.numel());
   {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     check_open(op_name);

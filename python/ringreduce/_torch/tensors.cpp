@@ -2,12 +2,17 @@
 
 #include <c10/util/irange.h>
 
+#include <optional>
+
 #include "errors.hpp"
 
 namespace ringreduce_torch {
 
-rrDataType_t engine_dtype(const char* op_name, const at::Tensor& tensor) {
-  switch (tensor.scalar_type()) {
+namespace {
+
+// The engine's own type of `dtype`, if it has one.
+std::optional<rrDataType_t> native_type(at::ScalarType dtype) {
+  switch (dtype) {
     case at::kFloat: return rrFloat32;
     case at::kDouble: return rrFloat64;
     case at::kHalf: return rrFloat16;
@@ -16,37 +21,66 @@ rrDataType_t engine_dtype(const char* op_name, const at::Tensor& tensor) {
     case at::kByte: return rrUint8;
     case at::kBool: return rrUint8;
     case at::kInt: return rrInt32;
+    case at::kUInt32: return rrUint32;
     case at::kLong: return rrInt64;
+    case at::kUInt64: return rrUint64;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+EngineType moved_type(const at::Tensor& tensor) {
+  if (auto native = native_type(tensor.scalar_type())) return EngineType{*native, 1};
+  return EngineType{rrUint8, tensor.element_size()};
+}
+
+EngineType reduced_type(const char* op_name, const at::Tensor& tensor) {
+  const at::ScalarType dtype = tensor.scalar_type();
+  if (auto native = native_type(dtype)) return EngineType{*native, 1};
+  switch (dtype) {
+    case at::kComplexHalf: return EngineType{rrFloat16, 2};
+    case at::kComplexFloat: return EngineType{rrFloat32, 2};
+    case at::kComplexDouble: return EngineType{rrFloat64, 2};
     default:
-      throw invalid_argument(op_name, std::string("dtype ") + c10::toString(tensor.scalar_type()) +
-                                          " is not supported (float16, bfloat16, float32, float64, "
-                                          "int8, uint8, int32, int64 and bool are)");
+      throw invalid_argument(op_name, std::string("dtype ") + c10::toString(dtype) +
+                                          " cannot be reduced (the engine reduces float16, bfloat16, float32, "
+                                          "float64, int8, uint8, int32, uint32, int64, uint64, bool and complex); "
+                                          "it moves in the operations that do not reduce");
   }
 }
 
 rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarType dtype) {
   const bool is_bool = dtype == at::kBool;
   const bool is_integral = at::isIntegralType(dtype, /*includeBool=*/true);
-  auto refuse = [&](const char* what) {
-    throw invalid_argument(op_name,
-                           std::string("reduce op ") + what + " is not supported for dtype " + c10::toString(dtype));
+  const bool is_complex = at::isComplexType(dtype);
+  auto refuse = [&](const char* what, const char* why) {
+    throw invalid_argument(op_name, std::string("reduce op ") + what + " is not supported for dtype " +
+                                        c10::toString(dtype) + why);
   };
   switch (op.op_) {
     case c10d::ReduceOp::SUM: return is_bool ? rrMax : rrSum;
-    case c10d::ReduceOp::PRODUCT: return is_bool ? rrMin : rrProd;
-    case c10d::ReduceOp::MAX: return rrMax;
-    case c10d::ReduceOp::MIN: return rrMin;
+    case c10d::ReduceOp::PRODUCT:
+      if (is_complex) refuse("PRODUCT", " (complex reduces with SUM and AVG)");
+      return is_bool ? rrMin : rrProd;
+    case c10d::ReduceOp::MAX:
+      if (is_complex) refuse("MAX", " (complex numbers have no order)");
+      return rrMax;
+    case c10d::ReduceOp::MIN:
+      if (is_complex) refuse("MIN", " (complex numbers have no order)");
+      return rrMin;
     case c10d::ReduceOp::AVG:
-      if (is_bool) refuse("AVG");
+      // Integers as NCCL's: the sum, wrapped in the type, divided and truncated.
+      if (is_bool) refuse("AVG", "");
       return rrAvg;
     case c10d::ReduceOp::BAND:
-      if (!is_integral) refuse("BAND");
+      if (!is_integral) refuse("BAND", "");
       return rrBand;
     case c10d::ReduceOp::BOR:
-      if (!is_integral) refuse("BOR");
+      if (!is_integral) refuse("BOR", "");
       return rrBor;
     case c10d::ReduceOp::BXOR:
-      if (!is_integral) refuse("BXOR");
+      if (!is_integral) refuse("BXOR", "");
       return rrBxor;
     case c10d::ReduceOp::PREMUL_SUM:
       throw invalid_argument(op_name, std::string("reduce op PREMUL_SUM is not supported (NCCL's only)"));

@@ -16,14 +16,32 @@
 
 namespace ringreduce_torch {
 
-// The engine's element type of a tensor's dtype. bool travels as uint8 (0 or
-// 1), reduced with the logical op that engine_op() picks for it.
-rrDataType_t engine_dtype(const char* op_name, const at::Tensor& tensor);
+// How the engine carries a tensor's elements: as `dtype`, `per_element` of
+// them to each element of the tensor.
+struct EngineType {
+  rrDataType_t dtype;
+  size_t per_element = 1;
+  size_t count(int64_t numel) const { return static_cast<size_t>(numel) * per_element; }
+};
+
+// For the operations that only move data (broadcast, the gathers, scatter,
+// the all-to-alls, send and recv): the engine's own type where it has one,
+// else the element's bytes (int16, uint16, the float8s, complex, ...): any
+// dtype moves. bool travels as uint8.
+EngineType moved_type(const at::Tensor& tensor);
+
+// For the reducing ones: the engine's own type (bool as uint8 0 or 1, which
+// engine_op() reduces with a logical op); complex as pairs of its real type,
+// which SUM and AVG reduce part by part. A dtype the engine cannot reduce
+// (int16, uint16, float8) is refused, naming it.
+EngineType reduced_type(const char* op_name, const at::Tensor& tensor);
 
 // The engine's op for a torch reduce op on a tensor of `dtype`. bool: sum and
 // max are or, product and min are and (Gloo's results on 0/1), the bitwise
-// ops are themselves; avg on bool, bitwise ops on floating types and
-// PREMUL_SUM are refused, naming the op.
+// ops are themselves; AVG on integers is NCCL's (the sum, wrapped in the
+// type, divided and truncated). Refused, naming the op and the dtype: AVG on
+// bool, bitwise ops on floating and complex types, PRODUCT, MIN and MAX on
+// complex, PREMUL_SUM.
 rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarType dtype);
 
 // Throws unless `tensor` lives in CPU memory and is dense (strided). Names the
