@@ -19,7 +19,11 @@ Every group (the default one and each ``new_group``) is one ringreduce
 communicator: its rank 0 makes a unique id (and serves the rendezvous), puts
 it in the group's c10d store, and the other ranks read it there. The group's
 ``timeout`` is every operation's deadline in the engine: a peer that died or
-stopped answering makes the others raise within it instead of hanging.
+stopped answering makes the others raise within it instead of hanging. The
+engine's other settings come from ``pg_options``::
+
+    opts = ringreduce.torch.ProcessGroupRingreduce.Options(chunk_bytes=1 << 20, pipeline_depth=4)
+    dist.init_process_group("ringreduce", pg_options=opts)   # or new_group(..., pg_options=opts)
 
 A group the script never destroyed is shut down at exit (``atexit``), as
 ``destroy_process_group`` would; in a process forked after a group was made,
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
-from typing import Any
+from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
@@ -41,7 +45,10 @@ import torch.distributed as dist
 from ringreduce import _torch
 from ringreduce._torch import ProcessGroupRingreduce
 
-__all__ = ["ProcessGroupRingreduce", "BACKEND", "DEVICES", "abort", "backend_of", "register"]
+__all__ = ["ProcessGroupRingreduce", "Options", "BACKEND", "DEVICES", "abort", "backend_of", "register"]
+
+#: The engine's settings for a group, as ``pg_options``.
+Options = ProcessGroupRingreduce.Options
 
 #: The name to pass to ``init_process_group`` and ``new_group``.
 BACKEND = "ringreduce"
@@ -62,9 +69,9 @@ _MAKINGS_KEY = "ringreduce/makings"
 _UNIQUE_ID_KEY = "ringreduce/unique_id/{}"
 
 
-def _create_backend(store: Any, rank: int, size: int,
-                    timeout: datetime.timedelta) -> ProcessGroupRingreduce:
-    """torch's creator function: (store, group rank, group size, timeout)."""
+def _make_backend(store: Any, rank: int, size: int, timeout: datetime.timedelta,
+                  options: Optional[Options] = None) -> ProcessGroupRingreduce:
+    """A group's backend: its rank 0 makes the unique id and puts it in ``store``."""
     making = (store.add(_MAKINGS_KEY, 1) - 1) // size
     key = _UNIQUE_ID_KEY.format(making)
     if rank == 0:
@@ -78,7 +85,23 @@ def _create_backend(store: Any, rank: int, size: int,
                 pass  # a store without deletion keeps it: only space
     else:
         unique_id = store.get(key)
-    return ProcessGroupRingreduce(rank, size, bytes(unique_id), timeout)
+    return ProcessGroupRingreduce(rank, size, bytes(unique_id), timeout, options)
+
+
+def _create_backend(dist_options: Any, backend_options: Any) -> ProcessGroupRingreduce:
+    """torch's creator function (the extended API): the group's store, rank,
+    size and timeout, and the ``pg_options`` given to ``init_process_group``
+    or ``new_group`` (None, or an ``Options``)."""
+    if backend_options is not None and not isinstance(backend_options, Options):
+        raise TypeError("ringreduce: pg_options must be a ringreduce.torch.Options, not "
+                        f"{type(backend_options).__module__}.{type(backend_options).__qualname__}")
+    if getattr(dist_options, "enable_reconfigure", False):
+        # A group made for dist._reconfigure that could never be reconfigured.
+        raise ValueError("ringreduce: enable_reconfigure=True is not supported (the backend has no "
+                         "reconfigure); for training that survives a lost replica use "
+                         "ringreduce.torchft.ProcessGroupRingreduce")
+    return _make_backend(dist_options.store, dist_options.group_rank, dist_options.group_size,
+                         dist_options.timeout, backend_options)
 
 
 def backend_of(group: Any = None) -> ProcessGroupRingreduce:
@@ -128,7 +151,7 @@ def register() -> None:
     """
     if BACKEND.upper() in dist.Backend._plugins:
         return
-    dist.Backend.register_backend(BACKEND, _create_backend, devices=list(DEVICES))
+    dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=list(DEVICES))
 
 
 register()

@@ -54,7 +54,7 @@ from torchft.manager import _ManagedFuture
 from torchft.process_group import ProcessGroupWrapper
 
 from ringreduce.errors import from_result
-from ringreduce.torch import _create_backend, backend_of
+from ringreduce.torch import _make_backend, backend_of
 
 __all__ = ["ProcessGroupRingreduce", "DistributedDataParallel", "FailingSoftlyWork"]
 
@@ -114,7 +114,7 @@ class ProcessGroupRingreduce(ProcessGroupWrapper):
         # The same rendezvous as init_process_group("ringreduce"): blocks
         # (without the GIL) until every rank of the quorum has joined, or
         # raises naming the ranks that did not within the timeout.
-        backend = _create_backend(store, rank, world_size, self._timeout)
+        backend = _make_backend(store, rank, world_size, self._timeout)
         pg = dist.ProcessGroup(store, rank, world_size)
         pg._set_default_backend(_CUSTOM)
         pg._register_backend(torch.device("cpu"), _CUSTOM, backend)

@@ -17,8 +17,9 @@ all_reduce of sparse COO tensors (uncoalesced, nnz different on every rank
 and 0 on one, 1 and 2 sparse dims, six dtypes) against a float64 dense
 reference and bit for bit beside Gloo, with mismatched sizes and ops other
 than SUM refused by name on every rank, and DDP with a sparse embedding
-training to Gloo's parameters bit for bit; a process forked after init
-exiting normally, and a script ending without destroy_process_group.
+training to Gloo's parameters bit for bit; pg_options (the extended backend
+API) kept by the group, inherited by a split group and checked by the engine
+naming the field, and a foreign options type refused.
 
 Each spawned job runs many checks: starting a rank costs a torch import.
 """
@@ -422,6 +423,50 @@ def _sparse_ddp(rank: int, size: int, backend: str) -> list:
 # A rank as its own script, so that its processes end as scripts do: the
 # interpreter finalizes (atexit, then the destructors), which a rank run by
 # run_ranks never does (multiprocessing ends it with os._exit).
+def _pg_options(rank: int, size: int) -> int:
+    # pg_options reach the engine (torch's extended backend API): the group
+    # keeps them (Backend.options), a split group inherits them, and the
+    # engine checks them, naming the field.
+    import ringreduce.torch as rt
+    opts = rt.Options(chunk_bytes=1 << 16, pipeline_depth=3, check_arguments=1)
+    dist.init_process_group("ringreduce", init_method="env://", timeout=datetime.timedelta(seconds=45),
+                            pg_options=opts)
+    cpu = torch.device("cpu")
+    mine = dist.group.WORLD._get_backend(cpu).options
+    assert isinstance(mine, rt.Options) and mine is not opts
+    assert (mine.chunk_bytes, mine.pipeline_depth, mine.check_arguments) == (1 << 16, 3, 1)
+    assert mine._timeout == datetime.timedelta(seconds=45)
+    t = seeded(1, rank, 100_003)  # several 64 KiB chunks
+    want = sum(seeded(1, r, 100_003).double() for r in range(size))
+    dist.all_reduce(t)
+    torch.testing.assert_close(t.double(), want, rtol=1e-5, atol=1e-5)
+    child = dist.split_group(split_ranks=[list(range(size))], timeout=datetime.timedelta(seconds=30))
+    theirs = child._get_backend(cpu).options
+    assert (theirs.chunk_bytes, theirs.pipeline_depth) == (1 << 16, 3), theirs
+    assert theirs._timeout == datetime.timedelta(seconds=30)
+    assert mine._timeout == datetime.timedelta(seconds=45)  # the parent's are its own
+    other = dist.split_group(split_ranks=[list(range(size))], pg_options=rt.Options(chunk_bytes=1 << 17))
+    assert other._get_backend(cpu).options.chunk_bytes == 1 << 17
+    u = torch.ones(5)
+    dist.all_reduce(u, group=other)
+    assert torch.equal(u, torch.full((5,), float(size)))
+    for bad, field in ((rt.Options(pipeline_depth=0), "config.pipeline_depth=0"),
+                       (rt.Options(chunk_bytes=3), "config.chunk_bytes=3")):
+        with pytest.raises(RuntimeError, match=field):
+            dist.new_group(list(range(size)), pg_options=bad)
+    with pytest.raises(TypeError, match="pg_options must be a ringreduce.torch.Options"):
+        dist.new_group(list(range(size)), pg_options=dist.ProcessGroupGloo._Options())
+    # The extended API passes enable_reconfigure on: a group for
+    # dist._reconfigure is refused by name rather than made and never
+    # reconfigurable (torch's creator call, as init_process_group makes it).
+    reconfigurable = torch._C._distributed_c10d._DistributedBackendOptions()
+    reconfigurable.enable_reconfigure = True
+    with pytest.raises(ValueError, match="enable_reconfigure=True is not supported"):
+        rt._create_backend(reconfigurable, None)
+    dist.destroy_process_group()
+    return 1
+
+
 # --- the tests ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [1, 2, 3])
@@ -505,3 +550,8 @@ def test_sparse_embedding_ddp_trains_as_gloo_does():
     gloo = run_ranks(_sparse_ddp, 2, "gloo", timeout=300)
     for i, (a, b) in enumerate(zip(ours[0], gloo[0])):
         assert a == b, f"parameter {i} differs from Gloo's after training"
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_pg_options_reach_the_engine(size):
+    assert run_ranks(_pg_options, size, timeout=300) == [1] * size

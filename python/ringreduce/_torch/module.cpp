@@ -48,10 +48,38 @@ PYBIND11_MODULE(_torch, m) {
         "Shuts down every ringreduce backend of this process (ringreduce.torch calls it at exit, before the "
         "interpreter finalizes); in a forked child, nothing.");
 
-  py::class_<ProcessGroupRingreduce, c10d::Backend, c10::intrusive_ptr<ProcessGroupRingreduce>>(
+  auto backend_class = py::class_<ProcessGroupRingreduce, c10d::Backend, c10::intrusive_ptr<ProcessGroupRingreduce>>(
       m, "ProcessGroupRingreduce",
-      "torch.distributed's backend 'ringreduce': a c10d Backend over one ringreduce communicator.")
-      .def(py::init([](int rank, int size, const std::string& unique_id, std::chrono::milliseconds timeout) {
+      "torch.distributed's backend 'ringreduce': a c10d Backend over one ringreduce communicator.");
+
+  using Options = ProcessGroupRingreduce::Options;
+  py::class_<Options, c10d::Backend::Options, c10::intrusive_ptr<Options>>(
+      backend_class, "Options",
+      "The engine's settings for a group: init_process_group(\"ringreduce\", pg_options=...) and "
+      "new_group(pg_options=...). A field left unset (0 / -1) takes its RR_* environment variable or the "
+      "engine's default; the group's timeout is always init_process_group's.")
+      .def(py::init([](size_t chunk_bytes, int pipeline_depth, int check_arguments, int debug_level) {
+             auto options = c10::make_intrusive<Options>();
+             options->chunk_bytes = chunk_bytes;
+             options->pipeline_depth = pipeline_depth;
+             options->check_arguments = check_arguments;
+             options->debug_level = debug_level;
+             return options;
+           }),
+           py::kw_only(), py::arg("chunk_bytes") = 0, py::arg("pipeline_depth") = RR_CONFIG_UNDEF_INT,
+           py::arg("check_arguments") = RR_CONFIG_UNDEF_INT, py::arg("debug_level") = RR_CONFIG_UNDEF_INT)
+      .def_readwrite("chunk_bytes", &Options::chunk_bytes,
+                     "Largest piece of a segment moved at once, in bytes (RR_CHUNK_BYTES); 0: unset.")
+      .def_readwrite("pipeline_depth", &Options::pipeline_depth,
+                     "Chunk columns in flight at once (RR_PIPELINE_DEPTH); -1: unset (sized at init).")
+      .def_readwrite("check_arguments", &Options::check_arguments,
+                     "1: compare every collective's arguments with the ring neighbours' first; 0: skip it "
+                     "(RR_CHECK_ARGUMENTS); -1: unset.")
+      .def_readwrite("debug_level", &Options::debug_level, "0 WARN, 1 INFO, 2 TRACE (RR_DEBUG); -1: unset.");
+
+  backend_class
+      .def(py::init([](int rank, int size, const std::string& unique_id, std::chrono::milliseconds timeout,
+                       const c10::intrusive_ptr<Options>& options) {
              if (unique_id.size() != RR_UNIQUE_ID_BYTES) {
                throw ringreduce_torch::invalid_argument("init", "unique_id has " + std::to_string(unique_id.size()) +
                                                                     " bytes, expected " +
@@ -59,13 +87,18 @@ PYBIND11_MODULE(_torch, m) {
              }
              rrUniqueId id;
              std::memcpy(id.internal, unique_id.data(), RR_UNIQUE_ID_BYTES);
+             // The group's own copy, with the group's timeout.
+             auto mine = options ? c10::make_intrusive<Options>(*options) : c10::make_intrusive<Options>();
+             mine->timeout = timeout;
              py::gil_scoped_release no_gil;  // every rank waits here for the others
-             auto backend = c10::make_intrusive<ProcessGroupRingreduce>(rank, size, id, timeout);
+             auto backend = c10::make_intrusive<ProcessGroupRingreduce>(rank, size, id, std::move(mine));
              ProcessGroupRingreduce::track(backend);
              return backend;
            }),
            py::arg("rank"), py::arg("size"), py::arg("unique_id"), py::arg("timeout"),
-           "Joins the communicator named by unique_id (made by group rank 0); timeout bounds every operation.")
+           py::arg("options") = py::none(),
+           "Joins the communicator named by unique_id (made by group rank 0) with options' settings; timeout "
+           "bounds every operation.")
       .def("abort", &ProcessGroupRingreduce::abort, py::call_guard<py::gil_scoped_release>(),
            "Ends the communicator now: operations in flight fail here at once, and at the peers naming this rank.")
       .def("shutdown", &ProcessGroupRingreduce::shutdown, py::call_guard<py::gil_scoped_release>(),

@@ -13,10 +13,9 @@
 namespace ringreduce_torch {
 
 ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id,
-                                               std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), timeout_(timeout) {
-  rrConfig_t config = RR_CONFIG_INITIALIZER;
-  config.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
+                                               c10::intrusive_ptr<Options> options)
+    : c10d::Backend(rank, size), options_(std::move(options)), timeout_(options_->timeout) {
+  const rrConfig_t config = options_->config();
   check_result(rrCommInitRankConfig(&comm_, size, unique_id, rank, &config), "init");
   completer_ = std::make_unique<Completer>();
   init();
@@ -38,8 +37,11 @@ int comm_size(rrComm_t comm) {
 
 }  // namespace
 
-ProcessGroupRingreduce::ProcessGroupRingreduce(rrComm_t comm, std::chrono::milliseconds timeout)
-    : c10d::Backend(comm_rank(comm), comm_size(comm)), comm_(comm), timeout_(timeout) {
+ProcessGroupRingreduce::ProcessGroupRingreduce(rrComm_t comm, c10::intrusive_ptr<Options> options)
+    : c10d::Backend(comm_rank(comm), comm_size(comm)),
+      comm_(comm),
+      options_(std::move(options)),
+      timeout_(options_->timeout) {
   completer_ = std::make_unique<Completer>();
   init();
 }
@@ -87,9 +89,7 @@ void ProcessGroupRingreduce::shutdown_all() {
   for (auto& b : backends) b->shutdown();
 }
 
-c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupRingreduce::getBackendOptions() {
-  return c10::make_intrusive<c10d::Backend::Options>(getBackendName(), timeout_);
-}
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupRingreduce::getBackendOptions() { return options_; }
 
 c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intrusive_ptr<c10d::Store>&,
                                                                 const std::vector<int>& ranks,
@@ -105,9 +105,16 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
   const bool member = mine != ranks.end();
   const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : RR_SPLIT_NOCOLOR;
   const int key = member ? static_cast<int>(mine - ranks.begin()) : 0;
-  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
-  rrConfig_t config = RR_CONFIG_INITIALIZER;
-  config.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
+  // torch hands a clone of getBackendOptions()'s, with the new group's
+  // timeout; other options (a caller's own) give only their timeout.
+  c10::intrusive_ptr<Options> child_options;
+  if (auto* ours = dynamic_cast<Options*>(opts.get())) {
+    child_options = c10::make_intrusive<Options>(*ours);
+  } else {
+    child_options = c10::make_intrusive<Options>(*options_);
+    if (opts) child_options->timeout = opts->timeout;
+  }
+  const rrConfig_t config = child_options->config();
   rrComm_t child = nullptr;
   {
     // In issue order with this group's collectives, as every rank issues it.
@@ -116,7 +123,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
     check_result(rrCommSplit(comm_, color, key, &child, &config), kOp);
   }
   if (child == nullptr) return nullptr;
-  auto backend = c10::make_intrusive<ProcessGroupRingreduce>(child, timeout);
+  auto backend = c10::make_intrusive<ProcessGroupRingreduce>(child, std::move(child_options));
   track(backend);
   return backend;
 }

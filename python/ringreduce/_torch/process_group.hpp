@@ -28,6 +28,7 @@
 
 #include "errors.hpp"
 #include "hooks.hpp"
+#include "options.hpp"
 #include "work.hpp"
 
 namespace ringreduce_torch {
@@ -39,11 +40,14 @@ constexpr int kMonitoredBarrierAnswerTag = INT_MAX - 1;
 
 class ProcessGroupRingreduce : public c10d::Backend {
  public:
+  using Options = RingreduceOptions;
+
   // Joins the communicator of `unique_id` (made by group rank 0 with
-  // rrGetUniqueId); `timeout` is every operation's deadline in the engine.
-  ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id, std::chrono::milliseconds timeout);
-  // Takes `comm` over (split() makes it); `timeout` is what it was made with.
-  ProcessGroupRingreduce(rrComm_t comm, std::chrono::milliseconds timeout);
+  // rrGetUniqueId) with `options`' settings; their timeout is every
+  // operation's deadline in the engine.
+  ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id, c10::intrusive_ptr<Options> options);
+  // Takes `comm` over (split() makes it); `options` are what it was made with.
+  ProcessGroupRingreduce(rrComm_t comm, c10::intrusive_ptr<Options> options);
   // shutdown(), unless it ran already.
   ~ProcessGroupRingreduce() override;
 
@@ -54,11 +58,12 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // belongs to (a rank in no list with the first one), in the new group's
   // rank order. One rrCommSplit over this communicator: color = the list's
   // lowest rank, key = the position in it; a rank not in its list gets no
-  // color and nullptr. `opts->timeout` is the new group's timeout.
+  // color and nullptr. `opts` are the new group's options (a clone of
+  // getBackendOptions()'s, its timeout torch's).
   bool supportsSplitting() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
-  // What splitGroup clones for the child: the backend's name and timeout.
+  // What splitGroup clones for the child: this group's Options.
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
 
   // Every backend made in this process is tracked (weakly) from its maker
@@ -203,8 +208,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   enum class State { kOpen, kAborted, kShutDown };
 
   rrComm_t comm_ = nullptr;
-  // The group's timeout: a split group's unless torch gives one, and
-  // monitoredBarrier's when the call sets none.
+  // What the group was made with; its timeout is every operation's
+  // deadline in the engine, and monitoredBarrier's when the call sets none.
+  const c10::intrusive_ptr<Options> options_;
   const std::chrono::milliseconds timeout_;
   // The process that made the group (and its threads).
   const pid_t owner_ = getpid();
