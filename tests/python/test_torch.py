@@ -174,11 +174,20 @@ def _every_collective(rank: int, size: int) -> int:
                 if rank == root:
                     for r in range(size):
                         assert_close(out[r], everyone[r], f"gather root={root} from {r}")
+                # gather_single: one output, flat on even roots, stacked on odd ones
+                shape = (size * count, 1) if root % 2 == 0 else (size, count, 1)
+                one = torch.full(shape, 3, dtype=dtype) if rank == root else None
+                dist.gather_single(mine, one, dst=root)
+                if rank == root:
+                    assert_close(one.reshape(size * count, 1), torch.cat(everyone), f"gather_single root={root}")
                 got = torch.empty_like(mine)
                 pieces = [make(case * 7 + root, r, count, dtype).reshape(count, 1) for r in range(size)]
                 dist.scatter(got, scatter_list=pieces if rank == root else None, src=root)
                 assert_close(got, pieces[rank], f"scatter root={root}")
-            checks += 4
+            if size == 1:  # only the root checks its output: elsewhere the others would wait for it
+                with pytest.raises(ValueError, match="gather_single: the root's output has 5 elements"):
+                    dist.gather_single(torch.ones(3, dtype=dtype), torch.empty(5, dtype=dtype), dst=0)
+            checks += 5
     # all_gather_coalesced: two tensors of different shapes per rank
     case += 1
     a, b = make(case, rank, 5, torch.float32).reshape(5, 1), make(case + 1, rank, 6, torch.float32).reshape(2, 3)
@@ -379,6 +388,7 @@ def _refused(rank: int, size: int) -> None:
         dist.all_reduce(torch.ones(3, dtype=torch.int16))
     with pytest.raises(ValueError, match="root"):
         dist.broadcast(torch.ones(3), src=size + 5, group=dist.group.WORLD)  # torch maps global ranks first
+
     # still healthy
     t = torch.ones(2)
     dist.all_reduce(t)

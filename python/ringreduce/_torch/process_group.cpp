@@ -356,6 +356,35 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
                     [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
 }
 
+#ifdef RR_TORCH_HAS_GATHER_SINGLE
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor& output, at::Tensor& input,
+                                                                     const c10d::GatherOptions& opts) {
+  static constexpr const char* kOp = "gather_single";
+  check_cpu_dense(kOp, input);
+  check_rank(kOp, "root", opts.rootRank, size_);
+  const int root = static_cast<int>(opts.rootRank);
+  if (rank_ == root) {
+    check_same_dtype(kOp, output, input);
+    if (!output.is_contiguous()) throw invalid_argument(kOp, "the root's output tensor is not contiguous");
+    if (output.numel() != input.numel() * size_) {
+      throw invalid_argument(kOp, "the root's output has " + std::to_string(output.numel()) +
+                                      " elements, expected group size x input = " +
+                                      std::to_string(input.numel() * size_));
+    }
+  }
+  const EngineType type = moved_type(input);
+  const rrDataType_t dtype = type.dtype;
+  Staged in = stage(input, true);
+  const void* send = in.engine.data_ptr();
+  void* recv = rank_ == root ? output.data_ptr() : nullptr;
+  const size_t count = type.count(in.engine.numel());
+  std::vector<at::Tensor> keep{in.engine};
+  if (rank_ == root) keep.push_back(output);
+  return collective(c10d::OpType::GATHER, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
+                    [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
+}
+#endif
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::Tensor>& outputs,
                                                                std::vector<std::vector<at::Tensor>>& inputs,
                                                                const c10d::ScatterOptions& opts) {

@@ -146,6 +146,13 @@ class ProcessGroupRingreduce : public c10d::Backend {
                                                                  const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
+#ifdef RR_TORCH_HAS_GATHER_SINGLE
+  // dist.gather_single (torch 2.15; python/meson.build looks for it in the
+  // headers): every rank's input into the root's one contiguous output of
+  // group size x input elements.
+  c10::intrusive_ptr<c10d::Work> gather_single(at::Tensor& output, at::Tensor& input,
+                                               const c10d::GatherOptions& opts) override;
+#endif
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override;
