@@ -1,7 +1,9 @@
 """What torch 2.x adds around a plugin backend, on "ringreduce".
 
 Proves: the coalesced tensor forms (allgather_into_tensor_coalesced,
-reduce_scatter_tensor_coalesced through torch's _coalescing_manager) against
+reduce_scatter_tensor_coalesced through torch's _coalescing_manager, and with
+a device the backend's own coalescing: a list's all_reduce, batch_isend_irecv
+as one Work) against
 a float64 reference; per-device backend strings ("cpu:ringreduce,cuda:gloo"),
 new_subgroups and a 2-D init_device_mesh("cpu"); functional collectives;
 collectives named in a torch.profiler trace; everything under
@@ -90,6 +92,35 @@ def _coalesced_tensor_forms(rank: int, size: int) -> int:
             total = sum(seeded(2, r, n * size).to(dtype).to(torch.float64) for r in range(size))
             want = total[rank * n:(rank + 1) * n]
             torch.testing.assert_close(o.to(torch.float64), want, rtol=1e-5, atol=1e-5)
+            checks += 1
+    # torch's coalescing with a device (the backend's startCoalescing /
+    # endCoalescing): all_reduce of a list as one engine call, async and not,
+    # and batch_isend_irecv handing back the one Work that covers the batch.
+    cpu_device = torch.device("cpu")
+    for async_ops in (True, False):
+        tensors = [seeded(7, rank, n) for n in lengths]
+        with dist._coalescing_manager(device=cpu_device, async_ops=async_ops) as cm:
+            for t in tensors:
+                dist.all_reduce(t)
+        if async_ops:
+            assert len(cm.works) == 1, cm.works
+            cm.wait()
+        for n, t in zip(lengths, tensors):
+            want = sum(seeded(7, r, n).to(torch.float64) for r in range(size))
+            torch.testing.assert_close(t.to(torch.float64), want, rtol=1e-5, atol=1e-5)
+            checks += 1
+    if size > 1:
+        right, left = (rank + 1) % size, (rank - 1) % size
+        sends = [seeded(8, rank, n) for n in lengths]
+        recvs = [torch.empty(n) for n in lengths]
+        ops = [op for s_, r_, tag in zip(sends, recvs, range(len(lengths)))
+               for op in (dist.P2POp(dist.isend, s_, right, tag=tag), dist.P2POp(dist.irecv, r_, left, tag=tag))]
+        works = dist.batch_isend_irecv(ops)
+        assert len(works) == 1, works
+        works[0].wait()
+        assert works[0].is_completed()
+        for n, r_ in zip(lengths, recvs):
+            assert torch.equal(r_, seeded(8, left, n)), f"batch_isend_irecv n={n}"
             checks += 1
     # The group's entry points directly, with a non-contiguous output (a
     # transposed view): its elements in logical order are the gathered ones.

@@ -499,8 +499,38 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
                          p2p_in_flight_.end());
     p2p_in_flight_.push_back(state);
   }
-  return c10::make_intrusive<PointToPointWork>(rank_, type, op_name, std::move(state), std::vector<at::Tensor>{tensor},
-                                               hooks_);
+  auto work = c10::make_intrusive<PointToPointWork>(rank_, type, op_name, std::move(state),
+                                                    std::vector<at::Tensor>{tensor}, hooks_);
+  {
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    if (coalescing_) coalesced_.push_back(work);
+  }
+  return work;
+}
+
+// Neither checks the group's state: torch's _abort_process_group aborts
+// groups between the two.
+void ProcessGroupRingreduce::startCoalescing() {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  if (coalescing_) {
+    throw Error(rrInvalidUsage, "ringreduce startCoalescing: the group is already coalescing (no endCoalescing "
+                                "since the last startCoalescing)");
+  }
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::endCoalescing() {
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  {
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    if (!coalescing_) {
+      throw Error(rrInvalidUsage, "ringreduce endCoalescing: the group is not coalescing (no startCoalescing)");
+    }
+    coalescing_ = false;
+    works.swap(coalesced_);
+  }
+  return c10::make_intrusive<CoalescedWork>(rank_, std::move(works));
 }
 
 namespace {

@@ -126,6 +126,16 @@ class ProcessGroupRingreduce : public c10d::Backend {
   void unregisterAbortHook(int64_t id) override { hooks_->remove_abort(id); }
 #endif
 
+  // torch's coalescing (batch_isend_irecv, _coalescing_manager with a
+  // device): every Work issued between the two calls, on any thread, is
+  // collected, and endCoalescing returns them as one (CoalescedWork, already
+  // complete when there were none). Sends and receives are posted at once
+  // and never wait for each other; the collectives torch coalesces reach the
+  // backend as one call (allreduce_coalesced, the coalesced tensor forms).
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
@@ -230,6 +240,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // sizes that its second call needs; issue_resumed_ tells when it clears.
   bool issue_paused_ = false;
   std::condition_variable issue_resumed_;
+  // Between startCoalescing and endCoalescing: the Works issued. Guarded by
+  // issue_mutex_.
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   std::unique_ptr<Completer> completer_;
   std::mutex p2p_mutex_;
   std::vector<std::shared_ptr<PointToPoint>> p2p_in_flight_;
@@ -263,6 +277,7 @@ void ProcessGroupRingreduce::issue_locked(const c10::intrusive_ptr<CollectiveWor
   ++sequence_;
   work->set_request(request);
   completer_->add(work);
+  if (coalescing_) coalesced_.push_back(work);
 }
 
 }  // namespace ringreduce_torch

@@ -2,6 +2,7 @@
 
 #include <ATen/core/jit_type.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -252,6 +253,50 @@ bool PointToPointWork::wait(std::chrono::milliseconds timeout) {
 int PointToPointWork::sourceRank() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->source;
+}
+
+CoalescedWork::CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works)
+    : c10d::Work(rank, c10d::OpType::COALESCED), works_(std::move(works)) {}
+
+bool CoalescedWork::isCompleted() {
+  return std::all_of(works_.begin(), works_.end(), [](const auto& w) { return w->isCompleted(); });
+}
+
+bool CoalescedWork::isSuccess() const {
+  return std::all_of(works_.begin(), works_.end(), [](const auto& w) { return w->isSuccess(); });
+}
+
+std::exception_ptr CoalescedWork::exception() const {
+  for (const auto& w : works_) {
+    if (auto e = w->exception()) return e;
+  }
+  return nullptr;
+}
+
+bool CoalescedWork::wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::exception_ptr first;
+  for (const auto& w : works_) {
+    std::chrono::milliseconds left = kNoTimeout;
+    if (timeout != kNoTimeout) {
+      left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                        deadline - std::chrono::steady_clock::now()));
+    }
+    try {
+      w->wait(left);
+    } catch (...) {
+      // A Work.wait(timeout) that expired: the rest are still in flight.
+      if (timeout != kNoTimeout && !w->isCompleted()) throw;
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> CoalescedWork::getFuture() {
+  if (works_.size() == 1) return works_[0]->getFuture();
+  return c10d::Work::getFuture();  // torch's own refusal
 }
 
 }  // namespace ringreduce_torch

@@ -188,4 +188,25 @@ class PointToPointWork : public c10d::Work, private Timed {
   std::atomic<bool> finished_{false};  // finish_once's: the hooks hear of it once
 };
 
+// What endCoalescing() returns: the Works issued between startCoalescing()
+// and it, as one (torch's batch_isend_irecv and _coalescing_manager wait
+// on it). Completed when all are; its exception is the first one's.
+class CoalescedWork : public c10d::Work {
+ public:
+  CoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  // Waits for each in turn, within `timeout` for them all.
+  bool wait(std::chrono::milliseconds timeout) override;
+  // A collective's future, when it holds one collective and nothing else
+  // (the coalesced collectives are one engine call); sends and receives
+  // have none.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  const std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+};
+
 }  // namespace ringreduce_torch
