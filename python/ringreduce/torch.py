@@ -22,7 +22,7 @@ it in the group's c10d store, and the other ranks read it there. The group's
 stopped answering makes the others raise within it instead of hanging. The
 engine's other settings come from ``pg_options``::
 
-    opts = ringreduce.torch.ProcessGroupRingreduce.Options(chunk_bytes=1 << 20, pipeline_depth=4)
+    opts = ringreduce.torch.Options(chunk_bytes=1 << 20, pipeline_depth=4)
     dist.init_process_group("ringreduce", pg_options=opts)   # or new_group(..., pg_options=opts)
 
 A group the script never destroyed is shut down at exit (``atexit``), as

@@ -122,6 +122,18 @@ def _coalesced_tensor_forms(rank: int, size: int) -> int:
         for n, r_ in zip(lengths, recvs):
             assert torch.equal(r_, seeded(8, left, n)), f"batch_isend_irecv n={n}"
             checks += 1
+        # The batch's Work waited with a timeout that expires, then in full.
+        late = torch.empty(3)
+        if rank == 0:
+            (batch,) = dist.batch_isend_irecv([dist.P2POp(dist.irecv, late, 1, tag=99)])
+            with pytest.raises(RuntimeError, match="expired"):
+                batch.wait(timeout=datetime.timedelta(milliseconds=200))
+        dist.barrier()
+        if rank == 1:
+            dist.send(torch.full((3,), 9.0), 0, tag=99)
+        elif rank == 0:
+            batch.wait()
+            assert torch.equal(late, torch.full((3,), 9.0))
     # The group's entry points directly, with a non-contiguous output (a
     # transposed view): its elements in logical order are the gathered ones.
     world = dist.group.WORLD

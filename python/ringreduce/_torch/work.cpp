@@ -279,7 +279,8 @@ bool CoalescedWork::wait(std::chrono::milliseconds timeout) {
   for (const auto& w : works_) {
     std::chrono::milliseconds left = kNoTimeout;
     if (timeout != kNoTimeout) {
-      left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+      // At least 1 ms: 0 is kNoTimeout, which would wait for ever.
+      left = std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                         deadline - std::chrono::steady_clock::now()));
     }
     try {
