@@ -9,6 +9,8 @@ PATH is one of
   blocking   ringreduce.Comm.allreduce(IN_PLACE, v): the C API's blocking call
   async      ringreduce.Comm.iallreduce(IN_PLACE, v).wait(): the non-blocking call
   torch      torch.distributed.all_reduce(t) on backend "ringreduce"
+  op         torch.ops.ringreduce.all_reduce_(t, group name): the dispatcher
+             operator for torch.compile'd inference, on the same group
   gloo       torch.distributed.all_reduce(t) on backend "gloo" (the peer)
   split      the torch call's issue (async_op=True) and its wait() timed apart,
              on backend "ringreduce" and then "gloo" (two groups); 1 KiB
@@ -87,11 +89,11 @@ def main() -> int:
     if path == "split":
         split_issue_and_wait(sizes or [1 << 10])
         return 0
-    if path in ("torch", "gloo"):
+    if path in ("torch", "op", "gloo"):
         import torch.distributed as dist
-        if path == "torch":
+        if path != "gloo":
             import ringreduce.torch  # noqa: F401
-        dist.init_process_group("ringreduce" if path == "torch" else "gloo",
+        dist.init_process_group("gloo" if path == "gloo" else "ringreduce",
                                 timeout=datetime.timedelta(seconds=120))
         rank, barrier = dist.get_rank(), dist.barrier
     elif path in ("blocking", "async"):
@@ -108,6 +110,9 @@ def main() -> int:
             call = lambda: comm.allreduce(ringreduce.IN_PLACE, v)  # noqa: E731
         elif path == "async":
             call = lambda: comm.iallreduce(ringreduce.IN_PLACE, v).wait()  # noqa: E731
+        elif path == "op":
+            name = dist.group.WORLD.group_name
+            call = lambda: torch.ops.ringreduce.all_reduce_(t, name)  # noqa: E731
         else:
             call = lambda: dist.all_reduce(t)  # noqa: E731
         iters = iterations(nbytes)
@@ -122,7 +127,7 @@ def main() -> int:
             print(f"{path:9s} {nbytes:>10d} B {seconds * 1e6:10.1f} us  busbw {nbytes / seconds / 1e9:6.2f} GB/s",
                   flush=True)
     barrier()
-    if path in ("torch", "gloo"):
+    if path in ("torch", "op", "gloo"):
         dist.destroy_process_group()
     else:
         comm.destroy()

@@ -25,6 +25,11 @@ engine's other settings come from ``pg_options``::
     opts = ringreduce.torch.Options(chunk_bytes=1 << 20, pipeline_depth=4)
     dist.init_process_group("ringreduce", pg_options=opts)   # or new_group(..., pg_options=opts)
 
+For inference code under ``torch.compile(fullgraph=True)`` the in-place
+all-reduce is an operator too::
+
+    ringreduce.torch.all_reduce_(hidden, dist.group.WORLD.group_name)  # SUM
+
 A group the script never destroyed is shut down at exit (``atexit``), as
 ``destroy_process_group`` would; in a process forked after a group was made,
 the group is closed without touching the parent's threads.
@@ -45,7 +50,8 @@ import torch.distributed as dist
 from ringreduce import _torch
 from ringreduce._torch import ProcessGroupRingreduce
 
-__all__ = ["ProcessGroupRingreduce", "Options", "BACKEND", "DEVICES", "abort", "backend_of", "register"]
+__all__ = ["ProcessGroupRingreduce", "Options", "BACKEND", "DEVICES", "abort", "all_reduce_", "backend_of",
+           "register"]
 
 #: The engine's settings for a group, as ``pg_options``.
 Options = ProcessGroupRingreduce.Options
@@ -102,6 +108,16 @@ def _create_backend(dist_options: Any, backend_options: Any) -> ProcessGroupRing
                          "ringreduce.torchft.ProcessGroupRingreduce")
     return _make_backend(dist_options.store, dist_options.group_rank, dist_options.group_size,
                          dist_options.timeout, backend_options)
+
+
+#: ``all_reduce_(tensor, group_name, op="sum")``: an in-place all-reduce over
+#: the ringreduce group named ``group_name`` (``group.group_name``) as an
+#: operator of torch's dispatcher (``torch.ops.ringreduce.all_reduce_``,
+#: registered by the backend's extension), so that inference code under
+#: ``torch.compile(fullgraph=True)`` keeps it in the graph, as DeepSpeed's
+#: ``inference_all_reduce_``. ``op``: "sum", "avg", "product", "min", "max",
+#: "band", "bor" or "bxor". Returns once the result is in ``tensor``.
+all_reduce_ = torch.ops.ringreduce.all_reduce_
 
 
 def backend_of(group: Any = None) -> ProcessGroupRingreduce:

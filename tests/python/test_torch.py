@@ -7,7 +7,9 @@ Gloo's where Gloo is correct; non-contiguous tensors give the right answer;
 new_group with subsets and overlapping groups; async work waited out of order;
 Work.wait(timeout) expiring and then succeeding; DDP replicas bit-identical
 and within float tolerance of the same run on Gloo; a rank that dies in the
-middle of an allreduce makes the others raise within the timeout. The
+middle of an allreduce makes the others raise within the timeout;
+torch.ops.ringreduce.all_reduce_ against the same references, eager and
+under torch.compile(fullgraph=True). The
 dtypes beyond the engine's own: test_torch_dtypes.py.
 
 Each spawned job runs many checks: starting a rank costs a torch import.
@@ -377,6 +379,45 @@ def _groups_and_async(rank: int, size: int) -> None:
     dist.destroy_process_group()
 
 
+def _inference_op(rank: int, size: int) -> int:
+    """torch.ops.ringreduce.all_reduce_ eager and under torch.compile(fullgraph=True)."""
+    import ringreduce.torch as rt
+    init()
+    name = dist.group.WORLD.group_name
+    checks, case = 0, 7000
+    for op, red in (("sum", R.SUM), ("max", R.MAX), ("avg", R.AVG), ("bxor", R.BXOR)):
+        dtype = torch.int32 if op == "bxor" else torch.float32
+        for count in (0, 1, 1009):
+            case += 1
+            t = make(case, rank, count, dtype, red)
+            rt.all_reduce_(t, name, op)
+            want = reference([make(case, r, count, dtype, red) for r in range(size)], red, dtype)
+            assert_close(t, want, f"all_reduce_ {op} {count}", size)
+            checks += 1
+    strided = make(case + 1, rank, 20, torch.float32)[::2]
+    rt.all_reduce_(strided, name)
+    assert_close(strided, reference([make(case + 1, r, 20, torch.float32)[::2] for r in range(size)], R.SUM,
+                                    torch.float32), "all_reduce_ strided", size)
+
+    def step(x):
+        y = torch.relu(x) * 2
+        torch.ops.ringreduce.all_reduce_(y, name, "sum")
+        return y + 1
+
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    x = make(case + 2, rank, 64, torch.float32)
+    want = reference([torch.relu(make(case + 2, r, 64, torch.float32)) * 2 for r in range(size)], R.SUM,
+                     torch.float32) + 1
+    assert_close(compiled(x), want, "all_reduce_ compiled", size)
+    with pytest.raises(RuntimeError, match='op="mean" is not one of'):
+        rt.all_reduce_(torch.ones(2), name, "mean")
+    gloo = dist.new_group(backend="gloo")
+    with pytest.raises(RuntimeError, match="has no ringreduce backend for CPU tensors"):
+        rt.all_reduce_(torch.ones(2), gloo.group_name)
+    dist.destroy_process_group()
+    return checks + 3
+
+
 def _refused(rank: int, size: int) -> None:
     """What cannot be done raises, naming the op, dtype or device."""
     init()
@@ -499,6 +540,11 @@ def test_groups_async_and_point_to_point(size):
 @pytest.mark.parametrize("size", [1, 3])
 def test_object_collectives_and_batched_point_to_point(size):
     run_ranks(_object_and_batch_apis, size, timeout=300)
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_inference_op_eager_and_compiled(size):
+    assert run_ranks(_inference_op, size, timeout=300) == [15] * size
 
 
 def test_unsupported_input_is_refused():

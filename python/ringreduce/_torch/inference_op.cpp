@@ -1,0 +1,63 @@
+// torch.ops.ringreduce.all_reduce_(tensor, group_name, op="sum"): an
+// in-place all-reduce as an operator of torch's dispatcher, for inference
+// code under torch.compile(fullgraph=True), where DeepSpeed users call its
+// inference_all_reduce_. The CPU kernel issues the group's all-reduce and
+// waits for it without the GIL; the Meta kernel (what fake tensors run while
+// torch.compile traces) does nothing, since the op only writes `tensor`.
+
+#include <ATen/core/op_registration/op_registration.h>
+#include <Python.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/library.h>
+
+#include <optional>
+#include <string>
+
+#include "errors.hpp"
+#include "process_group.hpp"
+
+namespace ringreduce_torch {
+
+namespace {
+
+c10d::ReduceOp reduce_op(const std::string& op) {
+  if (op == "sum") return c10d::ReduceOp::SUM;
+  if (op == "avg") return c10d::ReduceOp::AVG;
+  if (op == "product") return c10d::ReduceOp::PRODUCT;
+  if (op == "min") return c10d::ReduceOp::MIN;
+  if (op == "max") return c10d::ReduceOp::MAX;
+  if (op == "band") return c10d::ReduceOp::BAND;
+  if (op == "bor") return c10d::ReduceOp::BOR;
+  if (op == "bxor") return c10d::ReduceOp::BXOR;
+  throw invalid_argument("all_reduce_", "op=\"" + op + "\" is not one of sum, avg, product, min, max, band, bor, bxor");
+}
+
+void all_reduce_cpu(at::Tensor tensor, std::string group_name, std::string op) {
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = reduce_op(op);
+  const c10::intrusive_ptr<c10d::ProcessGroup> group = c10d::resolve_process_group(group_name);
+  auto* backend = dynamic_cast<ProcessGroupRingreduce*>(group->getBackend(c10::DeviceType::CPU).get());
+  if (backend == nullptr) {
+    throw invalid_argument("all_reduce_", "group \"" + group_name + "\" has no ringreduce backend for CPU tensors");
+  }
+  std::vector<at::Tensor> tensors{tensor};
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  backend->allreduce(tensors, opts)->wait();
+}
+
+void all_reduce_meta(at::Tensor, std::string, std::string) {}
+
+}  // namespace
+
+TORCH_LIBRARY(ringreduce, m) {
+  m.def("all_reduce_(Tensor(a!) tensor, str group_name, str op=\"sum\") -> ()");
+}
+
+TORCH_LIBRARY_IMPL(ringreduce, CPU, m) { m.impl("all_reduce_", &all_reduce_cpu); }
+
+TORCH_LIBRARY_IMPL(ringreduce, Meta, m) { m.impl("all_reduce_", &all_reduce_meta); }
+
+}  // namespace ringreduce_torch
