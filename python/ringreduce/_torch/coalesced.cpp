@@ -141,7 +141,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coa
   void* recv = flat_out.data_ptr();
   return collective(c10d::OpType::COALESCED, kOp, "ringreduce:reduce_scatter_tensor_coalesced", inputs, outputs,
                     {flat_in, flat_out}, [flat_out, out] { copy_out(flat_out, out); },
-                    [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, type.count(n), dtype, op, comm_, r); });
+                    [&](rrRequest_t* r) {
+                      return rrReduceScatterAsync(send, recv, type.count(n), dtype, op, comm_, r);
+                    });
 }
 
 }  // namespace ringreduce_torch

@@ -17,26 +17,15 @@
 
 #include "errors.hpp"
 #include "process_group.hpp"
+#include "tensors.hpp"
 
 namespace ringreduce_torch {
 
 namespace {
 
-c10d::ReduceOp reduce_op(const std::string& op) {
-  if (op == "sum") return c10d::ReduceOp::SUM;
-  if (op == "avg") return c10d::ReduceOp::AVG;
-  if (op == "product") return c10d::ReduceOp::PRODUCT;
-  if (op == "min") return c10d::ReduceOp::MIN;
-  if (op == "max") return c10d::ReduceOp::MAX;
-  if (op == "band") return c10d::ReduceOp::BAND;
-  if (op == "bor") return c10d::ReduceOp::BOR;
-  if (op == "bxor") return c10d::ReduceOp::BXOR;
-  throw invalid_argument("all_reduce_", "op=\"" + op + "\" is not one of sum, avg, product, min, max, band, bor, bxor");
-}
-
 void all_reduce_cpu(at::Tensor tensor, std::string group_name, std::string op) {
   c10d::AllreduceOptions opts;
-  opts.reduceOp = reduce_op(op);
+  opts.reduceOp = reduce_op_named("all_reduce_", op);
   const c10::intrusive_ptr<c10d::ProcessGroup> group = c10d::resolve_process_group(group_name);
   auto* backend = dynamic_cast<ProcessGroupRingreduce*>(group->getBackend(c10::DeviceType::CPU).get());
   if (backend == nullptr) {

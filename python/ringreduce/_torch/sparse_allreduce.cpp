@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "tensors.hpp"
 
 namespace ringreduce_torch {
 
@@ -34,21 +35,6 @@ enum Field : int64_t { kNnz, kSparseDim, kDenseDim, kDtype, kNdim, kSizes, kFiel
 // Blocks start 16-byte aligned so that every dtype's values can be viewed in
 // place in the bytes received.
 int64_t padded(int64_t bytes) { return (bytes + 15) / 16 * 16; }
-
-const char* op_name_of(const c10d::ReduceOp& op) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM: return "SUM";
-    case c10d::ReduceOp::AVG: return "AVG";
-    case c10d::ReduceOp::PRODUCT: return "PRODUCT";
-    case c10d::ReduceOp::MIN: return "MIN";
-    case c10d::ReduceOp::MAX: return "MAX";
-    case c10d::ReduceOp::BAND: return "BAND";
-    case c10d::ReduceOp::BOR: return "BOR";
-    case c10d::ReduceOp::BXOR: return "BXOR";
-    case c10d::ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
-    default: return "unknown";
-  }
-}
 
 std::string describe(const int64_t* row) {
   std::string s = "sizes [";
@@ -97,7 +83,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::sparse_allreduce(std::vec
     throw invalid_argument(kOp, "sparse tensors on device " + user.device().str() + " are not supported; CPU ones are");
   }
   if (opts.reduceOp != c10d::ReduceOp::SUM) {
-    throw invalid_argument(kOp, std::string("sparse tensors reduce with SUM only, not ") + op_name_of(opts.reduceOp));
+    throw invalid_argument(kOp,
+                           std::string("sparse tensors reduce with SUM only, not ") + reduce_op_name(opts.reduceOp));
   }
   at::Tensor input;
   {
@@ -140,8 +127,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::sparse_allreduce(std::vec
   std::vector<int64_t> nnz(static_cast<size_t>(size_));
   std::vector<size_t> recv_counts(nnz.size()), recv_displs(nnz.size());
   int64_t received = 0;
+  const int64_t* rows = table.data_ptr<int64_t>();
   for (int p = 0; p < size_; ++p) {
-    nnz[p] = table[p][kNnz].item<int64_t>();
+    nnz[p] = rows[p * kFields + kNnz];
     const int64_t bytes = block_of(nnz[p], sparse_dim, dense_numel, element_size).size();
     recv_counts[p] = static_cast<size_t>(bytes);
     recv_displs[p] = static_cast<size_t>(received);
@@ -166,8 +154,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::sparse_allreduce(std::vec
       at::Tensor indices = recv.narrow(0, offset, b.index_bytes).view(at::kLong).view({sparse_dim, nnz[p]});
       std::vector<int64_t> shape{nnz[p]};
       shape.insert(shape.end(), value_shape.begin(), value_shape.end());
-      at::Tensor values =
-          recv.narrow(0, offset + padded(b.index_bytes), b.value_bytes).view(options.dtype().toScalarType()).view(shape);
+      at::Tensor values = recv.narrow(0, offset + padded(b.index_bytes), b.value_bytes)
+                              .view(options.dtype().toScalarType())
+                              .view(shape);
       at::Tensor part = at::sparse_coo_tensor(indices, values, sizes, options);
       if (p == 0) {
         output = part;

@@ -2,7 +2,9 @@
 
 #include <c10/util/irange.h>
 
+#include <cctype>
 #include <optional>
+#include <utility>
 
 #include "errors.hpp"
 
@@ -28,7 +30,35 @@ std::optional<rrDataType_t> native_type(at::ScalarType dtype) {
   }
 }
 
+// The reduce ops a caller may name, in torch's order.
+constexpr std::pair<c10d::ReduceOp::RedOpType, const char*> kNamedOps[] = {
+    {c10d::ReduceOp::SUM, "SUM"}, {c10d::ReduceOp::AVG, "AVG"},   {c10d::ReduceOp::PRODUCT, "PRODUCT"},
+    {c10d::ReduceOp::MIN, "MIN"}, {c10d::ReduceOp::MAX, "MAX"},   {c10d::ReduceOp::BAND, "BAND"},
+    {c10d::ReduceOp::BOR, "BOR"}, {c10d::ReduceOp::BXOR, "BXOR"},
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
+
+const char* reduce_op_name(const c10d::ReduceOp& op) {
+  for (const auto& [type, name] : kNamedOps) {
+    if (op.op_ == type) return name;
+  }
+  return op.op_ == c10d::ReduceOp::PREMUL_SUM ? "PREMUL_SUM" : "unknown";
+}
+
+c10d::ReduceOp reduce_op_named(const char* op_name, const std::string& name) {
+  std::string choices;
+  for (const auto& [type, upper] : kNamedOps) {
+    if (name == lower(upper)) return type;
+    choices += (choices.empty() ? "" : ", ") + lower(upper);
+  }
+  throw invalid_argument(op_name, "op=\"" + name + "\" is not one of " + choices);
+}
 
 EngineType moved_type(const at::Tensor& tensor) {
   if (auto native = native_type(tensor.scalar_type())) return EngineType{*native, 1};

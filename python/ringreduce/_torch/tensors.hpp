@@ -44,6 +44,12 @@ EngineType reduced_type(const char* op_name, const at::Tensor& tensor);
 // complex, PREMUL_SUM.
 rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarType dtype);
 
+// A reduce op's name as torch spells it ("SUM", "AVG", ..., "PREMUL_SUM").
+const char* reduce_op_name(const c10d::ReduceOp& op);
+// The reduce op named `name` in lower case ("sum", "avg", "product", "min",
+// "max", "band", "bor", "bxor"); throws naming `op_name` and the choices.
+c10d::ReduceOp reduce_op_named(const char* op_name, const std::string& name);
+
 // Throws unless `tensor` lives in CPU memory and is dense (strided). Names the
 // operation and what was wrong, as the backend's every error does.
 void check_cpu_dense(const char* op_name, const at::Tensor& tensor);
