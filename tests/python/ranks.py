@@ -6,12 +6,13 @@ LOCAL_RANK and LOCAL_WORLD_SIZE, as torchrun sets them, then calls
 must pickle) or its exception, and kills every rank still running once the
 deadline passes: a test that hangs fails, it never hangs the suite.
 
-Ranks are forked by a fork server that imported what they all import
-(numpy, torch, ringreduce: rank_preload.py) once per suite, so a rank starts
-in milliseconds instead of importing torch again (2 s of CPU each, several
-ranks at once on 2 cores). The server holds the environment it started with:
-once a test changed os.environ (monkeypatch.setenv, say, for a variable torch
-reads at import), its ranks are spawned fresh instead, as before.
+Ranks are forked by a fork server that imported, once per suite, the
+libraries the suite itself had imported when it started its first ranks
+(numpy, torch, ringreduce, ...: _PRELOAD), so a rank starts in milliseconds
+instead of importing torch again (2 s of CPU each, several ranks at once on 2
+cores). The server holds the environment it started with: once a test changed
+os.environ (monkeypatch.setenv, say, for a variable torch reads at import),
+its ranks are spawned fresh instead.
 """
 
 from __future__ import annotations
@@ -19,10 +20,19 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import socket
+import sys
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 _SPAWN = mp.get_context("spawn")
+# What the fork server may import for its ranks: the libraries every rank
+# imports. Named directly, not through a module of this folder: Python 3.11's
+# fork server is started on the default sys.path (it ignores the parent's,
+# where pytest put this folder), so such a module is not found there and the
+# preload is silently skipped. Only the ones this process imported are
+# preloaded: those are known to import without error (the server skips an
+# ImportError only), and a suite without torch does not pay for it.
+_PRELOAD = ("numpy", "pytest", "torch", "torch.distributed", "ringreduce", "ringreduce.torch")
 _forkserver = None
 _forkserver_env: Dict[str, str] = {}
 
@@ -39,7 +49,7 @@ def _context():
         return _SPAWN
     if _forkserver is None:
         _forkserver = mp.get_context("forkserver")
-        _forkserver.set_forkserver_preload(["rank_preload"])
+        _forkserver.set_forkserver_preload([m for m in _PRELOAD if m in sys.modules])
         _forkserver_env = _environment()
     return _forkserver if _environment() == _forkserver_env else _SPAWN
 
