@@ -41,6 +41,12 @@ void all_reduce_meta(at::Tensor, std::string, std::string) {}
 
 }  // namespace
 
+// The registrations record __FILE__, which in Meson's unity build is this
+// file's absolute path through the build folder: named here as the source
+// tree names it, so that the wheel's build (build-wheel/) compiles the same
+// text as build/ does and ccache hands it build/'s object
+// (tests/python/meson.build) instead of 20 s of compiling torch's headers.
+#line 50 "python/ringreduce/_torch/inference_op.cpp"
 TORCH_LIBRARY(ringreduce, m) {
   m.def("all_reduce_(Tensor(a!) tensor, str group_name, str op=\"sum\") -> ()");
 }
