@@ -49,6 +49,7 @@ import torch.distributed as dist
 
 from ringreduce import _torch
 from ringreduce._torch import ProcessGroupRingreduce
+from ringreduce.unique_id import get_unique_id
 
 __all__ = ["ProcessGroupRingreduce", "Options", "BACKEND", "DEVICES", "abort", "all_reduce_", "backend_of",
            "register"]
@@ -81,7 +82,7 @@ def _make_backend(store: Any, rank: int, size: int, timeout: datetime.timedelta,
     making = (store.add(_MAKINGS_KEY, 1) - 1) // size
     key = _UNIQUE_ID_KEY.format(making)
     if rank == 0:
-        unique_id = _torch.unique_id()
+        unique_id = bytes(get_unique_id())
         store.set(key, unique_id)
         if making > 0:
             # Every member read the last making's id to make that group.

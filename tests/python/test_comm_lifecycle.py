@@ -48,7 +48,8 @@ def _argument_errors_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     raises(IA, comm.allreduce, x, y, "mean", match="op='mean' is not an op")
     raises(IA, comm.allreduce, x, y, 9, match="op=9 is not an op")
     raises(IA, comm.allreduce, x, y, 1.5, match="op must be a ringreduce.Op or its name")
-    raises(IA, comm.allreduce, x, y, "band", match="is for integer types")
+    raises(IA, comm.allreduce, x, y, "band",
+           match="op=band of a float32 array is refused (bitwise ops are for integer and bool types)")
     b = np.zeros(4, bool)
     raises(IA, comm.allreduce, b, b.copy(), "avg", match="avg of a bool array is refused")
     raises(IA, comm.alltoall, IN_PLACE, np.zeros(size * 2, np.int32), match="IN_PLACE is not supported")

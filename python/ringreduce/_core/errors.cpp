@@ -2,11 +2,12 @@
 
 #include "errors.hpp"
 
+#include "../_common/python_error.hpp"
+
 namespace ringreduce_core {
 
 void raise_error(rrResult_t result, const std::string& message) {
-  py::object error = py::module_::import("ringreduce.errors").attr("from_result")(static_cast<int>(result), message);
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+  ringreduce_bindings::set_python_error(result, message);
   throw py::error_already_set();
 }
 

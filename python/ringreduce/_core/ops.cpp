@@ -7,6 +7,7 @@
 #include <iterator>
 #include <string>
 
+#include "../_common/op_policy.hpp"
 #include "errors.hpp"
 
 namespace ringreduce_core {
@@ -43,21 +44,15 @@ rrRedOp_t resolve_op(py::handle op, const Element& e, const char* call) {
   } else {
     invalid_argument(std::string(call) + ": op must be a ringreduce.Op or its name, not " + type_name(op));
   }
-  if (e.is_bool) {
-    switch (code) {
-      case rrSum: case rrMax: case rrBor: return rrMax;    // or
-      case rrProd: case rrMin: case rrBand: return rrMin;  // and
-      case rrAvg:
-        invalid_argument(std::string(call) + ": op=avg of a bool array is refused (bool reduces logically: "
-                         "sum, max and bor are or; prod, min and band are and; bxor is xor)");
-      default: break;  // bxor: the engine's, on 0/1 bytes
-    }
+  const auto kind = e.is_bool ? ringreduce_bindings::ElementKind::kBool
+                   : e.is_float ? ringreduce_bindings::ElementKind::kFloat
+                                : ringreduce_bindings::ElementKind::kInteger;
+  const ringreduce_bindings::OpChoice choice = ringreduce_bindings::choose_op(static_cast<rrRedOp_t>(code), kind);
+  if (choice.refused != nullptr) {
+    invalid_argument(std::string(call) + ": op=" + kOpNames[code] + " of a " + e.name + " array is refused (" +
+                     choice.refused + ")");
   }
-  if (code >= rrBand && e.is_float) {
-    invalid_argument(std::string(call) + ": op=" + kOpNames[code] + " is for integer types; the buffers hold " +
-                     e.name);
-  }
-  return static_cast<rrRedOp_t>(code);
+  return choice.op;
 }
 
 }  // namespace ringreduce_core

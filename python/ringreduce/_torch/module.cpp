@@ -1,6 +1,6 @@
 // ringreduce._torch: the c10d::Backend class that ringreduce.torch registers
-// as torch.distributed's backend "ringreduce", and the unique id it passes
-// through the group's store.
+// as torch.distributed's backend "ringreduce" (the unique id it passes
+// through the group's store is ringreduce.get_unique_id()'s).
 
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "../_common/python_error.hpp"
 #include "errors.hpp"
 #include "process_group.hpp"
 
@@ -26,23 +27,13 @@ PYBIND11_MODULE(_torch, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ringreduce_torch::Error& e) {
-      py::object error = py::module_::import("ringreduce.errors").attr("from_result")(static_cast<int>(e.result()), e.what());
-      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+      ringreduce_bindings::set_python_error(e.result(), e.what());
     }
   });
 
   // The device types this build takes tensors of (RR_TORCH_CUDA: set by
   // python/meson.build, which so far builds every backend for "cpu" only).
   m.attr("DEVICES") = RR_TORCH_CUDA ? py::tuple(py::make_tuple("cpu", "cuda")) : py::tuple(py::make_tuple("cpu"));
-
-  m.def(
-      "unique_id",
-      [] {
-        rrUniqueId id;
-        ringreduce_torch::check_result(rrGetUniqueId(&id), "unique id");
-        return py::bytes(id.internal, RR_UNIQUE_ID_BYTES);
-      },
-      "A new unique id: this process serves the rendezvous of the communicator it names.");
 
   m.def("shutdown_all", &ProcessGroupRingreduce::shutdown_all, py::call_guard<py::gil_scoped_release>(),
         "Shuts down every ringreduce backend of this process (ringreduce.torch calls it at exit, before the "

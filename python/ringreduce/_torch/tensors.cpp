@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "../_common/op_policy.hpp"
 #include "errors.hpp"
 
 namespace ringreduce_torch {
@@ -62,7 +63,7 @@ c10d::ReduceOp reduce_op_named(const char* op_name, const std::string& name) {
 
 EngineType moved_type(const at::Tensor& tensor) {
   if (auto native = native_type(tensor.scalar_type())) return EngineType{*native, 1};
-  return EngineType{rrUint8, tensor.element_size()};
+  return EngineType{rrUint8, static_cast<size_t>(tensor.element_size())};
 }
 
 EngineType reduced_type(const char* op_name, const at::Tensor& tensor) {
@@ -81,42 +82,33 @@ EngineType reduced_type(const char* op_name, const at::Tensor& tensor) {
 }
 
 rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarType dtype) {
-  const bool is_bool = dtype == at::kBool;
-  const bool is_integral = at::isIntegralType(dtype, /*includeBool=*/true);
-  const bool is_complex = at::isComplexType(dtype);
-  auto refuse = [&](const char* what, const char* why) {
-    throw invalid_argument(op_name, std::string("reduce op ") + what + " is not supported for dtype " +
-                                        c10::toString(dtype) + why);
-  };
+  rrRedOp_t requested;
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return is_bool ? rrMax : rrSum;
-    case c10d::ReduceOp::PRODUCT:
-      if (is_complex) refuse("PRODUCT", " (complex reduces with SUM and AVG)");
-      return is_bool ? rrMin : rrProd;
-    case c10d::ReduceOp::MAX:
-      if (is_complex) refuse("MAX", " (complex numbers have no order)");
-      return rrMax;
-    case c10d::ReduceOp::MIN:
-      if (is_complex) refuse("MIN", " (complex numbers have no order)");
-      return rrMin;
-    case c10d::ReduceOp::AVG:
-      // Integers as NCCL's: the sum, wrapped in the type, divided and truncated.
-      if (is_bool) refuse("AVG", "");
-      return rrAvg;
-    case c10d::ReduceOp::BAND:
-      if (!is_integral) refuse("BAND", "");
-      return rrBand;
-    case c10d::ReduceOp::BOR:
-      if (!is_integral) refuse("BOR", "");
-      return rrBor;
-    case c10d::ReduceOp::BXOR:
-      if (!is_integral) refuse("BXOR", "");
-      return rrBxor;
+    case c10d::ReduceOp::SUM: requested = rrSum; break;
+    case c10d::ReduceOp::PRODUCT: requested = rrProd; break;
+    case c10d::ReduceOp::MAX: requested = rrMax; break;
+    case c10d::ReduceOp::MIN: requested = rrMin; break;
+    // Integers as NCCL's: the sum, wrapped in the type, divided and truncated.
+    case c10d::ReduceOp::AVG: requested = rrAvg; break;
+    case c10d::ReduceOp::BAND: requested = rrBand; break;
+    case c10d::ReduceOp::BOR: requested = rrBor; break;
+    case c10d::ReduceOp::BXOR: requested = rrBxor; break;
     case c10d::ReduceOp::PREMUL_SUM:
       throw invalid_argument(op_name, std::string("reduce op PREMUL_SUM is not supported (NCCL's only)"));
     default:
       throw invalid_argument(op_name, std::string("unknown reduce op ") + std::to_string(static_cast<int>(op.op_)));
   }
+  using ringreduce_bindings::ElementKind;
+  const ElementKind kind = dtype == at::kBool                                   ? ElementKind::kBool
+                           : at::isComplexType(dtype)                           ? ElementKind::kComplex
+                           : at::isIntegralType(dtype, /*includeBool=*/false)   ? ElementKind::kInteger
+                                                                                : ElementKind::kFloat;
+  const ringreduce_bindings::OpChoice choice = ringreduce_bindings::choose_op(requested, kind);
+  if (choice.refused != nullptr) {
+    throw invalid_argument(op_name, std::string("reduce op ") + reduce_op_name(op) + " is not supported for dtype " +
+                                        c10::toString(dtype) + " (" + choice.refused + ")");
+  }
+  return choice.op;
 }
 
 void check_cpu_dense(const char* op_name, const at::Tensor& tensor) {
