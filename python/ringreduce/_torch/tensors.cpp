@@ -4,7 +4,6 @@
 
 #include <cctype>
 #include <optional>
-#include <utility>
 
 #include "../_common/op_policy.hpp"
 #include "errors.hpp"
@@ -31,12 +30,27 @@ std::optional<rrDataType_t> native_type(at::ScalarType dtype) {
   }
 }
 
-// The reduce ops a caller may name, in torch's order.
-constexpr std::pair<c10d::ReduceOp::RedOpType, const char*> kNamedOps[] = {
-    {c10d::ReduceOp::SUM, "SUM"}, {c10d::ReduceOp::AVG, "AVG"},   {c10d::ReduceOp::PRODUCT, "PRODUCT"},
-    {c10d::ReduceOp::MIN, "MIN"}, {c10d::ReduceOp::MAX, "MAX"},   {c10d::ReduceOp::BAND, "BAND"},
-    {c10d::ReduceOp::BOR, "BOR"}, {c10d::ReduceOp::BXOR, "BXOR"},
+// The reduce ops a caller may name, in torch's order: torch's, its name,
+// the engine's. (AVG of integers as NCCL's: the sum, wrapped in the type,
+// divided and truncated.)
+struct NamedOp {
+  c10d::ReduceOp::RedOpType type;
+  const char* name;
+  rrRedOp_t engine;
 };
+constexpr NamedOp kNamedOps[] = {
+    {c10d::ReduceOp::SUM, "SUM", rrSum},   {c10d::ReduceOp::AVG, "AVG", rrAvg},
+    {c10d::ReduceOp::PRODUCT, "PRODUCT", rrProd}, {c10d::ReduceOp::MIN, "MIN", rrMin},
+    {c10d::ReduceOp::MAX, "MAX", rrMax},   {c10d::ReduceOp::BAND, "BAND", rrBand},
+    {c10d::ReduceOp::BOR, "BOR", rrBor},   {c10d::ReduceOp::BXOR, "BXOR", rrBxor},
+};
+
+const NamedOp* named_op(const c10d::ReduceOp& op) {
+  for (const NamedOp& named : kNamedOps) {
+    if (op.op_ == named.type) return &named;
+  }
+  return nullptr;
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -46,17 +60,15 @@ std::string lower(std::string s) {
 }  // namespace
 
 const char* reduce_op_name(const c10d::ReduceOp& op) {
-  for (const auto& [type, name] : kNamedOps) {
-    if (op.op_ == type) return name;
-  }
+  if (const NamedOp* named = named_op(op)) return named->name;
   return op.op_ == c10d::ReduceOp::PREMUL_SUM ? "PREMUL_SUM" : "unknown";
 }
 
 c10d::ReduceOp reduce_op_named(const char* op_name, const std::string& name) {
   std::string choices;
-  for (const auto& [type, upper] : kNamedOps) {
-    if (name == lower(upper)) return type;
-    choices += (choices.empty() ? "" : ", ") + lower(upper);
+  for (const NamedOp& named : kNamedOps) {
+    if (name == lower(named.name)) return named.type;
+    choices += (choices.empty() ? "" : ", ") + lower(named.name);
   }
   throw invalid_argument(op_name, "op=\"" + name + "\" is not one of " + choices);
 }
@@ -82,30 +94,21 @@ EngineType reduced_type(const char* op_name, const at::Tensor& tensor) {
 }
 
 rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarType dtype) {
-  rrRedOp_t requested;
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM: requested = rrSum; break;
-    case c10d::ReduceOp::PRODUCT: requested = rrProd; break;
-    case c10d::ReduceOp::MAX: requested = rrMax; break;
-    case c10d::ReduceOp::MIN: requested = rrMin; break;
-    // Integers as NCCL's: the sum, wrapped in the type, divided and truncated.
-    case c10d::ReduceOp::AVG: requested = rrAvg; break;
-    case c10d::ReduceOp::BAND: requested = rrBand; break;
-    case c10d::ReduceOp::BOR: requested = rrBor; break;
-    case c10d::ReduceOp::BXOR: requested = rrBxor; break;
-    case c10d::ReduceOp::PREMUL_SUM:
+  const NamedOp* named = named_op(op);
+  if (named == nullptr) {
+    if (op.op_ == c10d::ReduceOp::PREMUL_SUM) {
       throw invalid_argument(op_name, std::string("reduce op PREMUL_SUM is not supported (NCCL's only)"));
-    default:
-      throw invalid_argument(op_name, std::string("unknown reduce op ") + std::to_string(static_cast<int>(op.op_)));
+    }
+    throw invalid_argument(op_name, std::string("unknown reduce op ") + std::to_string(static_cast<int>(op.op_)));
   }
   using ringreduce_bindings::ElementKind;
-  const ElementKind kind = dtype == at::kBool                                   ? ElementKind::kBool
-                           : at::isComplexType(dtype)                           ? ElementKind::kComplex
-                           : at::isIntegralType(dtype, /*includeBool=*/false)   ? ElementKind::kInteger
-                                                                                : ElementKind::kFloat;
-  const ringreduce_bindings::OpChoice choice = ringreduce_bindings::choose_op(requested, kind);
+  const ElementKind kind = dtype == at::kBool                                 ? ElementKind::kBool
+                           : at::isComplexType(dtype)                         ? ElementKind::kComplex
+                           : at::isIntegralType(dtype, /*includeBool=*/false) ? ElementKind::kInteger
+                                                                              : ElementKind::kFloat;
+  const ringreduce_bindings::OpChoice choice = ringreduce_bindings::choose_op(named->engine, kind);
   if (choice.refused != nullptr) {
-    throw invalid_argument(op_name, std::string("reduce op ") + reduce_op_name(op) + " is not supported for dtype " +
+    throw invalid_argument(op_name, std::string("reduce op ") + named->name + " is not supported for dtype " +
                                         c10::toString(dtype) + " (" + choice.refused + ")");
   }
   return choice.op;
