@@ -20,6 +20,10 @@
 #include <string>
 #include <type_traits>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #include "integer_fold.hpp"
 
 #include "reduce/half.hpp"
@@ -31,8 +35,15 @@ namespace rr::test {
 template <typename T>
 constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
+// float16 converts in hardware where the tests are built with F16C
+// (tests/meson.build, where the building machine has it): the references
+// then share no conversion code with the library they check, and cost a
+// quarter of the software conversions' time (bench/RESULTS.md, "Test time").
 template <typename T>
 double to_double(T v) {
+#if defined(__F16C__)
+  if constexpr (std::is_same_v<T, Half>) return static_cast<double>(_cvtsh_ss(v.bits));
+#endif
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
     return static_cast<double>(to_float(v));
   } else {
@@ -43,7 +54,11 @@ double to_double(T v) {
 template <typename T>
 T from_double(double v) {
   if constexpr (std::is_same_v<T, Half>) {
+#if defined(__F16C__)
+    return Half{static_cast<uint16_t>(_cvtss_sh(static_cast<float>(v), _MM_FROUND_TO_NEAREST_INT))};
+#else
     return to_half(static_cast<float>(v));
+#endif
   } else if constexpr (std::is_same_v<T, BFloat16>) {
     return to_bfloat16(static_cast<float>(v));
   } else {
