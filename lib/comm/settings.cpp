@@ -108,12 +108,8 @@ Status resolve_settings(const rrConfig_t* config, Settings* out) {
     }
     s.allreduce_algo_source = "env RR_ALGO";
   }
-  if (const char* wait = env_str("RR_WAIT_POLICY")) {
-    exec::WaitMode mode;
-    if (!exec::parse_wait_mode(wait, &mode)) {
-      return InvalidArgument(std::string("RR_WAIT_POLICY=") + wait + ": expected auto, sleep, yield or spin");
-    }
-  }
+  exec::WaitMode wait_mode;  // process-wide: exec/ reads it, here a bad value is refused
+  RR_RETURN_IF_ERROR(exec::read_wait_mode(&wait_mode));
   RR_RETURN_IF_ERROR(env_positive("RR_MODEL_ALPHA_US", 1e-6, &s.model.alpha_s, &s.model_source));
   RR_RETURN_IF_ERROR(env_positive("RR_MODEL_REMOTE_ALPHA_US", 1e-6, &s.model.remote_alpha_s, &s.model_source));
   RR_RETURN_IF_ERROR(env_positive("RR_MODEL_SLOT_ALPHA_US", 1e-6, &s.model.slot_alpha_s, &s.model_source));

@@ -3,8 +3,10 @@
 #include <sched.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "common/env.hpp"
 
 namespace rr::exec {
 
@@ -30,14 +32,27 @@ const char* wait_mode_name(WaitMode mode) {
   return "?";
 }
 
-WaitMode wait_mode() {
-  // A bad value is refused when a communicator is made (comm/settings.cpp);
-  // here it keeps the default.
-  static const WaitMode mode = [] {
-    WaitMode m = WaitMode::kAuto;
-    if (const char* v = std::getenv("RR_WAIT_POLICY")) (void)parse_wait_mode(v, &m);
-    return m;
+Status read_wait_mode(WaitMode* out) {
+  struct Read {
+    WaitMode mode = WaitMode::kAuto;
+    Status status;
+  };
+  static const Read read = [] {
+    Read r;
+    const char* v = env_str("RR_WAIT_POLICY");  // empty counts as unset, as every RR_* does
+    if (v != nullptr && !parse_wait_mode(v, &r.mode)) {
+      r.mode = WaitMode::kAuto;
+      r.status = InvalidArgument(std::string("RR_WAIT_POLICY=") + v + ": expected auto, sleep, yield or spin");
+    }
+    return r;
   }();
+  *out = read.mode;
+  return read.status;
+}
+
+WaitMode wait_mode() {
+  WaitMode mode = WaitMode::kAuto;
+  (void)read_wait_mode(&mode);
   return mode;
 }
 

@@ -76,7 +76,11 @@ class Sleeper {
 // "auto", "sleep", "yield" or "spin"; false for anything else.
 bool parse_wait_mode(const char* text, WaitMode* out);
 const char* wait_mode_name(WaitMode mode);
-// RR_WAIT_POLICY as set (kAuto when unset or unreadable).
+// RR_WAIT_POLICY, read from the environment here only, once per process
+// (every communicator of a process waits the same way): kAuto when unset.
+// Not ok, naming the variable and the modes, when it is none of them:
+// comm/settings.cpp refuses every init then, and wait_mode() says kAuto.
+Status read_wait_mode(WaitMode* out);
 WaitMode wait_mode();
 // The most ranks any communicator of this process found on this host
 // (comm/communicator.cpp reports each one's at init), and the cores this

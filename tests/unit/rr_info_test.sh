@@ -97,6 +97,9 @@ expect "a misspelt RR_* variable is named" 0 'RR_CHUNKBYTES is set, but the engi
 
 run RR_CHUNK_BYTES=12 --
 expect "a bad RR_CHUNK_BYTES: exit 1, named" 1 'refuse these settings: RR_CHUNK_BYTES'
+run RR_WAIT_POLICY=nap --
+expect "a bad RR_WAIT_POLICY: exit 1, named with the modes" 1 \
+  'refuse these settings: RR_WAIT_POLICY=nap: expected auto, sleep, yield or spin'
 run -- --config pipeline_depth=0
 expect "a config field out of the engine's range: exit 1, named" 1 'refuse these settings: config\.pipeline_depth=0'
 run -- --config chunk_size=4096
