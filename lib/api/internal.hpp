@@ -1,9 +1,9 @@
 #pragma once
 // What the C entry points (lib/api/*.cpp) share: the handles behind rrComm_t
-// and rrRequest_t, how an error is recorded and returned, the registry of
-// requests in flight, and the argument checks and routing a call makes before
-// it runs. Nothing below these files throws across them, and nothing here
-// knows UCX.
+// and rrRequest_t, how an error is recorded and returned, and the argument
+// checks and routing a call makes before it runs (the registry of requests
+// in flight is api/requests.hpp's). Nothing below these files throws across
+// them, and nothing here knows UCX.
 
 #include <atomic>
 #include <cstddef>
@@ -14,8 +14,8 @@
 #include <new>
 #include <string>
 #include <type_traits>
-#include <unordered_set>
 
+#include "api/requests.hpp"
 #include "comm/communicator.hpp"
 #include "common/status.hpp"
 #include "ringreduce/ringreduce.h"
@@ -46,14 +46,6 @@ struct rrRequest {
 };
 
 namespace rr::api {
-
-// Every request issued and not yet finished (point_to_point.cpp): a wait on
-// anything else (a request already finished, or never issued) is refused,
-// not followed.
-std::mutex& requests_mutex();
-std::unordered_set<rrRequest_t>& live_requests();
-// Whether `request` is in flight; with `erase`, it no longer is.
-bool take_if_live(rrRequest_t request, bool erase);
 
 // Counts the calling thread as inside `comm` for its lifetime.
 class InComm {
@@ -138,10 +130,7 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
     auto req = std::make_unique<rrRequest>();
     req->comm = comm;
     req->operation = comm->impl->queue().enqueue(std::function<rr::Status()>(body));
-    {
-      std::lock_guard<std::mutex> lock(requests_mutex());
-      live_requests().insert(req.get());
-    }
+    add_live(req.get());
     *request = req.release();
     return rrSuccess;
   });

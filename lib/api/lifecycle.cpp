@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "api/internal.hpp"
+#include "api/requests.hpp"
 #include "api/setup.hpp"
 #include "reduce/reduce.hpp"
 

@@ -10,33 +10,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
 #include "api/internal.hpp"
+#include "api/requests.hpp"
 #include "reduce/reduce.hpp"
-
-namespace rr::api {
-
-std::mutex& requests_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::unordered_set<rrRequest_t>& live_requests() {
-  static auto* live = new std::unordered_set<rrRequest_t>();
-  return *live;
-}
-
-bool take_if_live(rrRequest_t request, bool erase) {
-  std::lock_guard<std::mutex> lock(requests_mutex());
-  auto it = live_requests().find(request);
-  if (it == live_requests().end()) return false;
-  if (erase) live_requests().erase(it);
-  return true;
-}
-
-}  // namespace rr::api
 
 using namespace rr::api;
 
@@ -180,10 +158,7 @@ rrResult_t post_request(const char* call, bool is_send, void* buf, size_t count,
       posted = comm->impl->post_p2p(is_send, buf, count, datatype, peer, tag, &req->done, /*driving=*/false);
     }
     if (!posted.ok()) return fail(comm, posted);
-    {
-      std::lock_guard<std::mutex> lock(requests_mutex());
-      live_requests().insert(req.get());
-    }
+    add_live(req.get());
     *request = req.release();
     return rrSuccess;
   });
