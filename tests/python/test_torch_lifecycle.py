@@ -1,15 +1,15 @@
 """The life of a "ringreduce" group in torch: made, ended, made again, forked.
 
 Proves: shutdown (destroy_process_group) and abort returning within a second
-with a collective pending on a dead peer or on one alive that never joins; get_error() after a peer left, a
-timeout and an abort; the default group and a new_group made again five
-times in the same processes over a store that outlives them (torch names
-them as before, so the store holds the last making's keys); a process forked
-after init exiting normally, one destroying the group it inherited, and the
-parent's group going on; a script ending without destroy_process_group;
-torch's flight recorder listing completed operations
-with their durations and a hung one as scheduled, and writing its trace when
-a peer dies.
+with a collective pending on a dead peer or on one alive that never joins;
+get_error() after a peer left, a timeout and an abort; the default group and
+a new_group made again five times in the same processes over a store that
+outlives them (torch names them as before, so the store holds the last
+making's keys); a process forked after init exiting normally, one destroying
+the group it inherited, and the parent's group going on; a script ending
+without destroy_process_group; torch's flight recorder listing completed
+operations with their durations and a hung one as scheduled, and writing its
+trace when a peer dies.
 """
 
 from __future__ import annotations
