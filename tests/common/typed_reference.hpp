@@ -41,10 +41,13 @@ constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half>
 // quarter of the software conversions' time (bench/RESULTS.md, "Test time").
 template <typename T>
 double to_double(T v) {
+  if constexpr (std::is_same_v<T, Half>) {
 #if defined(__F16C__)
-  if constexpr (std::is_same_v<T, Half>) return static_cast<double>(_cvtsh_ss(v.bits));
+    return static_cast<double>(_cvtsh_ss(v.bits));
+#else
+    return static_cast<double>(to_float(v));
 #endif
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
     return static_cast<double>(to_float(v));
   } else {
     return static_cast<double>(v);
