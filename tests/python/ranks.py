@@ -17,10 +17,13 @@ its ranks are spawned fresh instead.
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing as mp
 import os
+import random
 import socket
 import sys
+import tempfile
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -54,11 +57,49 @@ def _context():
     return _forkserver if _environment() == _forkserver_env else _SPAWN
 
 
+# Where free_port() reserves its ports: one lock file per port, held (flock)
+# by the process that picked it until that process exits. The C++ tests'
+# free_port() (tests/integration/free_port.hpp) keeps the same directory.
+PORT_LOCK_DIR = os.path.join(tempfile.gettempdir(), "ringreduce-test-ports")
+_reserved_ports: List[int] = []  # lock descriptors, held for this process's life
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on and that nothing else will take.
+
+    Binding port 0 and closing it (the usual recipe) hands out a port from the
+    kernel's ephemeral range, where every other bind(0) and every outgoing
+    connection (UCX's listeners and connections, the stores' clients) may take
+    it again before rank 0 listens there: a test then fails with EADDRINUSE.
+    So the port comes from below that range, at random, and is reserved with
+    a lock file that other test processes respect (they skip a port whose lock
+    is held); this process holds it until it exits.
+    """
+    high = min(29500, _ephemeral_low())  # 29500..: rendezvous ports derived from job ids
+    low = max(1024, high - 14000)
+    os.makedirs(PORT_LOCK_DIR, exist_ok=True)
+    rng = random.SystemRandom()
+    for _ in range(10 * (high - low)):
+        port = rng.randrange(low, high)
+        fd = os.open(os.path.join(PORT_LOCK_DIR, str(port)), os.O_CREAT | os.O_RDONLY, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", port))  # nothing listens there, nor lingers in TIME_WAIT
+        except OSError:
+            os.close(fd)
+            continue
+        _reserved_ports.append(fd)
+        return port
+    raise RuntimeError(f"no free port in {low}..{high - 1} (lock files in {PORT_LOCK_DIR})")
 
 
 class RankFailed(AssertionError):

@@ -309,3 +309,26 @@ def test_public_names_have_docstrings():
     for fn in [ringreduce.get_unique_id, ringreduce.group, ringreduce.get_version]:
         assert fn.__doc__ and fn.__annotations__.get("return") is not None, fn
     assert [op.name.lower() for op in ringreduce.Op] == ["sum", "prod", "max", "min", "avg", "band", "bor", "bxor"]
+
+
+# ---- the test launcher's ports ----------------------------------------------
+
+def test_free_port_never_hands_out_a_port_another_process_holds(monkeypatch):
+    # Two test processes reserving ports at once never get the same one. The
+    # range is narrowed to 76 ports (1024..1099) in both, so that without the
+    # lock files 30 picks each would collide about a dozen times.
+    import subprocess
+    import sys
+
+    import ranks
+    monkeypatch.setattr(ranks, "_ephemeral_low", lambda: 1100)
+    mine = {free_port() for _ in range(30)}
+    script = ("import ranks; ranks._ephemeral_low = lambda: 1100; "
+              "print(','.join(str(ranks.free_port()) for _ in range(30)))")
+    here = os.path.dirname(os.path.abspath(ranks.__file__))
+    out = subprocess.run([sys.executable, "-c", script], cwd=here, check=True, capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=here)).stdout
+    theirs = {int(p) for p in out.strip().split(",")}
+    assert len(mine) == 30 and len(theirs) == 30
+    assert not mine & theirs, f"ports handed out twice: {sorted(mine & theirs)}"
+    assert max(mine | theirs) < 1100
