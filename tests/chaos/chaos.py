@@ -56,7 +56,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -105,10 +104,10 @@ def parse_args():
     return p.parse_args()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The Python tests' port picker: reserved below the ephemeral range, so no
+# UCX listener or outgoing connection takes it before rank 0 listens.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from ranks import free_port  # noqa: E402
 
 
 def plan(seed, index, kinds, moments, ranks):

@@ -89,6 +89,14 @@ if [[ $rc -eq 0 && $(wc -l <"$TMP/out") -eq 3 && $ports =~ ^[0-9]+$ && $ports -g
 else
   fail "MASTER_PORT is numeric and the same in every rank"
 fi
+# Drawn from below the kernel's ephemeral range, where no bind(0) or outgoing
+# connection can take it before rank 0 listens.
+ephemeral_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range)
+if [[ $ports =~ ^[0-9]+$ && $ports -ge 1024 && $ports -lt $ephemeral_low && $ports -lt 29500 ]]; then
+  pass "MASTER_PORT is drawn from below the ephemeral range ($ports < $ephemeral_low)"
+else
+  fail "MASTER_PORT is drawn from below the ephemeral range (got $ports, range starts at $ephemeral_low)"
+fi
 if [[ $rc -eq 0 ]] && awk '$1 != "127.0.0.1" || $3 != $4 || $5 != 3 || $6 != 3 { bad = 1 } END { exit bad }' "$TMP/out" &&
    [[ "$(awk '{print $3}' "$TMP/out" | sort | tr '\n' ' ')" == "0 1 2 " ]]; then
   pass "MASTER_ADDR, RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE are set per rank"
