@@ -16,6 +16,7 @@
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/launcher.hpp"
 #include "bootstrap/tcp_store.hpp"
+#include "bootstrap/torch_store.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -173,10 +174,41 @@ Status require_secret_off_loopback(const std::string& method, const Rendezvous& 
                          "sets one for its ranks)");
 }
 
+// Whether torchrun's agent serves a torch store at host:port: it exports
+// TORCHELASTIC_USE_AGENT_STORE=True beside its own MASTER_ADDR and
+// MASTER_PORT (torch's rendezvous applies the same test).
+bool agent_store_serves(const std::string& host, uint16_t port) {
+  const char* flag = env_str("TORCHELASTIC_USE_AGENT_STORE");
+  const char* addr = env_str("MASTER_ADDR");
+  const char* port_text = env_str("MASTER_PORT");
+  if (!flag || std::strcmp(flag, "True") != 0 || !addr || !port_text) return false;
+  std::string a = addr;
+  if (a.size() > 2 && a.front() == '[' && a.back() == ']') a = a.substr(1, a.size() - 2);
+  return a == host && port_text == std::to_string(port);
+}
+
+// Every rank, rank 0 included, is a client of the agent's store. The keys
+// live under ringreduce/<restart>/: the agent's store outlives the workers
+// it restarts (TORCHELASTIC_RESTART_COUNT), and torch's own keys share it.
+Status agent_store_rendezvous(const std::string& method, const std::string& host, uint16_t port,
+                              Clock::time_point deadline, Rendezvous* rv) {
+  std::unique_ptr<TorchStore> client;
+  Status s = TorchStore::Connect(host, port, deadline, &client);
+  if (!s.ok()) return Status(s.code(), method + ": rank " + std::to_string(rv->rank) + ": " + s.message());
+  const char* restart = env_str("TORCHELASTIC_RESTART_COUNT");
+  rv->store = std::move(client);
+  rv->method = method + " (torchrun's agent store)";
+  rv->prefix = "ringreduce/" + std::string(restart ? restart : "0") + "/" + next_prefix(method, rv->rank);
+  return Status::Ok();
+}
+
 // Rank 0 serves the store at host:port (reusing a server this process
 // already runs there); every rank, rank 0 included, connects as a client.
+// Under torchrun, whose agent serves a torch store there, every rank is a
+// client of that one instead.
 Status tcp_rendezvous(const std::string& method, const std::string& host, uint16_t port,
                       Clock::time_point deadline, Rendezvous* rv) {
+  if (agent_store_serves(host, port)) return agent_store_rendezvous(method, host, port, deadline, rv);
   StoreSecret secret;
   RR_RETURN_IF_ERROR(secret_from_env(&secret));
   const char* bind = env_str("RR_BIND_ADDR");
