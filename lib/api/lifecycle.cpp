@@ -319,13 +319,13 @@ RR_API rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective
   }
   static const struct {
     const char* name;
-    rr::wire::Collective collective;
+    rr::exec::Collective collective;
   } kNames[] = {
-      {"allreduce", rr::wire::Collective::kAllReduce}, {"reducescatter", rr::wire::Collective::kReduceScatter},
-      {"allgather", rr::wire::Collective::kAllGather}, {"broadcast", rr::wire::Collective::kBroadcast},
-      {"reduce", rr::wire::Collective::kReduce},       {"gather", rr::wire::Collective::kGather},
-      {"scatter", rr::wire::Collective::kScatter},     {"alltoall", rr::wire::Collective::kAllToAll},
-      {"alltoallv", rr::wire::Collective::kAllToAllv}, {"barrier", rr::wire::Collective::kBarrier},
+      {"allreduce", rr::exec::Collective::kAllReduce}, {"reducescatter", rr::exec::Collective::kReduceScatter},
+      {"allgather", rr::exec::Collective::kAllGather}, {"broadcast", rr::exec::Collective::kBroadcast},
+      {"reduce", rr::exec::Collective::kReduce},       {"gather", rr::exec::Collective::kGather},
+      {"scatter", rr::exec::Collective::kScatter},     {"alltoall", rr::exec::Collective::kAllToAll},
+      {"alltoallv", rr::exec::Collective::kAllToAllv}, {"barrier", rr::exec::Collective::kBarrier},
   };
   for (const auto& entry : kNames) {
     if (std::strcmp(entry.name, collective) == 0) {

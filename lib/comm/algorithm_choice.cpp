@@ -71,28 +71,28 @@ bool Communicator::reduce_by_tree(size_t bytes) const {
   return size_ > 2 && bytes <= tree_bytes() && most_children + 1 <= pool_.slots();
 }
 
-const char* Communicator::algorithm(wire::Collective collective, size_t count, rrDataType_t dtype) const {
+const char* Communicator::algorithm(exec::Collective collective, size_t count, rrDataType_t dtype) const {
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (size_ == 1) return "local copy";
   switch (collective) {
-    case wire::Collective::kAllReduce: {
+    case exec::Collective::kAllReduce: {
       const algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
       if (chosen == algo::AllreduceAlgo::kRing && uses_same_host_path()) return kSameHostRing;
       return display_name(chosen);
     }
-    case wire::Collective::kReduceScatter:
-    case wire::Collective::kAllGather:
+    case exec::Collective::kReduceScatter:
+    case exec::Collective::kAllGather:
       return uses_same_host_path() ? kSameHostRing : "ring";
-    case wire::Collective::kBroadcast:
+    case exec::Collective::kBroadcast:
       return broadcast_by_tree(bytes) ? "binomial tree" : "chain";
-    case wire::Collective::kReduce:
+    case exec::Collective::kReduce:
       return reduce_by_tree(bytes) ? "binomial tree" : "chain";
-    case wire::Collective::kGather:
-    case wire::Collective::kScatter:
-    case wire::Collective::kAllToAll:
-    case wire::Collective::kAllToAllv:
+    case exec::Collective::kGather:
+    case exec::Collective::kScatter:
+    case exec::Collective::kAllToAll:
+    case exec::Collective::kAllToAllv:
       return "direct";
-    case wire::Collective::kBarrier:
+    case exec::Collective::kBarrier:
       return has_board() && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling ? kOneShot
                                                                                                 : "recursive doubling";
   }

@@ -1,7 +1,6 @@
 #include "comm/communicator.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <vector>
 
@@ -282,31 +281,34 @@ void Communicator::finish_abort() {
   control_->tell_everyone(notice, std::chrono::milliseconds(100));
 }
 
-wire::OpHeader Communicator::call_header(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                                         int root, const wire::RingShape& shape) const {
-  wire::OpHeader h;
-  h.collective = collective;
-  h.dtype = static_cast<uint8_t>(dtype);
-  h.op = static_cast<uint8_t>(op);
-  h.sequence = sequence_;
-  h.count = count;
-  h.root = root;
-  h.shape = shape;
-  return h;
+exec::Call Communicator::issue(exec::Collective collective, const void* send, void* recv, size_t count,
+                               rrDataType_t dtype, rrRedOp_t op, int root) {
+  exec::Call call;
+  call.collective = collective;
+  call.sequence = sequence_++;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.dtype = dtype;
+  call.op = op;
+  call.root = root;
+  call.timeout = std::chrono::milliseconds(settings_.timeout_ms);
+  call.interrupt = this;
+  call.order = ring_order_.empty() ? nullptr : ring_order_.data();
+  return call;
 }
 
-Status Communicator::agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root,
-                           const wire::RingShape& shape) {
+Status Communicator::agree(const exec::Call& call, const wire::RingShape& shape) {
   if (size_ == 1) return Status::Ok();
-  const wire::OpHeader mine = call_header(collective, count, dtype, op, root, shape);
+  const wire::OpHeader mine = wire::header_of(call, shape);
   // On one host, on the board (comm/one_shot.cpp), whatever
   // RR_CHECK_ARGUMENTS says: every rank makes the same publications.
-  if (board_exec_) return agree_on_board(mine);
+  if (board_exec_) return agree_on_board(call, mine);
   if (!settings_.check_arguments) return Status::Ok();
   wire::encode_header(mine, header_out_);
   const int left = (rank_ + size_ - 1) % size_;
   const int right = (rank_ + 1) % size_;
-  const uint64_t tag = exec::collective_tag(sequence_, exec::kHeaderStep, 0);
+  const uint64_t tag = exec::collective_tag(call.sequence, exec::kHeaderStep, 0);
   batch_->add_recv(left, tag, header_left_, sizeof(header_left_));
   if (right != left) batch_->add_recv(right, tag, header_right_, sizeof(header_right_));
   batch_->add_send(right, tag, header_out_, sizeof(header_out_));
@@ -329,8 +331,7 @@ Status Communicator::agree(wire::Collective collective, size_t count, rrDataType
 }
 
 Status Communicator::disagreement(const wire::OpHeader& mine, const wire::OpHeader& theirs, int peer) {
-  return fail_operation(InvalidUsage(std::string(wire::collective_name(mine.collective)) + " #" +
-                                     std::to_string(mine.sequence) +
+  return fail_operation(InvalidUsage(mine.name() +
                                      ": ranks called different collectives or passed different arguments: rank " +
                                      std::to_string(rank_) + " called " + mine.describe() + ", rank " +
                                      std::to_string(peer) + " called " + theirs.describe()),
@@ -350,17 +351,17 @@ Status Communicator::check_usable() {
   return Status::Ok();
 }
 
-Status Communicator::ring_shape(const char* name, size_t count, rrDataType_t dtype, bool staged,
-                                wire::RingShape* shape) const {
-  const size_t elem_bytes = reduce::dtype_size(dtype);
+Status Communicator::ring_shape(const exec::Call& call, size_t count, bool staged, wire::RingShape* shape) const {
+  const size_t elem_bytes = reduce::dtype_size(call.dtype);
   const size_t largest_segment = (count + static_cast<size_t>(size_) - 1) / static_cast<size_t>(size_);
   // The ring's tag holds 24 bits of chunk column: chunks of `bytes` must cut
   // the largest segment into fewer; *elems is how many elements one holds.
   auto chunks_fit = [&](size_t bytes, const char* knob, size_t* elems) {
     *elems = std::max<size_t>(1, bytes / elem_bytes);
     if (largest_segment / *elems < kMaxColumns) return Status::Ok();
-    return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
-                           std::to_string(bytes) + " bytes; raise " + knob);
+    return InvalidArgument(std::string(exec::collective_name(call.collective)) + ": " + std::to_string(count) +
+                           " elements need more than 2^24 chunks of " + std::to_string(bytes) + " bytes; raise " +
+                           knob);
   };
   size_t chunk_elems = 0;
   RR_RETURN_IF_ERROR(chunks_fit(settings_.chunk_bytes, "RR_CHUNK_BYTES", &chunk_elems));
@@ -382,25 +383,12 @@ Status Communicator::ring_shape(const char* name, size_t count, rrDataType_t dty
   return Status::Ok();
 }
 
-Status Communicator::run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype,
-                              rrRedOp_t op, int shift, algo::RingPhases phases, const wire::RingShape& shape,
-                              exec::Reducer* reducer, const void* reduce_source) {
-  algo::RingSchedule schedule(size_, rank_, count, shape.chunk_elems, shift, phases,
-                              ring_order_.empty() ? nullptr : ring_order_.data());
-  exec::RingCall call;
-  call.name = name;
-  call.sequence = sequence_++;
-  call.send = send;
-  call.recv = recv;
-  call.count = count;
-  call.dtype = dtype;
-  call.op = op;
-  call.deadline = exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
-  call.interrupt = this;
-  call.reducer = reducer;
-  call.reduce_source = reduce_source;
+Status Communicator::run_ring(exec::Call& call, size_t count, int shift, algo::RingPhases phases,
+                              const wire::RingShape& shape) {
+  algo::RingSchedule schedule(size_, rank_, count, shape.chunk_elems, shift, phases, call.order);
+  call.schedule = "ring";
   // On failure peers may be mid-operation: this ring is no longer in step.
-  if (shm_ring_ && reducer == nullptr) return fail_operation(shm_ring_->run(schedule, call));
+  if (shm_ring_ && call.reducer == nullptr) return fail_operation(shm_ring_->run(schedule, call));
   return fail_operation(ring_->run(schedule, call));
 }
 
@@ -414,24 +402,21 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
     return Status::Ok();
   }
   const algo::AllreduceAlgo chosen = allreduce_algo(count * reduce::dtype_size(dtype), reducer != nullptr);
-  if (chosen == algo::AllreduceAlgo::kOneShot) {
-    // Its publications carry the argument check.
-    return allreduce_one_shot(send, recv, count, dtype, op, call_header(wire::Collective::kAllReduce, count, dtype, op));
-  }
-  if (chosen == algo::AllreduceAlgo::kRecursiveDoubling) {
-    // Its messages carry the argument check: no round trip before the data.
-    return allreduce_recursive_doubling(send, recv, count, dtype, op,
-                                        call_header(wire::Collective::kAllReduce, count, dtype, op));
-  }
+  exec::Call call = issue(exec::Collective::kAllReduce, send, recv, count, dtype, op);
+  call.reducer = reducer;
+  call.reduce_source = reduce_source;
+  // The one-shot's publications and recursive doubling's messages carry the
+  // argument check: no round trip before the data.
+  if (chosen == algo::AllreduceAlgo::kOneShot) return allreduce_one_shot(call, wire::header_of(call));
+  if (chosen == algo::AllreduceAlgo::kRecursiveDoubling) return allreduce_recursive_doubling(call, wire::header_of(call));
   if (chosen == algo::AllreduceAlgo::kHalvingDoubling) {
-    RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1));
-    return allreduce_halving_doubling(send, recv, count, dtype, op);
+    RR_RETURN_IF_ERROR(agree(call));
+    return allreduce_halving_doubling(call);
   }
   wire::RingShape shape;
-  RR_RETURN_IF_ERROR(ring_shape("allreduce", count, dtype, reducer != nullptr, &shape));
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllReduce, count, dtype, op, -1, shape));
-  return run_ring("allreduce", send, recv, count, dtype, op, 0, algo::RingPhases::kBoth, shape, reducer,
-                  reduce_source);
+  RR_RETURN_IF_ERROR(ring_shape(call, count, reducer != nullptr, &shape));
+  RR_RETURN_IF_ERROR(agree(call, shape));
+  return run_ring(call, count, 0, algo::RingPhases::kBoth, shape);
 }
 
 Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcount, rrDataType_t dtype,
@@ -444,10 +429,11 @@ Status Communicator::reduce_scatter(const void* send, void* recv, size_t recvcou
   }
   // Every segment is recvcount long; shift -1 leaves rank r owning segment r.
   const size_t count = recvcount * static_cast<size_t>(size_);
+  exec::Call call = issue(exec::Collective::kReduceScatter, send, recv, recvcount, dtype, op);
   wire::RingShape shape;
-  RR_RETURN_IF_ERROR(ring_shape("reduce-scatter", count, dtype, false, &shape));
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduceScatter, recvcount, dtype, op, -1, shape));
-  return run_ring("reduce-scatter", send, recv, count, dtype, op, -1, algo::RingPhases::kReduceScatter, shape);
+  RR_RETURN_IF_ERROR(ring_shape(call, count, false, &shape));
+  RR_RETURN_IF_ERROR(agree(call, shape));
+  return run_ring(call, count, -1, algo::RingPhases::kReduceScatter, shape);
 }
 
 Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, rrDataType_t dtype) {
@@ -459,10 +445,11 @@ Status Communicator::all_gather(const void* send, void* recv, size_t sendcount, 
   if (own != send) std::memcpy(own, send, bytes);
   if (size_ == 1) return Status::Ok();
   const size_t count = sendcount * static_cast<size_t>(size_);
+  exec::Call call = issue(exec::Collective::kAllGather, send, recv, sendcount, dtype);
   wire::RingShape shape;
-  RR_RETURN_IF_ERROR(ring_shape("all-gather", count, dtype, false, &shape));
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllGather, sendcount, dtype, rrSum, -1, shape));
-  return run_ring("all-gather", send, recv, count, dtype, rrSum, -1, algo::RingPhases::kAllGather, shape);
+  RR_RETURN_IF_ERROR(ring_shape(call, count, false, &shape));
+  RR_RETURN_IF_ERROR(agree(call, shape));
+  return run_ring(call, count, -1, algo::RingPhases::kAllGather, shape);
 }
 
 Status Communicator::check_peer(const char* what, const char* name, int peer) const {
@@ -473,10 +460,6 @@ Status Communicator::check_peer(const char* what, const char* name, int peer) co
   return Status::Ok();
 }
 
-Status Communicator::run_batch(exec::Batch& batch, const std::string& name) {
-  return run_batch(batch, name, deadline());
-}
-
 Status Communicator::run_batch(exec::Batch& batch, const std::string& name, exec::Clock::time_point until,
                                size_t* first_received) {
   Status status = batch.run(name, until, this);
@@ -485,39 +468,20 @@ Status Communicator::run_batch(exec::Batch& batch, const std::string& name, exec
   return fail_operation(status);  // transfers may still be in flight, or peers out of step
 }
 
-const std::string& Communicator::name_operation(const char* collective, uint64_t sequence, const char* schedule) {
-  char digits[24];
-  const size_t digit_count = static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), sequence).ptr - digits);
-  operation_name_.assign(collective).append(" #").append(digits, digit_count).append(" (").append(schedule).append(")");
-  return operation_name_;
-}
-
-Status Communicator::chain_shape(const char* name, size_t count, rrDataType_t dtype, wire::RingShape* shape) const {
-  const size_t chunk_elems = std::max<size_t>(1, settings_.chunk_bytes / reduce::dtype_size(dtype));
-  if (count / chunk_elems >= kMaxColumns) {
-    return InvalidArgument(std::string(name) + ": " + std::to_string(count) + " elements need more than 2^24 chunks of " +
-                           std::to_string(settings_.chunk_bytes) + " bytes; raise RR_CHUNK_BYTES");
+Status Communicator::chain_shape(const exec::Call& call, wire::RingShape* shape) const {
+  const size_t chunk_elems = std::max<size_t>(1, settings_.chunk_bytes / reduce::dtype_size(call.dtype));
+  if (call.count / chunk_elems >= kMaxColumns) {
+    return InvalidArgument(std::string(exec::collective_name(call.collective)) + ": " + std::to_string(call.count) +
+                           " elements need more than 2^24 chunks of " + std::to_string(settings_.chunk_bytes) +
+                           " bytes; raise RR_CHUNK_BYTES");
   }
-  shape->chunk_elems = static_cast<uint32_t>(std::min(chunk_elems, count));  // the cut, as ring_shape()
+  shape->chunk_elems = static_cast<uint32_t>(std::min(chunk_elems, call.count));  // the cut, as ring_shape()
   shape->depth = static_cast<uint8_t>(settings_.pipeline_depth);
   return Status::Ok();
 }
 
-Status Communicator::run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
-                               rrDataType_t dtype, rrRedOp_t op, int root, const wire::RingShape& shape) {
-  exec::ChainCall call;
-  call.kind = kind;
-  call.name = name;
-  call.sequence = sequence_++;
-  call.send = send;
-  call.recv = recv;
-  call.count = count;
-  call.dtype = dtype;
-  call.op = op;
-  call.root = root;
-  call.deadline = deadline();
-  call.interrupt = this;
-  call.order = ring_order_.empty() ? nullptr : ring_order_.data();
+Status Communicator::run_chain(exec::Call& call, const wire::RingShape& shape) {
+  call.schedule = "chain";
   return fail_operation(chain_->run(call, shape.chunk_elems));
 }
 
@@ -531,24 +495,23 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
   }
   const size_t bytes = count * reduce::dtype_size(dtype);
   const bool by_tree = broadcast_by_tree(bytes);
+  exec::Call call = issue(exec::Collective::kBroadcast, send, recv, count, dtype, rrSum, root);
   wire::RingShape shape;  // the chain's; none for the tree
-  if (!by_tree) RR_RETURN_IF_ERROR(chain_shape("broadcast", count, dtype, &shape));
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kBroadcast, count, dtype, rrSum, root, shape));
-  if (!by_tree) {
-    return run_chain(exec::ChainKind::kBroadcast, "broadcast", send, recv, count, dtype, rrSum, root, shape);
-  }
+  if (!by_tree) RR_RETURN_IF_ERROR(chain_shape(call, &shape));
+  RR_RETURN_IF_ERROR(agree(call, shape));
+  if (!by_tree) return run_chain(call, shape);
   // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
+  call.schedule = "binomial tree";
   const algo::BinomialTree tree(size_, rank_, root);
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
-  const std::string name = "broadcast #" + std::to_string(sequence_ - 1);
+  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   if (tree.parent() < 0) {
     if (recv != send) std::memcpy(recv, send, bytes);
   } else {
     batch_->add_recv(tree.parent(), tag, recv, bytes);
-    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+    RR_RETURN_IF_ERROR(run_batch(*batch_, call));
   }
   for (int child : tree.children()) batch_->add_send(child, tag, recv, bytes);
-  return run_batch(*batch_, name);
+  return run_batch(*batch_, call);
 }
 
 Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
@@ -561,24 +524,25 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   }
   const size_t bytes = count * reduce::dtype_size(dtype);
   const bool by_tree = reduce_by_tree(bytes);
+  exec::Call call = issue(exec::Collective::kReduce, send, recv, count, dtype, op, root);
   wire::RingShape shape;  // the chain's; none for the tree
-  if (!by_tree) RR_RETURN_IF_ERROR(chain_shape("reduce", count, dtype, &shape));
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kReduce, count, dtype, op, root, shape));
-  if (!by_tree) return run_chain(exec::ChainKind::kReduce, "reduce", send, recv, count, dtype, op, root, shape);
+  if (!by_tree) RR_RETURN_IF_ERROR(chain_shape(call, &shape));
+  RR_RETURN_IF_ERROR(agree(call, shape));
+  if (!by_tree) return run_chain(call, shape);
+  call.schedule = "binomial tree";
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
   // Small: a binomial tree. Gather the children's partial results, add them
   // to this rank's input in a fixed order, pass the sum to the parent.
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
-  const std::string name = "reduce #" + std::to_string(sequence_ - 1);
+  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   void* acc = tree.parent() < 0 ? recv : pool_.slot(0);
   if (acc != send) std::memmove(acc, send, bytes);
   for (size_t c = 0; c < children.size(); ++c) batch_->add_recv(children[c], tag, pool_.slot(c + 1), bytes);
-  RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  RR_RETURN_IF_ERROR(run_batch(*batch_, call));
   for (size_t c = 0; c < children.size(); ++c) reduce::reduce(acc, acc, pool_.slot(c + 1), count, dtype, op);
   if (tree.parent() >= 0) {
     batch_->add_send(tree.parent(), tag, acc, bytes);
-    return run_batch(*batch_, name);
+    return run_batch(*batch_, call);
   }
   reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, at the root
   return Status::Ok();
@@ -592,11 +556,12 @@ Status Communicator::barrier() {
   uint8_t token = 0;
   RR_RETURN_IF_ERROR(check_usable());
   if (size_ == 1) return Status::Ok();
-  const wire::OpHeader header = call_header(wire::Collective::kBarrier, 0, rrUint8, rrSum);
+  exec::Call call = issue(exec::Collective::kBarrier, &token, &token, 1, rrUint8, rrMax);
+  const wire::OpHeader header = wire::header_of(call);
   if (board_exec_ && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling) {
-    return allreduce_one_shot(&token, &token, 1, rrUint8, rrMax, header);
+    return allreduce_one_shot(call, header);
   }
-  return allreduce_recursive_doubling(&token, &token, 1, rrUint8, rrMax, header);
+  return allreduce_recursive_doubling(call, header);
 }
 
 Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {

@@ -145,7 +145,7 @@ class Communicator final : public exec::Interrupt {
   // The schedule `collective` takes for `count` elements of `dtype` on this
   // communicator (comm/algorithm_choice.cpp): "ring", "recursive doubling",
   // "binomial tree", "chain", "direct" or, on one rank, "local copy".
-  const char* algorithm(wire::Collective collective, size_t count, rrDataType_t dtype) const;
+  const char* algorithm(exec::Collective collective, size_t count, rrDataType_t dtype) const;
   // Bytes this rank sent to and received from `peer`: the transport's and
   // the same-host slot rings' together (rrCommGetPeerBytes).
   uint64_t bytes_sent(int peer) const;
@@ -208,11 +208,12 @@ class Communicator final : public exec::Interrupt {
   // the same-host board when there is one, else through the transport.
   // `shape`: how the ring or chain will cut the call (ring_shape(),
   // chain_shape()), compared too; none for the other schedules.
-  Status agree(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op, int root,
-               const wire::RingShape& shape = {});
-  // The header of the call about to run (its sequence is the next one).
-  wire::OpHeader call_header(wire::Collective collective, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                             int root = -1, const wire::RingShape& shape = {}) const;
+  Status agree(const exec::Call& call, const wire::RingShape& shape = {});
+  // A call of `collective` issued now: the next sequence number, a deadline
+  // RR_TIMEOUT_MS from its first wait, this communicator as its interrupt,
+  // the ring order. `count` as the caller passed it (the wire header's).
+  exec::Call issue(exec::Collective collective, const void* send, void* recv, size_t count, rrDataType_t dtype,
+                   rrRedOp_t op = rrSum, int root = -1);
   // `peer` sent `theirs` for the call this rank made as `mine`: fails the
   // operation, naming both calls, and tells every rank (a mismatch notice).
   Status disagreement(const wire::OpHeader& mine, const wire::OpHeader& theirs, int peer);
@@ -226,22 +227,29 @@ class Communicator final : public exec::Interrupt {
   Status point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
   // all_to_all_v's count check (RR_CHECK_ARGUMENTS): every pair of ranks
   // swaps what each sends the other and expects from it.
-  Status agree_counts(const size_t* sendcounts, const size_t* recvcounts);
-  // Runs `batch_` as operation `name`, marking the communicator unusable when
-  // a failure may have left transfers in flight. With `until`, that deadline
-  // instead of one timeout from now; *first_received: the bytes the batch's
-  // first transfer (a receive) took.
-  Status run_batch(exec::Batch& batch, const std::string& name);
+  Status agree_counts(const exec::Call& call, const size_t* sendcounts, const size_t* recvcounts);
+  // Runs `batch_` as operation `name` until `until`, marking the
+  // communicator unusable when a failure may have left transfers in flight;
+  // *first_received: the bytes the batch's first transfer (a receive) took.
   Status run_batch(exec::Batch& batch, const std::string& name, exec::Clock::time_point until,
                    size_t* first_received = nullptr);
-  // "<collective> #<sequence> (<schedule>)", written into operation_name_
-  // for calls whose data path must neither allocate nor format (snprintf was
-  // a tenth of an 8-byte recursive doubling call).
-  const std::string& name_operation(const char* collective, uint64_t sequence, const char* schedule);
-  // How the chain cuts `count` elements of `dtype` (RR_CHUNK_BYTES, RR_PIPELINE_DEPTH).
-  Status chain_shape(const char* name, size_t count, rrDataType_t dtype, wire::RingShape* shape) const;
-  Status run_chain(exec::ChainKind kind, const char* name, const void* send, void* recv, size_t count,
-                   rrDataType_t dtype, rrRedOp_t op, int root, const wire::RingShape& shape);
+  // One timeout from now (the init-time exchanges, point-to-point).
+  Status run_batch(exec::Batch& batch, const std::string& name) { return run_batch(batch, name, deadline()); }
+  // The same, as a part of `call` (named by its label, until its deadline).
+  Status run_batch(exec::Batch& batch, exec::Call& call, size_t* first_received = nullptr) {
+    return run_batch(batch, label(call), call.until(), first_received);
+  }
+  // `call`'s label, written into operation_name_: a call's data path must
+  // neither allocate nor format (snprintf was a tenth of an 8-byte recursive
+  // doubling call).
+  const std::string& label(const exec::Call& call) {
+    call.write_label(&operation_name_);
+    return operation_name_;
+  }
+  // How the chain cuts `call` (RR_CHUNK_BYTES, RR_PIPELINE_DEPTH).
+  Status chain_shape(const exec::Call& call, wire::RingShape* shape) const;
+  // Broadcast or reduce (call.collective) along the chain, cut as `shape`.
+  Status run_chain(exec::Call& call, const wire::RingShape& shape);
   // Broadcasts and reduces up to this size take a binomial tree (log2 N hops,
   // latency-bound) instead of the chain (N - 1 hops, bandwidth-bound); one
   // chunk, so a partial result always fits a staging slot.
@@ -259,35 +267,32 @@ class Communicator final : public exec::Interrupt {
   // Every message starts with `header` (the call's, for the argument
   // check: comm/recursive_doubling.cpp); barrier() runs it too, as a one-byte max.
   // After agree(): algo/halving_doubling.hpp, in comm/halving_doubling.cpp.
-  Status allreduce_halving_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op);
-  Status allreduce_recursive_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
-                                      rrRedOp_t op, const wire::OpHeader& header);
+  Status allreduce_halving_doubling(exec::Call& call);
+  Status allreduce_recursive_doubling(exec::Call& call, const wire::OpHeader& header);
   // The one-shot schedule on the same-host board (comm/one_shot.cpp): its
   // publications carry `header` (the argument check); barrier() runs it too,
   // as a one-byte max.
-  Status allreduce_one_shot(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                            const wire::OpHeader& header);
+  Status allreduce_one_shot(exec::Call& call, const wire::OpHeader& header);
   // Publishes `header` on the board, without data, when there is one: a
   // peer waiting there then sees that this rank sends frames through UCX.
-  Status announce(const wire::OpHeader& header);
+  Status announce(const exec::Call& call, const wire::OpHeader& header);
   // agree() on the same-host board: publishes `mine` without data and
   // compares both ring neighbours' publications with it.
-  Status agree_on_board(const wire::OpHeader& mine);
+  Status agree_on_board(const exec::Call& call, const wire::OpHeader& mine);
   // `peer`'s publication `buffer` of `bytes` for the call this rank made
   // as `mine` (published as `mine_encoded`), which should hold `expected`
   // bytes of data: not ok (the operation failed) unless it does.
-  Status check_publication(const exec::BoardCall& call, const wire::OpHeader& mine, const uint8_t* mine_encoded,
+  Status check_publication(const exec::Call& call, const wire::OpHeader& mine, const uint8_t* mine_encoded,
                            int peer, const uint8_t* buffer, uint32_t bytes, uint32_t expected);
   // How the ring cuts `count` elements of `dtype`: chunks of RR_CHUNK_BYTES
   // cut so that every wave of `depth` columns is full
   // (algo::balanced_chunk_elems), or a slot of the same-host slot rings.
   // `staged`: a call of the staging pipeline (a reducer), which keeps the
   // transport's ring.
-  Status ring_shape(const char* name, size_t count, rrDataType_t dtype, bool staged, wire::RingShape* shape) const;
-  // Runs the ring over `count` elements of `dtype` with the given phases, cut as `shape`.
-  Status run_ring(const char* name, const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
-                  int shift, algo::RingPhases phases, const wire::RingShape& shape, exec::Reducer* reducer = nullptr,
-                  const void* reduce_source = nullptr);
+  Status ring_shape(const exec::Call& call, size_t count, bool staged, wire::RingShape* shape) const;
+  // Runs the ring over `count` elements (the whole ring buffer) of `call`
+  // with the given phases, cut as `shape`.
+  Status run_ring(exec::Call& call, size_t count, int shift, algo::RingPhases phases, const wire::RingShape& shape);
 
   // Sets ring_order_ from where the transport says the ranks run; logs it.
   void choose_ring_order();

@@ -15,11 +15,11 @@ namespace {
 
 // "all-to-all-v #7: rank 0 sends 3 elements to rank 2 (its sendcounts[2]),
 // but rank 2 expects 2 (its recvcounts[0])"; built only on a mismatch.
-Status count_mismatch(uint64_t sequence, int from, int to, uint64_t sends, uint64_t expects) {
+Status count_mismatch(const exec::Call& call, int from, int to, uint64_t sends, uint64_t expects) {
   const std::string f = std::to_string(from), t = std::to_string(to);
-  return InvalidUsage("all-to-all-v #" + std::to_string(sequence) + ": rank " + f + " sends " + std::to_string(sends) +
-                      " elements to rank " + t + " (its sendcounts[" + t + "]), but rank " + t + " expects " +
-                      std::to_string(expects) + " (its recvcounts[" + f + "])");
+  return call.error(Code::kInvalidUsage, "rank " + f + " sends " + std::to_string(sends) + " elements to rank " + t +
+                                             " (its sendcounts[" + t + "]), but rank " + t + " expects " +
+                                             std::to_string(expects) + " (its recvcounts[" + f + "])");
 }
 
 }  // namespace
@@ -29,8 +29,10 @@ Status Communicator::gather(const void* send, void* recv, size_t count, rrDataTy
   RR_RETURN_IF_ERROR(check_peer("rrGather", "root", root));
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (bytes == 0) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kGather, count, dtype, rrSum, root));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  exec::Call call = issue(exec::Collective::kGather, send, recv, count, dtype, rrSum, root);
+  RR_RETURN_IF_ERROR(agree(call));
+  call.schedule = "direct";
+  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   if (rank_ != root) {
     batch_->add_send(root, tag, send, bytes);
   } else {
@@ -43,7 +45,7 @@ Status Communicator::gather(const void* send, void* recv, size_t count, rrDataTy
       }
     }
   }
-  return run_batch(*batch_, "gather #" + std::to_string(sequence_ - 1));
+  return run_batch(*batch_, call);
 }
 
 Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataType_t dtype, int root) {
@@ -51,8 +53,10 @@ Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataT
   RR_RETURN_IF_ERROR(check_peer("rrScatter", "root", root));
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (bytes == 0) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kScatter, count, dtype, rrSum, root));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  exec::Call call = issue(exec::Collective::kScatter, send, recv, count, dtype, rrSum, root);
+  RR_RETURN_IF_ERROR(agree(call));
+  call.schedule = "direct";
+  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   if (rank_ != root) {
     batch_->add_recv(root, tag, recv, bytes);
   } else {
@@ -65,15 +69,17 @@ Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataT
       }
     }
   }
-  return run_batch(*batch_, "scatter #" + std::to_string(sequence_ - 1));
+  return run_batch(*batch_, call);
 }
 
 Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDataType_t dtype) {
   RR_RETURN_IF_ERROR(check_usable());
   const size_t bytes = count * reduce::dtype_size(dtype);
   if (bytes == 0) return Status::Ok();
-  RR_RETURN_IF_ERROR(agree(wire::Collective::kAllToAll, count, dtype, rrSum, -1));
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  exec::Call call = issue(exec::Collective::kAllToAll, send, recv, count, dtype);
+  RR_RETURN_IF_ERROR(agree(call));
+  call.schedule = "direct";
+  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   const uint8_t* in = static_cast<const uint8_t*>(send);
   uint8_t* out = static_cast<uint8_t*>(recv);
   std::memcpy(out + static_cast<size_t>(rank_) * bytes, in + static_cast<size_t>(rank_) * bytes, bytes);
@@ -84,15 +90,15 @@ Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDa
     batch_->add_recv(from, tag, out + static_cast<size_t>(from) * bytes, bytes);
     batch_->add_send(to, tag, in + static_cast<size_t>(to) * bytes, bytes);
   }
-  return run_batch(*batch_, "all-to-all #" + std::to_string(sequence_ - 1));
+  return run_batch(*batch_, call);
 }
 
-Status Communicator::agree_counts(const size_t* sendcounts, const size_t* recvcounts) {
+Status Communicator::agree_counts(const exec::Call& call, const size_t* sendcounts, const size_t* recvcounts) {
   // Each peer gets what this rank sends it and expects from it, and answers
   // in kind, so both ranks of a pair that disagree see it before any data
   // moves (the others then hear it from them). The same sequence as the
   // operation header, at the header step's next column.
-  const uint64_t tag = exec::collective_tag(sequence_, exec::kHeaderStep, 1);
+  const uint64_t tag = exec::collective_tag(call.sequence, exec::kHeaderStep, 1);
   const size_t pair_bytes = 2 * sizeof(uint64_t);  // native order: every host we run on is little-endian
   for (int p = 0; p < size_; ++p) {
     const size_t k = 2 * static_cast<size_t>(p);
@@ -107,7 +113,7 @@ Status Communicator::agree_counts(const size_t* sendcounts, const size_t* recvco
   batch_->clear();
   if (!exchanged.ok()) return fail_operation(exchanged);
   auto mismatch = [&](int from, int to, uint64_t sends, uint64_t expects) {
-    return fail_operation(count_mismatch(sequence_, from, to, sends, expects), wire::NoticeKind::kMismatch);
+    return fail_operation(count_mismatch(call, from, to, sends, expects), wire::NoticeKind::kMismatch);
   };
   for (int p = 0; p < size_; ++p) {
     const size_t k = 2 * static_cast<size_t>(p);
@@ -124,13 +130,15 @@ Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, co
   const size_t elem = reduce::dtype_size(dtype);
   // No local no-op, even when every count here is 0: a peer may still
   // expect something from this rank, and must hear that it gets nothing.
+  // Its header's count is 0: the counts are compared pairwise.
+  exec::Call call = issue(exec::Collective::kAllToAllv, send, recv, 0, dtype);
   if (size_ > 1) {
-    RR_RETURN_IF_ERROR(agree(wire::Collective::kAllToAllv, 0, dtype, rrSum, -1));
-    if (settings_.check_arguments) RR_RETURN_IF_ERROR(agree_counts(sendcounts, recvcounts));
+    RR_RETURN_IF_ERROR(agree(call));
+    if (settings_.check_arguments) RR_RETURN_IF_ERROR(agree_counts(call, sendcounts, recvcounts));
   }
   const size_t self = static_cast<size_t>(rank_);
   if (sendcounts[self] != recvcounts[self]) {
-    Status mismatch = count_mismatch(sequence_, rank_, rank_, sendcounts[self], recvcounts[self]);
+    Status mismatch = count_mismatch(call, rank_, rank_, sendcounts[self], recvcounts[self]);
     // The others are waiting for this rank's blocks: they hear why not.
     return size_ > 1 ? fail_operation(mismatch, wire::NoticeKind::kMismatch) : mismatch;
   }
@@ -138,7 +146,8 @@ Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, co
   uint8_t* out = static_cast<uint8_t*>(recv);
   if (sendcounts[self] > 0) std::memcpy(out + rdispls[self] * elem, in + sdispls[self] * elem, sendcounts[self] * elem);
   if (size_ == 1) return Status::Ok();
-  const uint64_t tag = exec::collective_tag(sequence_++, 0, 0);
+  call.schedule = "direct";
+  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   // Every pair exchanges a message, empty ones too: without the count check
   // (RR_CHECK_ARGUMENTS=0) the receiver still sees a count that disagrees,
   // as a short or truncated message, and tells the others. Nearest peers on
@@ -152,7 +161,7 @@ Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, co
     batch_->add_send(static_cast<int>(to), tag, sendcounts[to] ? in + sdispls[to] * elem : nullptr,
                      sendcounts[to] * elem, true);
   }
-  return run_batch(*batch_, "all-to-all-v #" + std::to_string(sequence_ - 1));
+  return run_batch(*batch_, call);
 }
 
 }  // namespace rr

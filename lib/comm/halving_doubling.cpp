@@ -18,13 +18,18 @@
 
 namespace rr {
 
-Status Communicator::allreduce_halving_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
-                                                rrRedOp_t op) {
+Status Communicator::allreduce_halving_doubling(exec::Call& call) {
+  const void* send = call.send;
+  void* recv = call.recv;
+  const size_t count = call.count;
+  const rrDataType_t dtype = call.dtype;
+  const rrRedOp_t op = call.op;
   const size_t elem = reduce::dtype_size(dtype);
   const algo::HalvingDoubling plan(size_, rank_);
-  const uint64_t sequence = sequence_++;
-  const std::string& name = name_operation("allreduce", sequence, "halving-doubling");
-  const exec::Clock::time_point until = deadline();
+  const uint64_t sequence = call.sequence;
+  call.schedule = "halving-doubling";
+  const std::string& name = label(call);
+  const exec::Clock::time_point until = call.until();
   uint8_t* data = static_cast<uint8_t*>(recv);
   uint8_t* scratch = static_cast<uint8_t*>(pool_.slot(0));
   const size_t piece_elems = std::max<size_t>(1, pool_.slot_bytes() / elem);

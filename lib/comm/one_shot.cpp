@@ -35,12 +35,13 @@ constexpr uint32_t kCheckOnly = Board::kNoData;
 constexpr uint32_t kFramesThroughUcx = Board::kNoData - 1;
 }  // namespace
 
-Status Communicator::announce(const wire::OpHeader& header) {
+Status Communicator::announce(const exec::Call& call, const wire::OpHeader& header) {
   if (!board_exec_) return Status::Ok();
-  exec::BoardCall call{wire::collective_name(header.collective), header.sequence, "argument check",
-                       std::chrono::milliseconds(settings_.timeout_ms), this};
+  exec::Call check = call;  // its own deadline, as agree()'s exchange has
+  check.schedule = "argument check";
+  check.deadline = {};
   uint8_t* buffer = nullptr;
-  Status claimed = board_exec_->claim(call, &buffer);
+  Status claimed = board_exec_->claim(check, &buffer);
   if (!claimed.ok()) return fail_operation(Status(claimed.code(), header.describe() + ": " + claimed.message()));
   wire::encode_header(header, buffer);
   board_exec_->publish(kFramesThroughUcx);
@@ -48,11 +49,12 @@ Status Communicator::announce(const wire::OpHeader& header) {
   return Status::Ok();
 }
 
-Status Communicator::agree_on_board(const wire::OpHeader& mine) {
-  exec::BoardCall call{wire::collective_name(mine.collective), mine.sequence, "argument check",
-                       std::chrono::milliseconds(settings_.timeout_ms), this};
+Status Communicator::agree_on_board(const exec::Call& call, const wire::OpHeader& mine) {
+  exec::Call check = call;  // its own deadline, as agree()'s exchange has
+  check.schedule = "argument check";
+  check.deadline = {};
   uint8_t* buffer = nullptr;
-  Status claimed = board_exec_->claim(call, &buffer);
+  Status claimed = board_exec_->claim(check, &buffer);
   if (!claimed.ok()) return fail_operation(Status(claimed.code(), mine.describe() + ": " + claimed.message()));
   wire::encode_header(mine, buffer);
   board_exec_->publish(kCheckOnly);
@@ -72,23 +74,23 @@ Status Communicator::agree_on_board(const wire::OpHeader& mine) {
     board_exec_->count_sent(peer, wire::kOpHeaderBytes);  // the neighbour reads it, as it would have received it
     const uint8_t* theirs = nullptr;
     uint32_t bytes = 0;
-    Status awaited = board_exec_->await(call, peer, &theirs, &bytes);
+    Status awaited = board_exec_->await(check, peer, &theirs, &bytes);
     if (!awaited.ok()) return fail_operation(Status(awaited.code(), mine.describe() + ": " + awaited.message()));
-    RR_RETURN_IF_ERROR(check_publication(call, mine, buffer, peer, theirs, bytes, kCheckOnly));
+    RR_RETURN_IF_ERROR(check_publication(check, mine, buffer, peer, theirs, bytes, kCheckOnly));
   }
   // Left and right were every peer on 2 or 3 ranks.
   board_exec_->finish(exec::BoardExecutor::Readers::kNeighbours, size_ <= 3);
   return Status::Ok();
 }
 
-Status Communicator::check_publication(const exec::BoardCall& call, const wire::OpHeader& mine,
+Status Communicator::check_publication(const exec::Call& call, const wire::OpHeader& mine,
                                        const uint8_t* mine_encoded, int peer, const uint8_t* buffer, uint32_t bytes,
                                        uint32_t expected) {
   // The same bytes as this rank's header: the same call (the usual case, no decoding).
   if (bytes == expected && (!settings_.check_arguments || std::memcmp(buffer, mine_encoded, wire::kOpHeaderBytes) == 0)) {
     return Status::Ok();
   }
-  const std::string name = call.name();
+  const std::string name = call.label();
   wire::OpHeader theirs;
   Status parsed = wire::decode_header(buffer, wire::kOpHeaderBytes, &theirs);
   if (!parsed.ok()) return fail_operation(RemoteError(name + ": rank " + std::to_string(peer) + " published " + parsed.message()));
@@ -106,12 +108,14 @@ Status Communicator::check_publication(const exec::BoardCall& call, const wire::
                                      " (do the ranks pass the same count?)"));
 }
 
-Status Communicator::allreduce_one_shot(const void* send, void* recv, size_t count, rrDataType_t dtype,
-                                        rrRedOp_t op, const wire::OpHeader& header) {
+Status Communicator::allreduce_one_shot(exec::Call& call, const wire::OpHeader& header) {
+  const void* send = call.send;
+  void* recv = call.recv;
+  const size_t count = call.count;
+  const rrDataType_t dtype = call.dtype;
+  const rrRedOp_t op = call.op;
   const size_t elem = reduce::dtype_size(dtype);
-  const uint64_t sequence = sequence_++;
-  exec::BoardCall call{wire::collective_name(header.collective), sequence, "one-shot",
-                       std::chrono::milliseconds(settings_.timeout_ms), this};
+  call.schedule = "one-shot";
   // A call larger than a publication (RR_ALGO=oneshot forces any size)
   // goes in publications of the board's capacity, one after another.
   const size_t piece_elems = std::max<size_t>(1, board_exec_->capacity() / elem);

@@ -14,18 +14,22 @@
 
 namespace rr {
 
-Status Communicator::allreduce_recursive_doubling(const void* send, void* recv, size_t count, rrDataType_t dtype,
-                                                  rrRedOp_t op, const wire::OpHeader& header) {
+Status Communicator::allreduce_recursive_doubling(exec::Call& call, const wire::OpHeader& header) {
+  const void* send = call.send;
+  void* recv = call.recv;
+  const size_t count = call.count;
+  const rrDataType_t dtype = call.dtype;
+  const rrRedOp_t op = call.op;
   // A peer waiting on the same-host board sees that this rank sends frames
   // through UCX (whatever RR_CHECK_ARGUMENTS says, as agree() publishes its
   // check: every rank makes the same publications).
-  RR_RETURN_IF_ERROR(announce(header));
+  RR_RETURN_IF_ERROR(announce(call, header));
   const size_t elem = reduce::dtype_size(dtype);
   const algo::RecursiveDoubling plan(size_, rank_);
-  const uint64_t sequence = sequence_++;
-  const std::string& name =
-      name_operation(wire::collective_name(header.collective), sequence, "recursive doubling");
-  const exec::Clock::time_point until = deadline();  // one clock read per call
+  const uint64_t sequence = call.sequence;
+  call.schedule = "recursive doubling";
+  const std::string& name = label(call);
+  const exec::Clock::time_point until = call.until();  // one clock read per call
   // Each message is a frame: this call's operation header, then the data.
   // Frames go out of slot 1 (its header written once) and come into slot 0,
   // which takes any frame up to a slot: a peer that called something else

@@ -27,24 +27,8 @@ T get(const uint8_t* in, size_t offset) {
 
 }  // namespace
 
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kReduceScatter: return "reduce-scatter";
-    case Collective::kAllGather: return "all-gather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kGather: return "gather";
-    case Collective::kScatter: return "scatter";
-    case Collective::kAllToAll: return "all-to-all";
-    case Collective::kBarrier: return "barrier";
-    case Collective::kAllToAllv: return "all-to-all-v";
-  }
-  return "unknown collective";
-}
-
 std::string OpHeader::describe() const {
-  std::string text = std::string(collective_name(collective)) + " #" + std::to_string(sequence);
+  std::string text = name();
   if (collective == Collective::kBarrier) return text;
   text += collective == Collective::kAllToAllv ? " (" : " (count=" + std::to_string(count) + ", ";
   text += "dtype=" + std::string(reduce::valid_dtype(dtype) ? reduce::dtype_name(static_cast<rrDataType_t>(dtype))
@@ -58,6 +42,18 @@ std::string OpHeader::describe() const {
   if (shape.chunk_elems > 0) text += ", chunks of " + std::to_string(shape.chunk_elems) + " elements";
   if (shape.depth > 0) text += ", depth " + std::to_string(shape.depth);
   return text + ")";
+}
+
+OpHeader header_of(const exec::Call& call, const RingShape& shape) {
+  OpHeader h;
+  h.collective = call.collective;
+  h.dtype = static_cast<uint8_t>(call.dtype);
+  h.op = static_cast<uint8_t>(call.op);
+  h.sequence = call.sequence;
+  h.count = call.count;
+  h.root = call.root;
+  h.shape = shape;
+  return h;
 }
 
 void encode_header(const OpHeader& h, uint8_t out[kOpHeaderBytes]) {

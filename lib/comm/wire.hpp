@@ -27,24 +27,14 @@
 #include <string>
 
 #include "common/status.hpp"
+#include "exec/call.hpp"
 #include "ringreduce/ringreduce.h"
 
 namespace rr::wire {
 
-enum class Collective : uint8_t {
-  kAllReduce = 1,
-  kReduceScatter,
-  kAllGather,
-  kBroadcast,
-  kReduce,
-  kGather,
-  kScatter,
-  kAllToAll,
-  kBarrier,
-  kAllToAllv,  // count 0: the counts differ by rank and are compared pairwise (Communicator::all_to_all_v)
-  kLast = kAllToAllv,
-};
-const char* collective_name(Collective c);
+// The collective a header names: exec/call.hpp numbers them.
+using exec::Collective;
+using exec::collective_name;
 
 // How a pipelined schedule (the ring, the chain) cuts a call: every rank
 // must cut it alike, or its messages do not match the peers' (a length
@@ -72,10 +62,15 @@ struct OpHeader {
            count == o.count && root == o.root && shape == o.shape;
   }
   bool operator!=(const OpHeader& o) const { return !(*this == o); }
+  // "allreduce #7"
+  std::string name() const { return exec::call_name(collective, sequence); }
   // "allreduce #7 (count=1000, dtype=float32, op=sum, chunks of 250
   // elements, depth 4)"
   std::string describe() const;
 };
+// The header that says `call` to the peers, cut as `shape` says (zero
+// where the schedule is not pipelined).
+OpHeader header_of(const exec::Call& call, const RingShape& shape = RingShape());
 
 constexpr size_t kOpHeaderBytes = 32;
 void encode_header(const OpHeader& h, uint8_t out[kOpHeaderBytes]);

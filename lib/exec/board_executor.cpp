@@ -9,15 +9,6 @@ namespace rr::exec {
 
 using transport::shm::Board;
 
-std::string BoardCall::name() const {
-  return std::string(collective) + " #" + std::to_string(sequence) + " (" + schedule + ")";
-}
-
-std::chrono::steady_clock::time_point BoardCall::until() {
-  if (deadline == std::chrono::steady_clock::time_point{}) deadline = std::chrono::steady_clock::now() + timeout;
-  return deadline;
-}
-
 BoardExecutor::BoardExecutor(transport::Transport* transport, Board* board, int rank)
     : transport_(transport),
       board_(board),
@@ -36,7 +27,7 @@ uint64_t BoardExecutor::bytes_read(int peer) const {
 
 void BoardExecutor::sleep(int timeout_ms) { board_->sleep_until_published(sleep_peer_, sleep_for_, timeout_ms); }
 
-Status BoardExecutor::wait_for(BoardCall& call, int peer, uint64_t n, bool claiming) {
+Status BoardExecutor::wait_for(Call& call, int peer, uint64_t n, bool claiming) {
   // A peer on a core of its own publishes within a microsecond or two of
   // this rank in a program in step: poll its flag (a load from a line in
   // this core's cache until the peer writes it) that long before waiting
@@ -56,7 +47,7 @@ Status BoardExecutor::wait_for(BoardCall& call, int peer, uint64_t n, bool claim
   while (!there()) {
     if (wait.dump_requested()) {
       RR_LOG(LogLevel::kWarn, "dump: %s: rank %d waited for rank %d's %s on the same-host shared-memory board in progress",
-             call.name().c_str(), rank_, peer, claiming ? "previous publication" : "part of the call");
+             call.label().c_str(), rank_, peer, claiming ? "previous publication" : "part of the call");
     }
     // Notices from peers and posts handed over by other threads travel on the transport.
     const bool moved = wait.checks_due() && transport_->progress();
@@ -70,7 +61,7 @@ Status BoardExecutor::wait_for(BoardCall& call, int peer, uint64_t n, bool claim
     // notice, kept, fails the next call.
     if (there()) return Status::Ok();
     const std::string text =
-        call.name() + (cause.code() == Code::kTimeout ? " timed out" : " failed") + ": rank " + std::to_string(rank_) +
+        call.label() + (cause.code() == Code::kTimeout ? " timed out" : " failed") + ": rank " + std::to_string(rank_) +
         (claiming ? " waited for rank " + std::to_string(peer) + " to finish the call before"
                   : " waited for rank " + std::to_string(peer) + "'s part of the call") +
         " (same-host shared-memory board: rank " + std::to_string(peer) + " has published " +
@@ -82,7 +73,7 @@ Status BoardExecutor::wait_for(BoardCall& call, int peer, uint64_t n, bool claim
   return Status::Ok();
 }
 
-Status BoardExecutor::claim(BoardCall& call, uint8_t** buffer) {
+Status BoardExecutor::claim(Call& call, uint8_t** buffer) {
   // Buffer next_ % 2 last held publication next_ - 2: every peer that read
   // it must be done with it, as its publication next_ - 1 says.
   const Readers readers = readers_[next_ & 1];
@@ -106,7 +97,7 @@ Status BoardExecutor::claim(BoardCall& call, uint8_t** buffer) {
 
 void BoardExecutor::publish(uint32_t bytes) { board_->publish(rank_, next_, bytes); }
 
-Status BoardExecutor::await(BoardCall& call, int peer, const uint8_t** buffer, uint32_t* bytes) {
+Status BoardExecutor::await(Call& call, int peer, const uint8_t** buffer, uint32_t* bytes) {
   if (!board_->published(peer, next_, bytes)) {
     RR_RETURN_IF_ERROR(wait_for(call, peer, next_, false));
     board_->published(peer, next_, bytes);

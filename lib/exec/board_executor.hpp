@@ -24,26 +24,12 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "exec/call.hpp"
 #include "exec/wait_policy.hpp"
 #include "transport/shm/board.hpp"
 #include "transport/transport.hpp"
 
 namespace rr::exec {
-
-// The call a publication belongs to, for waits and their errors.
-struct BoardCall {
-  const char* collective = "";  // "allreduce"
-  uint64_t sequence = 0;
-  const char* schedule = "";  // "one-shot"
-  std::chrono::milliseconds timeout{0};
-  Interrupt* interrupt = nullptr;
-  // Set at the call's first wait (of any of its pieces): timeout from then.
-  std::chrono::steady_clock::time_point deadline{};
-
-  // "allreduce #7 (one-shot)"
-  std::string name() const;
-  std::chrono::steady_clock::time_point until();
-};
 
 class BoardExecutor final : private Sleeper {
  public:
@@ -54,13 +40,13 @@ class BoardExecutor final : private Sleeper {
 
   // Waits until this rank may write its next publication; *buffer is where
   // (Board::kHeaderRoom bytes of header, then the data).
-  Status claim(BoardCall& call, uint8_t** buffer);
+  Status claim(Call& call, uint8_t** buffer);
   // Publishes what claim()'s buffer holds: `bytes` of data, or a header-only
   // announcement (Board::carries_data false).
   void publish(uint32_t bytes);
   // Waits for `peer`'s publication of the same number; *buffer and *bytes
   // as it published them.
-  Status await(BoardCall& call, int peer, const uint8_t** buffer, uint32_t* bytes);
+  Status await(Call& call, int peer, const uint8_t** buffer, uint32_t* bytes);
   // Who reads a publication of this rank: every peer (a one-shot call),
   // its two ring neighbours by rank number (an argument check), or nobody
   // (an announcement, read only by a peer that called something else).
@@ -87,7 +73,7 @@ class BoardExecutor final : private Sleeper {
   static constexpr int kOwnCorePolls = 4096;
   static constexpr int kSharedCorePolls = 16;
   // Waits for `peer`'s publication `n` (`claiming`: before this rank's next).
-  Status wait_for(BoardCall& call, int peer, uint64_t n, bool claiming);
+  Status wait_for(Call& call, int peer, uint64_t n, bool claiming);
   void sleep(int timeout_ms) override;
 
   transport::Transport* transport_;

@@ -34,18 +34,20 @@ Status ChainExecutor::start(Column& column, size_t slot, size_t chunk) {
     // The head of the chain sends its own data and receives nothing.
     column.received = true;
     const void* src = static_cast<const uint8_t*>(call_->send) + range.offset * elem_bytes_;
-    if (call_->kind == ChainKind::kBroadcast && call_->recv != call_->send) {
+    if (!reduces_ && call_->recv != call_->send) {
       std::memcpy(static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_, src, bytes);
     }
     Status s = transport_->post_send(right, tag, src, bytes, &column.send);
-    if (!s.ok()) column.send.done = true;
-    return s;
+    if (s.ok()) return s;
+    column.send.done = true;
+    return refused(s);
   }
-  void* dst = call_->kind == ChainKind::kBroadcast ? static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_
+  void* dst = !reduces_ ? static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_
                                                     : pool_->slot(2 * slot);
   Status s = transport_->post_recv(left, tag, dst, bytes, &column.recv);
-  if (!s.ok()) column.recv.done = true;
-  return s;
+  if (s.ok()) return s;
+  column.recv.done = true;
+  return refused(s);
 }
 
 Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
@@ -55,19 +57,20 @@ Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
   const int left = left_;
   if (!column.received && column.recv.done) {
     if (column.recv.failed) {
-      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
-                         std::to_string(rank_) + " failed to receive chunk " + std::to_string(column.chunk) +
-                         " from rank " + std::to_string(left) + ": " + transport_->describe_error(column.recv));
+      return call_->error(Code::kRemoteError, "rank " + std::to_string(rank_) + " failed to receive chunk " +
+                                                  std::to_string(column.chunk) + " from rank " + std::to_string(left) +
+                                                  ": " + transport_->describe_error(column.recv));
     }
     if (column.recv.bytes != bytes) {
-      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
-                         std::to_string(left) + " sent " + std::to_string(column.recv.bytes) + " bytes for chunk " +
-                         std::to_string(column.chunk) + ", rank " + std::to_string(rank_) + " expected " +
-                         std::to_string(bytes) + " (do the ranks pass the same count, datatype and root?)");
+      return call_->error(Code::kRemoteError,
+                          "rank " + std::to_string(left) + " sent " + std::to_string(column.recv.bytes) +
+                              " bytes for chunk " + std::to_string(column.chunk) + ", rank " + std::to_string(rank_) +
+                              " expected " + std::to_string(bytes) +
+                              " (do the ranks pass the same count, datatype and root?)");
     }
     column.received = true;
     const void* forward = static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_;
-    if (call_->kind == ChainKind::kReduce) {
+    if (reduces_) {
       void* staged = pool_->slot(2 * slot);
       const void* mine = static_cast<const uint8_t*>(call_->send) + range.offset * elem_bytes_;
       if (position_ == nranks_ - 1) {
@@ -84,16 +87,15 @@ Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
                                        forward, bytes, &column.send);
       if (!s.ok()) {
         column.send.done = true;
-        return s;
+        return refused(s);
       }
     }
   }
   if (column.received && column.send.done) {
     if (column.send.failed) {
-      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
-                         std::to_string(rank_) + " failed to send chunk " + std::to_string(column.chunk) +
-                         " to rank " + std::to_string(right_) + ": " +
-                         transport_->describe_error(column.send));
+      return call_->error(Code::kRemoteError, "rank " + std::to_string(rank_) + " failed to send chunk " +
+                                                  std::to_string(column.chunk) + " to rank " + std::to_string(right_) +
+                                                  ": " + transport_->describe_error(column.send));
     }
     column.active = false;
     *finished = true;
@@ -106,7 +108,7 @@ Status ChainExecutor::stall(Code code, const std::string& detail) const {
   for (const Column& c : columns_) {
     if (c.active && (!oldest || c.chunk < oldest->chunk)) oldest = &c;
   }
-  std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
+  std::string text = call_->name() +
                      (code == Code::kTimeout ? " timed out" : code == Code::kOk ? " in progress" : " failed") +
                      ": rank " + std::to_string(rank_);
   if (oldest && !oldest->received) {
@@ -139,8 +141,13 @@ void ChainExecutor::drain() {
   for (Column& c : columns_) c.active = false;
 }
 
-Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
+Status ChainExecutor::refused(const Status& posted) const {
+  return call_->error(posted.code(), "rank " + std::to_string(rank_) + ": " + posted.message());
+}
+
+Status ChainExecutor::run(Call& call, size_t chunk_elems) {
   call_ = &call;
+  reduces_ = call.collective == Collective::kReduce;
   elem_bytes_ = reduce::dtype_size(call.dtype);
   chunks_ = (call.count + chunk_elems - 1) / chunk_elems;
   chunks_done_ = 0;
@@ -157,7 +164,7 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
   left_ = at(me - 1);
   right_ = at(me + 1);
   // Broadcast starts at the root; reduce at the rank after it, and ends there.
-  const int head = call.kind == ChainKind::kBroadcast ? ring_position(call.root) : mod(ring_position(call.root) + 1);
+  const int head = !reduces_ ? ring_position(call.root) : mod(ring_position(call.root) + 1);
   position_ = mod(me - head);
 
   size_t next = 0;
@@ -165,7 +172,7 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
   for (size_t slot = 0; slot < columns_.size() && next < chunks_ && status.ok(); ++slot) {
     status = start(columns_[slot], slot, next++);
   }
-  WaitPolicy wait(transport_, call.deadline, call.interrupt);
+  WaitPolicy wait(transport_, call.until(), call.interrupt);
   while (status.ok() && chunks_done_ < chunks_) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -208,10 +215,6 @@ Status ChainExecutor::run(const ChainCall& call, size_t chunk_elems) {
     } else if (!cause.ok()) {
       status = stall(cause.code(), cause.message());
     }
-  }
-  if (!status.ok() && status.message().find(call.name) != 0) {
-    status = Status(status.code(), std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
-                                       std::to_string(rank_) + ": " + status.message());
   }
   if (!status.ok()) drain();
   call_ = nullptr;

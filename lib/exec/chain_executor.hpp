@@ -13,37 +13,20 @@
 #include <vector>
 
 #include "common/status.hpp"
-#include "exec/ring_executor.hpp"
+#include "exec/call.hpp"
 #include "memory/staging_pool.hpp"
 #include "transport/transport.hpp"
 
 namespace rr::exec {
-
-enum class ChainKind { kBroadcast, kReduce };
-
-struct ChainCall {
-  ChainKind kind = ChainKind::kBroadcast;
-  const char* name = "broadcast";
-  uint64_t sequence = 0;
-  const void* send = nullptr;  // broadcast: the root's data; reduce: every rank's input
-  void* recv = nullptr;        // broadcast: every rank's output; reduce: the root's result
-  size_t count = 0;
-  rrDataType_t dtype = rrFloat32;
-  rrRedOp_t op = rrSum;
-  int root = 0;
-  Clock::time_point deadline;
-  Interrupt* interrupt = nullptr;  // checked whenever the chain stalls
-  // The ring order (nranks entries, algo/ring_order.hpp), or null: rank
-  // order. The chain runs along it, from the head's position on.
-  const int* order = nullptr;
-};
 
 class ChainExecutor {
  public:
   // `pool` must hold at least 2 x depth slots of chunk_bytes.
   ChainExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth, int nranks, int rank);
 
-  Status run(const ChainCall& call, size_t chunk_elems);
+  // Runs call (its collective kBroadcast or kReduce; call.order the ring
+  // order the chain runs along) in chunks of chunk_elems.
+  Status run(Call& call, size_t chunk_elems);
 
  private:
   struct Column {
@@ -57,6 +40,8 @@ class ChainExecutor {
   Status start(Column& column, size_t slot, size_t chunk);
   Status advance(Column& column, size_t slot, bool* finished);
   Status stall(Code code, const std::string& detail) const;
+  // A post the transport refused, said as this call's error.
+  Status refused(const Status& posted) const;
   void drain();
 
   transport::Transport* transport_;
@@ -65,7 +50,8 @@ class ChainExecutor {
   int rank_;
   std::vector<Column> columns_;
 
-  const ChainCall* call_ = nullptr;
+  const Call* call_ = nullptr;
+  bool reduces_ = false;  // reduce, not broadcast
   int position_ = 0;  // in the chain: 0 is its head
   int left_ = 0;      // the ranks before and after this one in the ring order
   int right_ = 0;

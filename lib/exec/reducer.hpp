@@ -1,8 +1,8 @@
 #pragma once
-// Who reduces a ring's received chunks. Without one (RingCall::reducer
+// Who reduces a ring's received chunks. Without one (Call::reducer
 // null) the ring reduces on the host (reduce::reduce, reduce::reduce_last)
 // with this rank's values read from the send buffer. With one, the reducer
-// does, with this rank's values read from RingCall::reduce_source: the
+// does, with this rank's values read from Call::reduce_source: the
 // staging path passes the device copy of a segment and a reducer that posts
 // to the segment's reduction server, so a received chunk is reduced by a
 // kernel that reads it from pinned host memory in the same pass

@@ -11,13 +11,13 @@
 
 namespace rr::exec {
 
-Status wrong_chunk_length(const algo::RingSchedule& s, const RingCall& call, int step, size_t column, size_t got,
+Status wrong_chunk_length(const algo::RingSchedule& s, const Call& call, int step, size_t column, size_t got,
                           size_t expected) {
-  return RemoteError(std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
-                     std::to_string(s.left()) + " sent " + std::to_string(got) + " bytes for chunk " +
-                     std::to_string(column) + " of " + s.phase_name(step) + " step " +
-                     std::to_string(s.phase_step(step)) + ", rank " + std::to_string(s.rank()) + " expected " +
-                     std::to_string(expected) + " (do the ranks pass the same count and datatype?)");
+  return call.error(Code::kRemoteError,
+                    "rank " + std::to_string(s.left()) + " sent " + std::to_string(got) + " bytes for chunk " +
+                        std::to_string(column) + " of " + s.phase_name(step) + " step " +
+                        std::to_string(s.phase_step(step)) + ", rank " + std::to_string(s.rank()) + " expected " +
+                        std::to_string(expected) + " (do the ranks pass the same count and datatype?)");
 }
 
 RingExecutor::RingExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth,
@@ -49,8 +49,9 @@ Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
                                      : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
   Status posted = transport_->post_recv(s.left(), collective_tag(call_->sequence, step, column.index), dst,
                                         chunk.count * elem_bytes_, &done);
-  if (!posted.ok()) done.done = true;  // nothing in flight to wait for
-  return posted;
+  if (posted.ok()) return posted;
+  done.done = true;  // nothing in flight to wait for
+  return refused(posted);
 }
 
 Status RingExecutor::post_recvs(Column& column, size_t slot) {
@@ -91,8 +92,9 @@ Status RingExecutor::post_send(Column& column, size_t slot, int step) {
   }
   Status posted = transport_->post_send(s.right(), collective_tag(call_->sequence, step, column.index), src,
                                         chunk.count * elem_bytes_, &done);
-  if (!posted.ok()) done.done = true;
-  return posted;
+  if (posted.ok()) return posted;
+  done.done = true;
+  return refused(posted);
 }
 
 Status RingExecutor::start_column(Column& column, size_t slot, size_t index) {
@@ -137,11 +139,10 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
     if (!done.done) break;
     const algo::Range chunk = s.chunk(s.recv_segment(step), column.index);
     if (done.failed) {
-      return RemoteError(std::string(call_->name) + " #" + std::to_string(call_->sequence) + ": rank " +
-                         std::to_string(s.rank()) + " failed to receive chunk " +
-                         std::to_string(column.index) + " of " + s.phase_name(step) + " step " +
-                         std::to_string(s.phase_step(step)) + " from rank " + std::to_string(s.left()) +
-                         ": " + transport_->describe_error(done));
+      return call_->error(Code::kRemoteError, "rank " + std::to_string(s.rank()) + " failed to receive chunk " +
+                                                  std::to_string(column.index) + " of " + s.phase_name(step) +
+                                                  " step " + std::to_string(s.phase_step(step)) + " from rank " +
+                                                  std::to_string(s.left()) + ": " + transport_->describe_error(done));
     }
     if (chunk.count != 0 && done.bytes != chunk.count * elem_bytes_) {
       return wrong_chunk_length(s, *call_, step, column.index, done.bytes, chunk.count * elem_bytes_);
@@ -166,9 +167,8 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
         Status reduced = call_->reducer->reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op, last,
                                                 s.nranks());
         if (!reduced.ok()) {
-          return Status(reduced.code(), std::string(call_->name) + " #" + std::to_string(call_->sequence) +
-                                            ": rank " + std::to_string(s.rank()) + ": reducing chunk " +
-                                            std::to_string(column.index) + ": " + reduced.message());
+          return call_->error(reduced.code(), "rank " + std::to_string(s.rank()) + ": reducing chunk " +
+                                                  std::to_string(column.index) + ": " + reduced.message());
         }
       } else if (last) {
         reduce::reduce_last(dst, mine, arrived, chunk.count, call_->dtype, call_->op, s.nranks());
@@ -194,7 +194,7 @@ Status RingExecutor::describe_stall(Code code, int failed_peer) const {
   for (const Column& column : columns_) {
     if (column.active && (!oldest || column.index < oldest->index)) oldest = &column;
   }
-  std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
+  std::string text = call_->name() +
                      (code == Code::kTimeout ? " timed out" : code == Code::kOk ? " in progress" : " failed") +
                      ": rank " + std::to_string(s.rank());
   const std::string progress = " (" + std::to_string(columns_done_) + " of " + std::to_string(s.columns()) +
@@ -243,7 +243,11 @@ void RingExecutor::drain() {
   for (Column& column : columns_) column.active = false;
 }
 
-Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& call) {
+Status RingExecutor::refused(const Status& posted) const {
+  return call_->error(posted.code(), "rank " + std::to_string(schedule_->rank()) + ": " + posted.message());
+}
+
+Status RingExecutor::run(const algo::RingSchedule& schedule, Call& call) {
   schedule_ = &schedule;
   call_ = &call;
   elem_bytes_ = reduce::dtype_size(call.dtype);
@@ -256,7 +260,7 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     status = start_column(columns_[slot], slot, next++);
   }
 
-  WaitPolicy wait(transport_, call.deadline, call.interrupt);
+  WaitPolicy wait(transport_, call.until(), call.interrupt);
   while (status.ok() && columns_done_ < total) {
     const bool transport_moved = transport_->progress();
     bool moved = false;
@@ -303,11 +307,6 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, const RingCall& cal
     } else if (!cause.ok()) {
       status = Status(cause.code(), describe_stall(Code::kRemoteError, failed_peer).message() + ": " + cause.message());
     }
-  }
-  if (!status.ok() && status.message().find(call.name) != 0) {
-    // A transport error (a refused post): say which operation met it.
-    status = Status(status.code(), std::string(call.name) + " #" + std::to_string(call.sequence) + ": rank " +
-                                       std::to_string(schedule.rank()) + ": " + status.message());
   }
   if (!status.ok()) drain();
   schedule_ = nullptr;

@@ -13,39 +13,16 @@
 #include "memory/staging_pool.hpp"
 #include "ringreduce/ringreduce.h"
 #include "transport/transport.hpp"
+#include "exec/call.hpp"
 #include "exec/reducer.hpp"
 #include "exec/wait_policy.hpp"
 
 namespace rr::exec {
 
-using Clock = std::chrono::steady_clock;
-
-// Buffers, by the schedule's phases:
-//   both (allreduce):   send and recv hold all `count` elements;
-//   reduce-scatter:     send holds all, recv only this rank's segment; the
-//                       partial sums travel through staging slots;
-//   all-gather:         send holds only this rank's segment, recv all.
-struct RingCall {
-  const char* name = "allreduce";  // for error messages
-  uint64_t sequence = 0;           // the communicator's operation number
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t count = 0;                // elements of the whole ring buffer
-  rrDataType_t dtype = rrFloat32;
-  rrRedOp_t op = rrSum;
-  Clock::time_point deadline;
-  Interrupt* interrupt = nullptr;  // checked whenever the ring stalls
-  // Reductions (exec/reducer.hpp): null, on the host with this rank's values
-  // read from send; else by `reducer`, with them read from reduce_source
-  // (laid out as send).
-  Reducer* reducer = nullptr;
-  const void* reduce_source = nullptr;
-};
-
 // The error for a chunk of the wrong length: the left neighbour of
 // `schedule`'s rank sent `got` bytes for `column` of `step` where this
 // rank expected `expected` (ranks that passed different counts or types).
-Status wrong_chunk_length(const algo::RingSchedule& schedule, const RingCall& call, int step, size_t column,
+Status wrong_chunk_length(const algo::RingSchedule& schedule, const Call& call, int step, size_t column,
                           size_t got, size_t expected);
 
 class RingExecutor {
@@ -54,10 +31,11 @@ class RingExecutor {
   // state for `depth` columns and `max_steps` steps, made here, once.
   RingExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth, int nranks);
 
-  // Runs the fused reduce-scatter + all-gather of `schedule` on `call`.
+  // Runs `schedule` (any phases) on `call`: its buffers as call.hpp lays
+  // them out by phase, reduced as call.reducer says.
   // On failure, every receive it posted is canceled before it returns;
   // `stranded()` says whether a send could not be retired.
-  Status run(const algo::RingSchedule& schedule, const RingCall& call);
+  Status run(const algo::RingSchedule& schedule, Call& call);
 
   bool stranded() const { return stranded_; }
 
@@ -81,6 +59,8 @@ class RingExecutor {
   // The error for a stalled ring: the oldest chunk in flight, its step and the
   // peer it waits on (`failed_peer`, when one is known to have failed).
   Status describe_stall(Code code, int failed_peer) const;
+  // A post the transport refused, said as this call's error.
+  Status refused(const Status& posted) const;
   void drain();
 
   transport::Transport* transport_;
@@ -91,7 +71,7 @@ class RingExecutor {
 
   // The call being run.
   const algo::RingSchedule* schedule_ = nullptr;
-  const RingCall* call_ = nullptr;
+  const Call* call_ = nullptr;
   size_t elem_bytes_ = 0;
   size_t columns_done_ = 0;
 };

@@ -27,7 +27,7 @@ Status ShmRingExecutor::still(WaitPolicy& wait, int peer, bool receiving, int st
   int failed_peer = -1;
   Status cause = wait.after_still_round(receiving ? peer : -1, receiving ? -1 : peer, moved, &failed_peer);
   if (cause.ok()) return cause;
-  std::string text = std::string(call_->name) + " #" + std::to_string(call_->sequence) +
+  std::string text = call_->name() +
                      (cause.code() == Code::kTimeout ? " timed out" : " failed") + ": rank " +
                      std::to_string(s.rank()) +
                      (receiving ? " waited for chunk " + std::to_string(column) + " of " + s.phase_name(step) + " step " +
@@ -63,7 +63,7 @@ Status ShmRingExecutor::free_slot(WaitPolicy& wait, int step, size_t column, voi
   return Status::Ok();
 }
 
-Status ShmRingExecutor::run(const algo::RingSchedule& s, const RingCall& call) {
+Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
   schedule_ = &s;
   call_ = &call;
   const size_t elem = reduce::dtype_size(call.dtype);
@@ -72,7 +72,7 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, const RingCall& call) {
   const bool scatter = s.phases() == algo::RingPhases::kReduceScatter;
   // Where this rank's output starts: reduce-scatter's recv holds only the owned segment.
   const size_t recv_base = scatter ? s.segment(s.owned_segment()).offset : 0;
-  WaitPolicy wait(transport_, call.deadline, call.interrupt, this);
+  WaitPolicy wait(transport_, call.until(), call.interrupt, this);
   Status status;
 
   for (size_t column = 0; column < s.columns() && status.ok(); ++column) {

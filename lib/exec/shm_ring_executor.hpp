@@ -43,7 +43,7 @@ class ShmRingExecutor final : private Sleeper {
   // Runs `schedule` (any phases) on `call`, whose reductions happen on the
   // host (call.reducer is null). A failure leaves the rings out of step:
   // the communicator must not run on them again.
-  Status run(const algo::RingSchedule& schedule, const RingCall& call);
+  Status run(const algo::RingSchedule& schedule, Call& call);
 
   // Bytes pushed to the right neighbour and taken from the left, ever.
   uint64_t bytes_sent() const { return bytes_sent_; }
@@ -67,7 +67,7 @@ class ShmRingExecutor final : private Sleeper {
 
   // The call being run (for error messages).
   const algo::RingSchedule* schedule_ = nullptr;
-  const RingCall* call_ = nullptr;
+  const Call* call_ = nullptr;
 };
 
 }  // namespace rr::exec
