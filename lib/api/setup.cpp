@@ -42,7 +42,7 @@ Status connect_all(bootstrap::Rendezvous& rv, const Settings& settings, bootstra
   }
   RR_RETURN_IF_ERROR(ucx.connect(std::move(addresses), neighbours));
   for (int peer : neighbours) {
-    RR_LOG(LogLevel::kInfo, "rank %d -> rank %d over %s", rv.rank, peer, ucx.describe_path(peer).c_str());
+    RR_LOG(LogLevel::kInfo, "rank %d -> rank %d over %s", rv.rank, peer, ucx.path(peer).text.c_str());
   }
 
   *comm = std::make_unique<Communicator>(rv.rank, rv.size, settings, std::move(*transport), rv.server);

@@ -131,7 +131,7 @@ void Communicator::choose_ring_order() {
     }
     RR_LOG(LogLevel::kInfo, "rank 0: ring order by %s (RR_RING_ORDER, %s): %d hosts, %d host crossings: %s "
            "(NUMA nodes along it: %s)",
-           settings_.ring_order_by_topology ? "topology" : "rank", settings_.ring_order_source.c_str(), host_count,
+           settings_.ring_order_by_topology ? "topology" : "rank", settings_.ring_order_source.text().c_str(), host_count,
            algo::host_crossings(order, hosts), text.c_str(), nodes.empty() ? "unknown" : nodes.c_str());
   }
 }

@@ -85,11 +85,11 @@ Status Communicator::init() {
     RR_LOG(LogLevel::kInfo,
            "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s) check_arguments=%d (%s), "
            "staging %zu bytes, gpu_segment_bytes=%zu (%s) gpu_reduce=%s (%s)",
-           size_, settings_.chunk_bytes, settings_.chunk_bytes_source.c_str(), settings_.pipeline_depth,
-           settings_.pipeline_depth_source.c_str(), settings_.timeout_ms, settings_.timeout_ms_source.c_str(),
-           settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.c_str(), pool_.bytes(),
-           settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.c_str(),
-           settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.c_str());
+           size_, settings_.chunk_bytes, settings_.chunk_bytes_source.text().c_str(), settings_.pipeline_depth,
+           settings_.pipeline_depth_source.text().c_str(), settings_.timeout_ms, settings_.timeout_ms_source.text().c_str(),
+           settings_.check_arguments ? 1 : 0, settings_.check_arguments_source.text().c_str(), pool_.bytes(),
+           settings_.gpu_segment_bytes, settings_.gpu_segment_bytes_source.text().c_str(),
+           settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.text().c_str());
   }
   RR_RETURN_IF_ERROR(setup_same_host_path());
   // How ranks wait (exec/wait_policy.hpp): yield the core while this host

@@ -77,7 +77,7 @@ Status Communicator::size_pipeline() {
   // for the parent's links.
   if (settings_.pipeline_depth_auto) {
     settings_.pipeline_depth = Settings::kDefaultPipelineDepth;
-    if (settings_.pipeline_depth_source.rfind("auto:", 0) == 0) settings_.pipeline_depth_source = "default";
+    if (settings_.pipeline_depth_source.kind == Source::Kind::kMeasured) settings_.pipeline_depth_source = Source();
   }
   const std::vector<int> hosts = transport_->host_of_ranks();
   const bool across_hosts = hosts.size() == static_cast<size_t>(size_) && host_shape_.hosts >= 2;
@@ -113,7 +113,7 @@ Status Communicator::size_pipeline() {
 
   // This rank's link rate: the setting, else what its interface reports.
   double gbps = settings_.link_gbps;
-  std::string rate_from = settings_.link_gbps_source;
+  std::string rate_from = settings_.link_gbps_source.text();
   if (!(gbps > 0)) {
     const topo::LinkSpeed link = topo::fastest_link(topo::ucx_net_devices());
     gbps = link.gbps > 0 ? link.gbps : Settings::kDefaultLinkGbps;
@@ -131,7 +131,7 @@ Status Communicator::size_pipeline() {
     mine.depth = choice.depth;
     mine.capped = choice.capped ? 1 : 0;
   }
-  if (ping && transport_->describe_path(right).find("tcp/") != std::string::npos) {
+  if (ping && transport_->path(right).tcp) {
     const double ceiling = tcp_in_flight_ceiling();
     if (ceiling > 0 && ceiling < bandwidth_delay_bytes(mine)) mine.tcp_limit_bytes = ceiling;
   }
@@ -176,17 +176,18 @@ Status Communicator::size_pipeline() {
   if (chosen.depth != settings_.pipeline_depth) {
     if (!settings_.pipeline_depth_auto) {
       RR_LOG(LogLevel::kInfo, "rank %d: pipeline depth %d, not this rank's %d (%s): every rank takes the largest, "
-             "rank %d's", rank_, chosen.depth, settings_.pipeline_depth, settings_.pipeline_depth_source.c_str(),
+             "rank %d's", rank_, chosen.depth, settings_.pipeline_depth, settings_.pipeline_depth_source.text().c_str(),
              chosen_by);
     }
     char why[128];
     if (settings_.pipeline_depth_auto) {
-      std::snprintf(why, sizeof why, "auto: a %.3f ms round trip at %.1f Gbit/s", static_cast<double>(chosen.rtt_ms),
+      std::snprintf(why, sizeof why, "a %.3f ms round trip at %.1f Gbit/s", static_cast<double>(chosen.rtt_ms),
                     static_cast<double>(chosen.gbps));
+      settings_.pipeline_depth_source = {Source::Kind::kMeasured, why};
     } else {
       std::snprintf(why, sizeof why, "rank %d's, the largest", chosen_by);
+      settings_.pipeline_depth_source = {Source::Kind::kPeer, why};
     }
-    settings_.pipeline_depth_source = why;
     settings_.pipeline_depth = chosen.depth;
   }
   if (rank_ == 0 && across_hosts) {

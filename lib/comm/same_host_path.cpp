@@ -78,7 +78,7 @@ Status Communicator::setup_same_host_path() {
   // chunk when that is smaller (a small chunk_bytes is how tests reach many
   // chunk columns with small buffers, on either path).
   mine.slot_bytes = settings_.shm_slot_bytes;
-  if (settings_.shm_slot_bytes_source == "default") {
+  if (settings_.shm_slot_bytes_source.is_default()) {
     if (shares_cores) mine.slot_bytes *= 4;
     mine.slot_bytes = std::min<uint64_t>(mine.slot_bytes, (settings_.chunk_bytes + 63) / 64 * 64);
   }
@@ -174,7 +174,7 @@ Status Communicator::setup_same_host_path() {
     host_shape_.shares_cores = any_shares_cores;
     if (rank_ == 0) {
       RR_LOG(LogLevel::kInfo, "rank 0: same-host small calls: one-shot on a shared-memory board, %zu bytes per call "
-             "(RR_SHM_BOARD_BYTES, %s)", board_->capacity(), settings_.shm_board_bytes_source.c_str());
+             "(RR_SHM_BOARD_BYTES, %s)", board_->capacity(), settings_.shm_board_bytes_source.text().c_str());
     }
   } else if (!board_why_not.empty() || rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank %d: same-host small calls: UCX (%s)", rank_,
@@ -199,7 +199,7 @@ Status Communicator::setup_same_host_path() {
   host_shape_.shares_cores = any_shares_cores;
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s)",
-           settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.c_str());
+           settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.text().c_str());
   }
   return Status::Ok();
 }

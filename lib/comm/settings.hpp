@@ -3,6 +3,7 @@
 // RR_* environment variables, then the defaults below.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "algo/select.hpp"
@@ -10,6 +11,22 @@
 #include "ringreduce/ringreduce.h"
 
 namespace rr {
+
+// Where a setting's value came from, as rr-info and the init log say it.
+struct Source {
+  enum class Kind : uint8_t { kDefault, kEnvironment, kConfig, kMeasured, kPeer };
+  Kind kind = Kind::kDefault;
+  // kEnvironment: the variable ("RR_CHUNK_BYTES"); kMeasured: what was
+  // measured; kPeer: whose value it is and why.
+  std::string detail;
+
+  static Source environment(const char* variable) { return {Kind::kEnvironment, variable}; }
+  static Source config() { return {Kind::kConfig, {}}; }
+  bool is_default() const { return kind == Kind::kDefault; }
+  // "default", "env RR_CHUNK_BYTES", "config", "auto: a 0.200 ms round trip
+  // at 10.0 Gbit/s", "rank 3's, the largest"
+  std::string text() const;
+};
 
 struct Settings {
   // 512 KiB chunks: large enough that UCX moves them by its zero-copy
@@ -84,21 +101,21 @@ struct Settings {
   // RR_SHM_BOARD_BYTES. Two buffers per rank: 64 KiB a rank by default.
   size_t shm_board_bytes = size_t{32} << 10;
 
-  // Where each value came from ("default", "env RR_CHUNK_BYTES", "config").
-  std::string chunk_bytes_source = "default";
-  std::string pipeline_depth_source = "default";
-  std::string link_gbps_source = "default";
-  std::string timeout_ms_source = "default";
-  std::string check_arguments_source = "default";
-  std::string gpu_segment_bytes_source = "default";
-  std::string gpu_reduce_source = "default";
-  std::string allreduce_algo_source = "default";
-  std::string model_source = "default";
-  std::string ring_order_source = "default";
-  std::string same_host_source = "default";
-  std::string shm_slot_bytes_source = "default";
-  std::string shm_slots_source = "default";
-  std::string shm_board_bytes_source = "default";
+  // Where each value came from.
+  Source chunk_bytes_source;
+  Source pipeline_depth_source;
+  Source link_gbps_source;
+  Source timeout_ms_source;
+  Source check_arguments_source;
+  Source gpu_segment_bytes_source;
+  Source gpu_reduce_source;
+  Source allreduce_algo_source;
+  Source model_source;
+  Source ring_order_source;
+  Source same_host_source;
+  Source shm_slot_bytes_source;
+  Source shm_slots_source;
+  Source shm_board_bytes_source;
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;

@@ -152,9 +152,15 @@ class Transport {
   // Once connected: each rank's NUMA node as it reported it (-1: unknown);
   // empty where the transport cannot tell.
   virtual std::vector<int> numa_of_ranks() const { return {}; }
-  // The transports that reach `peer`, as "tl/device" words (e.g. "tcp/eth0
-  // cma/memory"); empty where the transport cannot tell.
-  virtual std::string describe_path(int /*peer*/) const { return {}; }
+  // How `peer` is reached: the transport's own words for it (UCX's lanes,
+  // "tl/device" each, e.g. "tcp/eth0 cma/memory"; empty where the
+  // transport cannot tell), and what they mean to the engine.
+  struct Path {
+    std::string text;
+    bool shared_memory = false;  // a lane through this host's memory
+    bool tcp = false;            // a lane over TCP sockets
+  };
+  virtual Path path(int /*peer*/) const { return {}; }
   std::string describe_error(const Completion& c) const;
 
   // Safe to read from any thread while another drives the transport.

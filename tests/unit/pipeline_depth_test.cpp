@@ -216,9 +216,9 @@ TEST_F(PipelineSettings, DefaultIsAuto) {
   ASSERT_TRUE(rr::resolve_settings(nullptr, &s).ok());
   EXPECT_TRUE(s.pipeline_depth_auto);
   EXPECT_EQ(s.pipeline_depth, 4);
-  EXPECT_EQ(s.pipeline_depth_source, "default");
+  EXPECT_EQ(s.pipeline_depth_source.text(), "default");
   EXPECT_EQ(s.link_gbps, 0);
-  EXPECT_EQ(s.link_gbps_source, "default");
+  EXPECT_EQ(s.link_gbps_source.text(), "default");
 }
 
 TEST_F(PipelineSettings, EnvAuto) {
@@ -227,7 +227,7 @@ TEST_F(PipelineSettings, EnvAuto) {
   ASSERT_TRUE(rr::resolve_settings(nullptr, &s).ok());
   EXPECT_TRUE(s.pipeline_depth_auto);
   EXPECT_EQ(s.pipeline_depth, 4);
-  EXPECT_EQ(s.pipeline_depth_source, "env RR_PIPELINE_DEPTH");
+  EXPECT_EQ(s.pipeline_depth_source.text(), "env RR_PIPELINE_DEPTH");
 }
 
 TEST_F(PipelineSettings, EnvNumberFixesIt) {
@@ -236,7 +236,7 @@ TEST_F(PipelineSettings, EnvNumberFixesIt) {
   ASSERT_TRUE(rr::resolve_settings(nullptr, &s).ok());
   EXPECT_FALSE(s.pipeline_depth_auto);
   EXPECT_EQ(s.pipeline_depth, 8);
-  EXPECT_EQ(s.pipeline_depth_source, "env RR_PIPELINE_DEPTH");
+  EXPECT_EQ(s.pipeline_depth_source.text(), "env RR_PIPELINE_DEPTH");
 }
 
 TEST_F(PipelineSettings, EnvBadValueNamesAuto) {
@@ -257,7 +257,7 @@ TEST_F(PipelineSettings, ConfigFixesIt) {
   ASSERT_TRUE(rr::resolve_settings(&config, &s).ok());
   EXPECT_FALSE(s.pipeline_depth_auto);
   EXPECT_EQ(s.pipeline_depth, 6);
-  EXPECT_EQ(s.pipeline_depth_source, "config");
+  EXPECT_EQ(s.pipeline_depth_source.text(), "config");
 }
 
 TEST_F(PipelineSettings, ConfigLeftUndefKeepsAuto) {
@@ -265,7 +265,7 @@ TEST_F(PipelineSettings, ConfigLeftUndefKeepsAuto) {
   Settings s;
   ASSERT_TRUE(rr::resolve_settings(&config, &s).ok());
   EXPECT_TRUE(s.pipeline_depth_auto);
-  EXPECT_EQ(s.pipeline_depth_source, "default");
+  EXPECT_EQ(s.pipeline_depth_source.text(), "default");
 }
 
 TEST_F(PipelineSettings, ConfigWinsOverEnvAuto) {
@@ -276,7 +276,7 @@ TEST_F(PipelineSettings, ConfigWinsOverEnvAuto) {
   ASSERT_TRUE(rr::resolve_settings(&config, &s).ok());
   EXPECT_FALSE(s.pipeline_depth_auto);
   EXPECT_EQ(s.pipeline_depth, 6);
-  EXPECT_EQ(s.pipeline_depth_source, "config");
+  EXPECT_EQ(s.pipeline_depth_source.text(), "config");
 }
 
 TEST_F(PipelineSettings, LinkGbpsFromEnv) {
@@ -284,7 +284,7 @@ TEST_F(PipelineSettings, LinkGbpsFromEnv) {
   Settings s;
   ASSERT_TRUE(rr::resolve_settings(nullptr, &s).ok());
   EXPECT_DOUBLE_EQ(s.link_gbps, 2.5);
-  EXPECT_EQ(s.link_gbps_source, "env RR_LINK_GBPS");
+  EXPECT_EQ(s.link_gbps_source.text(), "env RR_LINK_GBPS");
 }
 
 TEST_F(PipelineSettings, LinkGbpsBadValue) {

@@ -61,26 +61,26 @@ std::string link_gbps_value(const Settings& s) {
 
 void add_settings_rows(const Settings& s, Table* table) {
   auto& rows = table->rows;
-  rows.push_back({"RR_CHUNK_BYTES", std::to_string(s.chunk_bytes), s.chunk_bytes_source, "chunk_bytes"});
+  rows.push_back({"RR_CHUNK_BYTES", std::to_string(s.chunk_bytes), s.chunk_bytes_source.text(), "chunk_bytes"});
   // Auto: the default is a floor; init raises it to cover the round trip to a
   // ring neighbour on another host (comm/pipeline_sizing.cpp).
   rows.push_back({"RR_PIPELINE_DEPTH",
                   s.pipeline_depth_auto ? "auto (>= " + std::to_string(s.pipeline_depth) + ")"
                                         : std::to_string(s.pipeline_depth),
-                  s.pipeline_depth_source, "pipeline_depth"});
-  rows.push_back({"RR_LINK_GBPS", link_gbps_value(s), s.link_gbps_source, kEnvOnly});
-  rows.push_back({"RR_TIMEOUT_MS", std::to_string(s.timeout_ms), s.timeout_ms_source, "timeout_ms"});
-  rows.push_back({"RR_CHECK_ARGUMENTS", s.check_arguments ? "1" : "0", s.check_arguments_source, "check_arguments"});
-  rows.push_back({"RR_ALGO", algo::algo_name(s.allreduce_algo), s.allreduce_algo_source, kEnvOnly});
-  rows.push_back({"RR_RING_ORDER", s.ring_order_by_topology ? "topology" : "rank", s.ring_order_source, kEnvOnly});
-  rows.push_back({"RR_SAME_HOST", s.same_host_shm ? "shm" : "ucx", s.same_host_source, kEnvOnly});
-  rows.push_back({"RR_SHM_SLOT_BYTES", std::to_string(s.shm_slot_bytes), s.shm_slot_bytes_source, kEnvOnly});
-  rows.push_back({"RR_SHM_SLOTS", std::to_string(s.shm_slots), s.shm_slots_source, kEnvOnly});
-  rows.push_back({"RR_SHM_BOARD_BYTES", std::to_string(s.shm_board_bytes), s.shm_board_bytes_source, kEnvOnly});
+                  s.pipeline_depth_source.text(), "pipeline_depth"});
+  rows.push_back({"RR_LINK_GBPS", link_gbps_value(s), s.link_gbps_source.text(), kEnvOnly});
+  rows.push_back({"RR_TIMEOUT_MS", std::to_string(s.timeout_ms), s.timeout_ms_source.text(), "timeout_ms"});
+  rows.push_back({"RR_CHECK_ARGUMENTS", s.check_arguments ? "1" : "0", s.check_arguments_source.text(), "check_arguments"});
+  rows.push_back({"RR_ALGO", algo::algo_name(s.allreduce_algo), s.allreduce_algo_source.text(), kEnvOnly});
+  rows.push_back({"RR_RING_ORDER", s.ring_order_by_topology ? "topology" : "rank", s.ring_order_source.text(), kEnvOnly});
+  rows.push_back({"RR_SAME_HOST", s.same_host_shm ? "shm" : "ucx", s.same_host_source.text(), kEnvOnly});
+  rows.push_back({"RR_SHM_SLOT_BYTES", std::to_string(s.shm_slot_bytes), s.shm_slot_bytes_source.text(), kEnvOnly});
+  rows.push_back({"RR_SHM_SLOTS", std::to_string(s.shm_slots), s.shm_slots_source.text(), kEnvOnly});
+  rows.push_back({"RR_SHM_BOARD_BYTES", std::to_string(s.shm_board_bytes), s.shm_board_bytes_source.text(), kEnvOnly});
   add_model_rows(s.model, table);
-  rows.push_back({"RR_GPU_SEGMENT_BYTES", std::to_string(s.gpu_segment_bytes), s.gpu_segment_bytes_source,
+  rows.push_back({"RR_GPU_SEGMENT_BYTES", std::to_string(s.gpu_segment_bytes), s.gpu_segment_bytes_source.text(),
                   "gpu_segment_bytes"});
-  rows.push_back({"RR_GPU_REDUCE", s.gpu_reduce_on_device ? "device" : "host", s.gpu_reduce_source, kEnvOnly});
+  rows.push_back({"RR_GPU_REDUCE", s.gpu_reduce_on_device ? "device" : "host", s.gpu_reduce_source.text(), kEnvOnly});
 }
 
 // The engine's process-wide log level; a value it does not recognise leaves WARN.

@@ -317,11 +317,11 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
   }
   if (p.same_host && same_host_shm_ && !same_host_checked_) {
     same_host_checked_ = true;
-    const std::string lanes = describe_path(peer);
-    if (lanes.find("/memory") == std::string::npos) {
+    const Path lanes = path(peer);
+    if (!lanes.shared_memory) {
       same_host_shm_ = false;  // no shared-memory lane: mode PEER, as between hosts
       RR_LOG(LogLevel::kInfo, "rank %d: same-host rank %d is reached without shared memory (%s): error mode PEER",
-             rank_, peer, lanes.c_str());
+             rank_, peer, lanes.text.c_str());
       ucp_request_param_t close{};
       close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       close.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -403,29 +403,41 @@ void UcxTransport::deregister_memory(void* ptr) {
   }
 }
 
-std::string UcxTransport::describe_path(int peer) const {
+Transport::Path UcxTransport::path(int peer) const {
+  Path path;
   const Peer& p = peers_[peer];
-  if (!p.ep) return "not connected";
+  if (!p.ep) {
+    path.text = "not connected";
+    return path;
+  }
   // UCX 1.13 has no structured query of an endpoint's transports; its
-  // printout names each lane as "lane[i]: ... tl/dev ...".
+  // printout names each lane as "lane[i]: ... tl/dev ...". This is the one
+  // place that reads it.
   char* text = nullptr;
   size_t length = 0;
   FILE* stream = open_memstream(&text, &length);
-  if (!stream) return "unknown";
+  if (!stream) {
+    path.text = "unknown";
+    return path;
+  }
   ucp_ep_print_info(p.ep, stream);
   std::fclose(stream);
-  std::string out;
   std::string all(text, length);
   std::free(text);
   size_t pos = 0;
   while ((pos = all.find("lane[", pos)) != std::string::npos) {
     size_t eol = all.find('\n', pos);
     std::string line = all.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
-    if (!out.empty()) out += "; ";
-    out += line;
+    // Shared-memory transports are UCX's "memory" devices (posix, sysv,
+    // cma, xpmem, knem); TCP's are "tcp/<interface>".
+    path.shared_memory |= line.find("/memory") != std::string::npos;
+    path.tcp |= line.find("tcp/") != std::string::npos;
+    if (!path.text.empty()) path.text += "; ";
+    path.text += line;
     pos = eol == std::string::npos ? all.size() : eol;
   }
-  return out.empty() ? "unknown" : out;
+  if (path.text.empty()) path.text = "unknown";
+  return path;
 }
 
 void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_data) {

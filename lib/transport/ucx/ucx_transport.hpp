@@ -36,7 +36,7 @@ class UcxTransport final : public Transport {
   Status make_sibling(int rank, int size, std::unique_ptr<Transport>* out) const override;
 
   // Names of the transports UCX chose to reach `peer`, e.g. "sysv/memory cma/memory".
-  std::string describe_path(int peer) const override;
+  Path path(int peer) const override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
