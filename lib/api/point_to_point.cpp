@@ -278,6 +278,7 @@ rrResult_t point_to_point(bool is_send, void* buf, size_t count, rrDataType_t da
                             (is_send ? "a send needs a peer" : "any-source receives are rrIrecv / rrIrecvTag, whose "
                                                                "rrWaitStatus says who sent"));
   }
+  if (s.ok()) s = check_peer_and_tag(call, comm, is_send, peer, 0);
   if (s.ok()) s = need(call, is_send ? "sendbuff" : "recvbuff", buf, count, rr::reduce::dtype_size(datatype));
   if (s.ok()) s = host_only(call, is_send ? "sendbuff" : "recvbuff", buf, stream);
   if (!s.ok()) return fail(comm, s);

@@ -223,7 +223,6 @@ class Communicator final : public exec::Interrupt {
   // After this rank's own timeout: `timeout` plus what the other ranks that
   // timed out at the same time waited on, and which ranks stayed silent.
   Status gather_timeouts(const Status& timeout);
-  Status check_peer(const char* what, const char* name, int peer) const;
   Status point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer, bool grouped);
   // all_to_all_v's count check (RR_CHECK_ARGUMENTS): every pair of ranks
   // swaps what each sends the other and expects from it.

@@ -14,7 +14,6 @@ namespace rr {
 Status Communicator::point_to_point(bool is_send, void* buf, size_t count, rrDataType_t dtype, int peer,
                                     bool grouped) {
   RR_RETURN_IF_ERROR(check_usable());
-  RR_RETURN_IF_ERROR(check_peer(is_send ? "rrSend" : "rrRecv", "peer", peer));
   const size_t bytes = count * reduce::dtype_size(dtype);
   exec::Batch& batch = grouped ? *group_ : *batch_;
   // Empty messages are messages, as post_p2p's (tag 0 both).
@@ -79,12 +78,7 @@ Status Communicator::post_p2p(bool is_send, void* buf, size_t count, rrDataType_
     return InvalidUsage("communicator is unusable after an earlier failure (" + last_error() +
                         "); destroy it and make a new one");
   }
-  const char* call = is_send ? "rrIsend" : "rrIrecv";
-  if (is_send || peer != transport::kAnySource) RR_RETURN_IF_ERROR(check_peer(call, "peer", peer));
-  if (tag < 0) {
-    return InvalidArgument(std::string(call) + ": tag=" + std::to_string(tag) + " is negative (tags are 0.." +
-                           std::to_string(exec::kMaxP2pTag) + ")");
-  }
+  // The peer and the tag were checked at the entry point (lib/api).
   const size_t bytes = count * reduce::dtype_size(dtype);
   // Empty messages are messages too: an any-source receive of nothing
   // still learns who sent it, and a count that disagrees is still seen.

@@ -480,6 +480,14 @@ TEST(Collectives, BadRootsAndPeersAreNamedOnEveryRank) {
   EXPECT_NE(std::string(rrGetLastError(g_comm)).find("peer=" + std::to_string(g_size)), std::string::npos);
   EXPECT_EQ(rrRecv(&x, 1, rrFloat32, -1, g_comm, nullptr), rrInvalidArgument);
   EXPECT_EQ(rrGroupEnd(), rrInvalidUsage);
+  // In a group, where nothing is posted until rrGroupEnd, and to itself.
+  ASSERT_EQ(rrGroupStart(), rrSuccess);
+  EXPECT_EQ(rrSend(&x, 1, rrFloat32, g_size, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("rrSend: peer=" + std::to_string(g_size)), std::string::npos)
+      << rrGetLastError(g_comm);
+  EXPECT_EQ(rrRecv(&x, 1, rrFloat32, -3, g_comm, nullptr), rrInvalidArgument);
+  EXPECT_NE(std::string(rrGetLastError(g_comm)).find("rrRecv: peer=-3"), std::string::npos) << rrGetLastError(g_comm);
+  EXPECT_EQ(rrGroupEnd(), rrSuccess) << rrGetLastError(g_comm);
   std::vector<float> both(4 * static_cast<size_t>(g_size));
   EXPECT_EQ(rrAllToAll(both.data(), both.data() + 1, 2, rrFloat32, g_comm, nullptr), rrInvalidArgument);
   EXPECT_NE(std::string(rrGetLastError(g_comm)).find("overlap"), std::string::npos);
