@@ -153,6 +153,18 @@ rrResult_t rrCommGetAsyncError(rrComm_t comm, rrResult_t* asyncError);
  * (rr-run forwards it to every rank). */
 rrResult_t rrCommDump(rrComm_t comm);
 rrResult_t rrCommCount(const rrComm_t comm, int* count);
+/* The timeout of the operations called on comm after this returns (as
+ * torch.distributed.set_timeout): each blocking call, point-to-point wait
+ * and Async call takes the value in force when it is called, whenever it
+ * runs; a stream-ordered call, the value in force when it runs on its
+ * stream. An operation that does not finish within its timeout fails with
+ * rrTimeout (within about 0.5 s of it), as with RR_TIMEOUT_MS, which (or
+ * the config's timeout_ms) it replaces; init keeps that one. A child of
+ * rrCommSplit without a config starts from the value in force. A binding
+ * with a timeout per operation sets it before each call whose timeout
+ * differs. timeout_ms >= 1, else rrInvalidArgument naming it. */
+rrResult_t rrCommSetTimeout(rrComm_t comm, int timeout_ms);
+rrResult_t rrCommGetTimeout(const rrComm_t comm, int* timeout_ms);
 rrResult_t rrCommUserRank(const rrComm_t comm, int* rank);
 
 /* recvbuff[i] = op over ranks of sendbuff[i], on every rank. sendbuff ==

@@ -5,6 +5,7 @@
 
 #include <ringreduce/ringreduce.h>
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -108,6 +109,15 @@ class Comm {
     int r = 0;
     check(rrCommUserRank(comm_, &r), comm_);
     return r;
+  }
+  // The timeout of the operations called from now on (rrCommSetTimeout).
+  void set_timeout(std::chrono::milliseconds timeout) const {
+    check(rrCommSetTimeout(comm_, static_cast<int>(timeout.count())), comm_);
+  }
+  std::chrono::milliseconds timeout() const {
+    int ms = 0;
+    check(rrCommGetTimeout(comm_, &ms), comm_);
+    return std::chrono::milliseconds(ms);
   }
 
   void all_reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {

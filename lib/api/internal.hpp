@@ -129,7 +129,13 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
     if (!request) return fail(comm, comm->impl->queue().run(body));
     auto req = std::make_unique<rrRequest>();
     req->comm = comm;
-    req->operation = comm->impl->queue().enqueue(std::function<rr::Status()>(body));
+    // The timeout in force now is the call's, whenever it runs (rrCommSetTimeout).
+    rr::Communicator* impl = comm->impl.get();
+    const int timeout_ms = impl->timeout_ms();
+    req->operation = comm->impl->queue().enqueue(std::function<rr::Status()>([impl, timeout_ms, body] {
+      rr::Communicator::CallTimeout scope(impl, timeout_ms);
+      return body();
+    }));
     add_live(req.get());
     *request = req.release();
     return rrSuccess;

@@ -168,6 +168,7 @@ RR_API rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newco
   if (!newcomm) return fail(comm, rr::Code::kInvalidArgument, "rrCommSplit: newcomm is NULL");
   return guarded(comm, [&] {
     rr::Settings settings = comm->impl->settings();
+    settings.timeout_ms = comm->impl->timeout_ms();  // as set by rrCommSetTimeout, if it was
     if (config) {
       rr::Status s = rr::resolve_settings(config, &settings);
       if (!s.ok()) return fail(comm, s);
@@ -285,6 +286,23 @@ RR_API rrResult_t rrCommUserRank(const rrComm_t comm, int* rank) {
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
   if (!rank) return fail(comm, rr::Code::kInvalidArgument, "rank is NULL");
   *rank = comm->impl->rank();
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrCommSetTimeout(rrComm_t comm, int timeout_ms) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommSetTimeout: comm is NULL");
+  if (timeout_ms < 1) {
+    return fail(comm, rr::Code::kInvalidArgument,
+                "rrCommSetTimeout: timeout_ms=" + std::to_string(timeout_ms) + ": must be >= 1");
+  }
+  comm->impl->set_timeout(timeout_ms);
+  return rrSuccess;
+}
+
+RR_API rrResult_t rrCommGetTimeout(const rrComm_t comm, int* timeout_ms) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommGetTimeout: comm is NULL");
+  if (!timeout_ms) return fail(comm, rr::Code::kInvalidArgument, "rrCommGetTimeout: timeout_ms is NULL");
+  *timeout_ms = comm->impl->timeout_ms();
   return rrSuccess;
 }
 

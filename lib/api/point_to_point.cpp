@@ -221,8 +221,8 @@ rrResult_t finish_request(const char* call, rrRequest_t request, bool block, int
     } else {
       // Point-to-point: poll a little at a time, so queued collectives keep
       // running between polls (a peer may need them before it sends).
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::milliseconds(comm->impl->settings().timeout_ms);
+      const int timeout_ms = comm->impl->timeout_ms();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
       for (int polls = 0;; ++polls) {
         s = queue.run([&] {
           return comm->impl->wait_p2p(request->done, request->is_send, request->bytes, request->peer, request->tag,
@@ -239,7 +239,7 @@ rrResult_t finish_request(const char* call, rrRequest_t request, bool block, int
           s = rr::Timeout(std::string(request->is_send ? "send of " : "receive of ") + std::to_string(request->bytes) +
                           " bytes " + (request->is_send ? "to " : "from ") + whom +
                           (request->tag ? " (tag " + std::to_string(request->tag) + ")" : std::string()) +
-                          " did not finish within " + std::to_string(comm->impl->settings().timeout_ms) + " ms");
+                          " did not finish within " + std::to_string(timeout_ms) + " ms");
           break;
         }
         pause_between_polls(polls, /*queued=*/false);

@@ -30,7 +30,8 @@ Communicator::Communicator(int rank, int size, Settings settings,
       size_(size),
       settings_(std::move(settings)),
       transport_(std::move(transport)),
-      keepalive_(std::move(keepalive)) {}
+      keepalive_(std::move(keepalive)),
+      timeout_ms_(settings_.timeout_ms) {}
 
 Communicator::~Communicator() {
   idle_progress::remove(this);
@@ -234,7 +235,7 @@ Status Communicator::gather_timeouts(const Status& timeout) {
   // Long enough for a rank still draining its sends (exec::kDrainLimit) to
   // speak, and short enough that the timeout is reported within 0.5 s of
   // RR_TIMEOUT_MS (drain, notice and this together).
-  const auto grace = std::chrono::milliseconds(std::min(200, std::max(50, settings_.timeout_ms / 2)));
+  const auto grace = std::chrono::milliseconds(std::min<int64_t>(200, std::max<int64_t>(50, current_timeout().count() / 2)));
   const auto until = exec::Clock::now() + grace;
   std::string others;
   std::vector<bool> heard(static_cast<size_t>(size_), false);
@@ -292,7 +293,7 @@ exec::Call Communicator::issue(exec::Collective collective, const void* send, vo
   call.dtype = dtype;
   call.op = op;
   call.root = root;
-  call.timeout = std::chrono::milliseconds(settings_.timeout_ms);
+  call.timeout = current_timeout();
   call.interrupt = this;
   call.order = ring_order_.empty() ? nullptr : ring_order_.data();
   return call;

@@ -68,6 +68,22 @@ class Communicator final : public exec::Interrupt {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const Settings& settings() const { return settings_; }
+  // The timeout of the operations issued from now on (rrCommSetTimeout);
+  // settings().timeout_ms until set. Any thread.
+  void set_timeout(int timeout_ms) { timeout_ms_.store(timeout_ms, std::memory_order_relaxed); }
+  int timeout_ms() const { return timeout_ms_.load(std::memory_order_relaxed); }
+  // While alive, the operations the driving thread issues take `timeout_ms`
+  // (an Async call's, read when it was called) instead of timeout_ms().
+  class CallTimeout {
+   public:
+    CallTimeout(Communicator* comm, int timeout_ms) : comm_(comm) { comm_->call_timeout_ms_ = timeout_ms; }
+    ~CallTimeout() { comm_->call_timeout_ms_ = 0; }
+    CallTimeout(const CallTimeout&) = delete;
+    CallTimeout& operator=(const CallTimeout&) = delete;
+
+   private:
+    Communicator* comm_;
+  };
   transport::Transport& transport() { return *transport_; }
   const memory::StagingPool& pool() const { return pool_; }
 
@@ -257,9 +273,11 @@ class Communicator final : public exec::Interrupt {
   // the same on every rank.
   bool broadcast_by_tree(size_t bytes) const;
   bool reduce_by_tree(size_t bytes) const;
-  exec::Clock::time_point deadline() const {
-    return exec::Clock::now() + std::chrono::milliseconds(settings_.timeout_ms);
+  // The timeout an operation issued now takes, and its deadline.
+  std::chrono::milliseconds current_timeout() const {
+    return std::chrono::milliseconds(call_timeout_ms_ > 0 ? call_timeout_ms_ : timeout_ms());
   }
+  exec::Clock::time_point deadline() const { return exec::Clock::now() + current_timeout(); }
   // The allreduce schedule for `bytes` (comm/algorithm_choice.cpp); logs
   // the choice at RR_DEBUG=INFO when it changes.
   algo::AllreduceAlgo allreduce_algo(size_t bytes, bool has_reducer);
@@ -331,6 +349,8 @@ class Communicator final : public exec::Interrupt {
   std::string group_name_;              // ... and, once posted by post_group(), its name
   exec::Clock::time_point group_deadline_;  // ... and deadline
   std::atomic<uint64_t> sequence_{0};  // atomic only so that dump() may read it
+  std::atomic<int> timeout_ms_;        // set_timeout()
+  int call_timeout_ms_ = 0;            // CallTimeout's, on the driving thread; 0: none
   std::atomic<bool> dump_requested_{false};
   std::unique_ptr<ControlChannel> control_;  // none for one rank
   Status remote_;  // the first notice from a peer that gave up

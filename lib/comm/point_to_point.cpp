@@ -127,7 +127,7 @@ Status Communicator::wait_p2p(const transport::Completion& done, bool is_send, s
     if (!block) return Status::Ok();
     if (wait.expired()) {
       return Timeout(describe_p2p(is_send, bytes, peer, tag) + ": rank " + std::to_string(rank_) + " waited " +
-                     std::to_string(settings_.timeout_ms) + " ms");
+                     std::to_string(current_timeout().count()) + " ms");
     }
     if (moved) {
       wait.reset();

@@ -117,6 +117,11 @@ class Comm:
     def size(self) -> int:
         """The number of ranks."""
     @property
+    def timeout(self) -> float:
+        """Seconds: the deadline of each operation called from now on (rrCommSetTimeout); settable."""
+    @timeout.setter
+    def timeout(self, seconds: float) -> None: ...
+    @property
     def closed(self) -> bool:
         """Whether destroy() or abort() ended it."""
     def split(self, color: int, key: int = 0) -> Optional[Comm]:

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace {
@@ -38,6 +40,12 @@ TEST(Wrapper, TypedCollectivesAndSplit) {
   rr::Comm none = comm.split(RR_SPLIT_NOCOLOR, 0);
   EXPECT_FALSE(none);
   comm.barrier();
+  // The timeout set is the one read back, and a split child starts from it.
+  comm.set_timeout(std::chrono::milliseconds(45000));
+  EXPECT_EQ(comm.timeout(), std::chrono::milliseconds(45000));
+  rr::Comm again = comm.split(0, me);
+  EXPECT_EQ(again.timeout(), std::chrono::milliseconds(45000));
+  again.barrier();
 }
 
 TEST(Wrapper, FailuresThrowWithCodeAndMessage) {
@@ -49,6 +57,13 @@ TEST(Wrapper, FailuresThrowWithCodeAndMessage) {
   } catch (const rr::Error& e) {
     EXPECT_EQ(e.result(), rrInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("root="), std::string::npos) << e.what();
+  }
+  try {
+    comm.set_timeout(std::chrono::milliseconds(0));
+    FAIL() << "a timeout of 0 ms must throw";
+  } catch (const rr::Error& e) {
+    EXPECT_EQ(e.result(), rrInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("timeout_ms=0"), std::string::npos) << e.what();
   }
 }
 

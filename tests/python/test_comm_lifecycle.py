@@ -73,6 +73,12 @@ def _argument_errors_on(comm: ringreduce.Comm, rank: int, size: int) -> None:
     raises(IA, comm.send, x, size, match="out of range")
     raises(IA, comm.bytes_sent, size, match=f"peer={size} out of range")
     raises(IA, comm.send, x, ringreduce.ANY_SOURCE, match="is for receives only")
+    # The timeout of later calls (rrCommSetTimeout), in seconds, rounded up to milliseconds.
+    before = comm.timeout
+    comm.timeout = 2.0001
+    assert comm.timeout == 2.001, comm.timeout
+    raises(IA, setattr, comm, "timeout", 0.0, match="timeout=0.0")
+    comm.timeout = before
     # Argument errors leave the communicator healthy.
     assert comm.async_error() is None
     comm.allreduce(IN_PLACE, y)

@@ -33,17 +33,20 @@ CommPtr adopt(rrComm_t c) {
   return std::make_shared<CommState>(c, rank, size);
 }
 
+// A timeout in seconds as the engine's milliseconds (rounded up), or raises naming it.
+int timeout_ms_of(const char* call, double timeout) {
+  const double ms = std::ceil(timeout * 1000.0);
+  if (!(timeout > 0) || !std::isfinite(timeout) || ms > INT_MAX) {
+    invalid_argument(std::string(call) + ": timeout=" + py::str(py::float_(timeout)).cast<std::string>() +
+                     " must be a positive number of seconds (at most " + std::to_string(INT_MAX / 1000) + ")");
+  }
+  return static_cast<int>(ms);
+}
+
 rrConfig_t make_config(const char* call, std::optional<double> timeout, std::optional<long long> chunk_bytes,
                        std::optional<int> pipeline_depth, std::optional<bool> check_arguments) {
   rrConfig_t config = RR_CONFIG_INITIALIZER;
-  if (timeout) {
-    const double ms = std::ceil(*timeout * 1000.0);
-    if (!(*timeout > 0) || !std::isfinite(*timeout) || ms > INT_MAX) {
-      invalid_argument(std::string(call) + ": timeout=" + py::str(py::float_(*timeout)).cast<std::string>() +
-                       " must be a positive number of seconds (at most " + std::to_string(INT_MAX / 1000) + ")");
-    }
-    config.timeout_ms = static_cast<int>(ms);
-  }
+  if (timeout) config.timeout_ms = timeout_ms_of(call, *timeout);
   if (chunk_bytes) {
     if (*chunk_bytes <= 0) invalid_argument(std::string(call) + ": chunk_bytes=" + std::to_string(*chunk_bytes) + " must be > 0");
     config.chunk_bytes = static_cast<size_t>(*chunk_bytes);
@@ -200,6 +203,20 @@ CommClass bind_comm(py::module_& m) {
 
   comm.def_property_readonly("rank", [](const CommState& s) { return s.rank; }, "This rank, 0 .. size-1.")
       .def_property_readonly("size", [](const CommState& s) { return s.size; }, "The number of ranks.")
+      .def_property(
+          "timeout",
+          [](CommState& s) {
+            int ms = 0;
+            s.call("timeout", [&](rrComm_t c) { return rrCommGetTimeout(c, &ms); });
+            return ms / 1000.0;
+          },
+          [](CommState& s, double seconds) {
+            const int ms = timeout_ms_of("timeout", seconds);
+            s.call("timeout", [&](rrComm_t c) { return rrCommSetTimeout(c, ms); });
+          },
+          "Seconds: the deadline of each operation called from now on (rrCommSetTimeout, as "
+          "torch.distributed.set_timeout); init's timeout= until set. A request keeps the one in force when "
+          "its call was made.")
       .def_property_readonly("closed", [](const CommState& s) { return s.comm.load() == nullptr; },
                              "Whether destroy() or abort() ended it.")
       .def("__repr__", [](const CommState& s) {

@@ -1,0 +1,99 @@
+// rrCommSetTimeout with real processes: rank 1 never comes to the call under
+// test, so rank 0's only way out is its timeout. The timeout set after init
+// bounds the calls after it (within 0.5 s), an Async call keeps the timeout
+// in force when it was called even when it runs after another was set, and
+// a timeout below 1 ms is refused naming the argument.
+
+#include <gtest/gtest.h>
+#include <ringreduce/ringreduce.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "world.hpp"
+
+namespace {
+
+using namespace fault_world;
+
+using Timeouts = NoShmLeft;
+
+constexpr int kInitTimeoutMs = 60000;
+
+// Records a failed check in *out (result -2) unless an earlier one did.
+void check(bool ok, const std::string& what, Outcome* out) {
+  if (ok || out->result == -2) return;
+  out->result = -2;
+  std::snprintf(out->error, sizeof(out->error), "%s", what.c_str());
+}
+
+TEST_F(Timeouts, SetTimeoutBoundsTheCallsAfterIt) {
+  auto outcomes = run_world(2, kInitTimeoutMs, {1}, [](int rank, rrComm_t comm, Outcome* out) {
+    if (rank == 1) {
+      for (;;) pause();  // never calls: rank 0 can only time out
+    }
+    int timeout = 0;
+    check(rrCommGetTimeout(comm, &timeout) == rrSuccess && timeout == kInitTimeoutMs,
+          "rrCommGetTimeout before: " + std::to_string(timeout), out);
+    check(rrCommSetTimeout(comm, 0) == rrInvalidArgument &&
+              std::string(rrGetLastError(comm)).find("rrCommSetTimeout: timeout_ms=0") != std::string::npos,
+          std::string("rrCommSetTimeout(0): ") + rrGetLastError(comm), out);
+    check(rrCommSetTimeout(comm, 1000) == rrSuccess, "rrCommSetTimeout(1000) failed", out);
+    check(rrCommGetTimeout(comm, &timeout) == rrSuccess && timeout == 1000,
+          "rrCommGetTimeout after: " + std::to_string(timeout), out);
+    if (out->result == -2) return;
+    std::vector<float> data(1000, 1.0f);
+    const auto t0 = Clock::now();
+    out->result = rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr);
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes, {1});
+  const Outcome& o = outcomes[0];
+  EXPECT_EQ(o.result, rrTimeout) << o.error;
+  EXPECT_GT(o.seconds, 0.9) << o.error;
+  EXPECT_LT(o.seconds, 1.5) << "within 0.5 s of the 1 s set, not the 60 s of init: " << o.error;
+}
+
+TEST_F(Timeouts, AnAsyncCallKeepsTheTimeoutInForceWhenItWasCalled) {
+  auto outcomes = run_world(2, kInitTimeoutMs, {1}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> first(1000, 1.0f), second(1000, 1.0f);
+    if (rank == 1) {
+      // Joins rank 0's first call half a second late, and nothing after it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      if (rrAllReduce(first.data(), first.data(), first.size(), rrFloat32, rrSum, comm, nullptr) != rrSuccess) _exit(4);
+      for (;;) pause();
+    }
+    // A blocking call on another thread holds the communicator until rank 1
+    // comes, so the Async call below runs only after the timeout changed.
+    rrResult_t first_result = rrInternalError;
+    std::thread holder([&] {
+      first_result = rrAllReduce(first.data(), first.data(), first.size(), rrFloat32, rrSum, comm, nullptr);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    check(rrCommSetTimeout(comm, 1000) == rrSuccess, "rrCommSetTimeout(1000) failed", out);
+    rrRequest_t request = nullptr;
+    const auto t0 = Clock::now();
+    check(rrAllReduceAsync(second.data(), second.data(), second.size(), rrFloat32, rrSum, comm, &request) ==
+              rrSuccess,
+          std::string("rrAllReduceAsync: ") + rrGetLastError(comm), out);
+    check(rrCommSetTimeout(comm, kInitTimeoutMs) == rrSuccess, "rrCommSetTimeout(60000) failed", out);
+    holder.join();
+    check(first_result == rrSuccess, std::string("the first call: ") + rrGetLastError(comm), out);
+    if (out->result == -2) return;
+    out->result = rrWait(request);
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes, {1});
+  const Outcome& o = outcomes[0];
+  EXPECT_EQ(o.result, rrTimeout) << o.error;
+  // About 0.4 s behind the first call, then its own 1 s.
+  EXPECT_LT(o.seconds, 2.5) << "the Async call took the timeout set after it was called: " << o.error;
+}
+
+}  // namespace
