@@ -70,7 +70,7 @@ Blocks blocks_of_list(const std::vector<at::Tensor>& tensors, size_t per_element
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                                      std::vector<int64_t>& output_split_sizes,
                                                                      std::vector<int64_t>& input_split_sizes,
-                                                                     const c10d::AllToAllOptions&) {
+                                                                     const c10d::AllToAllOptions& opts) {
   static constexpr const char* kOp = "alltoall_base";
   check_same_dtype(kOp, output, input);
   const EngineType type = moved_type(input);
@@ -81,7 +81,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor&
   Staged out = stage(output, false);
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
-  return collective(c10d::OpType::ALLTOALL_BASE, kOp, "ringreduce:all_to_all_single",
+  return collective(c10d::OpType::ALLTOALL_BASE, opts.timeout, kOp, "ringreduce:all_to_all_single",
                     {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) {
                       return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
@@ -91,7 +91,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor&
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::Tensor>& outputs,
                                                                 std::vector<at::Tensor>& inputs,
-                                                                const c10d::AllToAllOptions&) {
+                                                                const c10d::AllToAllOptions& opts) {
   static constexpr const char* kOp = "alltoall";
   check_count(kOp, "the input list", inputs.size(), size_);
   check_count(kOp, "the output list", outputs.size(), size_);
@@ -106,7 +106,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::
   std::vector<at::Tensor> out = outputs;
   const void* send = flat_in.data_ptr();
   void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::ALLTOALL, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
+  return collective(c10d::OpType::ALLTOALL, opts.timeout, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
                     [flat_out, out] { copy_out(flat_out, out); },
                     [&](rrRequest_t* r) {
                       return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,

@@ -54,7 +54,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::monitored_byte(c10d::OpTy
 
 void ProcessGroupRingreduce::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
   using std::chrono::milliseconds;
-  const milliseconds timeout = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
+  const milliseconds timeout = opts.timeout == c10d::kUnsetTimeout ? group_timeout() : opts.timeout;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   // What is left of the deadline, at least 1 ms: Work::wait(0) would block
   // without one, and a byte that arrived is still taken at the last moment.

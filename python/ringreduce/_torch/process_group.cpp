@@ -14,7 +14,10 @@ namespace ringreduce_torch {
 
 ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id,
                                                c10::intrusive_ptr<Options> options)
-    : c10d::Backend(rank, size), options_(std::move(options)), timeout_(options_->timeout) {
+    : c10d::Backend(rank, size),
+      options_(std::move(options)),
+      timeout_(options_->timeout),
+      engine_timeout_(options_->timeout) {
   const rrConfig_t config = options_->config();
   check_result(rrCommInitRankConfig(&comm_, size, unique_id, rank, &config), "init");
   completer_ = std::make_unique<Completer>();
@@ -41,7 +44,8 @@ ProcessGroupRingreduce::ProcessGroupRingreduce(rrComm_t comm, c10::intrusive_ptr
     : c10d::Backend(comm_rank(comm), comm_size(comm)),
       comm_(comm),
       options_(std::move(options)),
-      timeout_(options_->timeout) {
+      timeout_(options_->timeout),
+      engine_timeout_(options_->timeout) {
   completer_ = std::make_unique<Completer>();
   init();
 }
@@ -205,6 +209,32 @@ c10d::ErrorType ProcessGroupRingreduce::getError() {
   }
 }
 
+void ProcessGroupRingreduce::setTimeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() < 1) {
+    throw invalid_argument("set_timeout", "timeout=" + std::to_string(timeout.count()) + " ms must be at least 1 ms");
+  }
+  std::unique_lock<std::mutex> lock = lock_issue();
+  timeout_ = timeout;
+  // Now, for sends and receives too (an ended group has no engine to tell).
+  if (state_ == State::kOpen) use_timeout_locked("set_timeout", c10d::kUnsetTimeout);
+}
+
+std::chrono::milliseconds ProcessGroupRingreduce::group_timeout() {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  return timeout_;
+}
+
+void ProcessGroupRingreduce::use_timeout_locked(const char* op_name, std::chrono::milliseconds timeout) {
+  if (timeout == c10d::kUnsetTimeout) timeout = timeout_;
+  if (timeout.count() < 1) {
+    throw invalid_argument(op_name, "timeout=" + std::to_string(timeout.count()) + " ms must be at least 1 ms");
+  }
+  if (timeout == engine_timeout_) return;
+  const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
+  check_result(rrCommSetTimeout(comm_, ms), op_name);
+  engine_timeout_ = timeout;
+}
+
 std::string ProcessGroupRingreduce::last_error() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
   if (state_ == State::kAborted) return "the process group was aborted";
@@ -239,7 +269,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   const rrDataType_t dtype = type.dtype;
   void* buf = s.engine.data_ptr();
   const size_t count = type.count(s.engine.numel());
-  return collective(c10d::OpType::BROADCAST, kOp, "ringreduce:broadcast",
+  return collective(c10d::OpType::BROADCAST, opts.timeout, kOp, "ringreduce:broadcast",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrBroadcastAsync(buf, buf, count, dtype, root, comm_, r); });
 }
@@ -257,7 +287,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = type.count(s.engine.numel());
-  return collective(c10d::OpType::ALLREDUCE, kOp, "ringreduce:all_reduce",
+  return collective(c10d::OpType::ALLREDUCE, opts.timeout, kOp, "ringreduce:all_reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
 }
@@ -275,14 +305,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = type.count(s.engine.numel());
-  return collective(c10d::OpType::REDUCE, kOp, "ringreduce:reduce",
+  return collective(c10d::OpType::REDUCE, opts.timeout, kOp, "ringreduce:reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrReduceAsync(buf, buf, count, dtype, op, root, comm_, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                                  std::vector<at::Tensor>& inputs,
-                                                                 const c10d::AllgatherOptions&) {
+                                                                 const c10d::AllgatherOptions& opts) {
   static constexpr const char* kOp = "allgather";
   check_single(kOp, inputs);
   check_count(kOp, "the output list of lists", outputs.size(), 1);
@@ -296,13 +326,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   const void* send = in.engine.data_ptr();
   void* recv = flat.data_ptr();
   const size_t count = type.count(in.engine.numel());
-  return collective(c10d::OpType::ALLGATHER, kOp, "ringreduce:all_gather",
+  return collective(c10d::OpType::ALLGATHER, opts.timeout, kOp, "ringreduce:all_gather",
                     inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                       const c10d::AllgatherOptions&) {
+                                                                       const c10d::AllgatherOptions& opts) {
   static constexpr const char* kOp = "_allgather_base";
   check_same_dtype(kOp, output, input);
   if (output.numel() != input.numel() * size_) {
@@ -317,7 +347,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = type.count(in.engine.numel());
-  return collective(c10d::OpType::_ALLGATHER_BASE, kOp, "ringreduce:all_gather_into_tensor",
+  return collective(c10d::OpType::_ALLGATHER_BASE, opts.timeout, kOp, "ringreduce:all_gather_into_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
@@ -352,7 +382,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   const size_t count = type.count(in.engine.numel());
   std::vector<at::Tensor> keep{in.engine};
   if (flat.defined()) keep.push_back(flat);
-  return collective(c10d::OpType::GATHER, kOp, "ringreduce:gather", inputs, out, keep, on_success,
+  return collective(c10d::OpType::GATHER, opts.timeout, kOp, "ringreduce:gather", inputs, out, keep, on_success,
                     [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
 }
 
@@ -380,7 +410,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor&
   const size_t count = type.count(in.engine.numel());
   std::vector<at::Tensor> keep{in.engine};
   if (rank_ == root) keep.push_back(output);
-  return collective(c10d::OpType::GATHER, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
+  return collective(c10d::OpType::GATHER, opts.timeout, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
                     [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
 }
 #endif
@@ -410,7 +440,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   const size_t count = type.count(out.engine.numel());
   std::vector<at::Tensor> keep{out.engine};
   if (flat.defined()) keep.push_back(flat);
-  return collective(c10d::OpType::SCATTER, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
+  return collective(c10d::OpType::SCATTER, opts.timeout, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrScatterAsync(send, recv, count, dtype, root, comm_, r); });
 }
 
@@ -430,7 +460,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   const void* send = flat.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = type.count(out.engine.numel());
-  return collective(c10d::OpType::REDUCE_SCATTER, kOp, "ringreduce:reduce_scatter",
+  return collective(c10d::OpType::REDUCE_SCATTER, opts.timeout, kOp, "ringreduce:reduce_scatter",
                     inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
@@ -452,14 +482,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = type.count(out.engine.numel());
-  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, kOp, "ringreduce:reduce_scatter_tensor",
+  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, kOp, "ringreduce:reduce_scatter_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions&) {
-  return collective(c10d::OpType::BARRIER, "barrier", "ringreduce:barrier", {}, {}, {}, nullptr,
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions& opts) {
+  return collective(c10d::OpType::BARRIER, opts.timeout, "barrier", "ringreduce:barrier", {}, {}, {}, nullptr,
                     [&](rrRequest_t* r) { return rrBarrierAsync(comm_, r); });
 }
 
@@ -479,6 +509,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
   {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     check_open(op_name);
+    use_timeout_locked(op_name, c10d::kUnsetTimeout);
     std::lock_guard<std::mutex> state_lock(state->mutex);
     check_result(is_send ? rrIsendTag(buf, count, dtype, peer, tag, comm_, &state->request)
                          : rrIrecvTag(buf, count, dtype, peer, tag, comm_, &state->request),

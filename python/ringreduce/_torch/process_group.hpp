@@ -102,6 +102,13 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // COMM_ERROR for the rest (aborted, shut down, a system error).
   c10d::ErrorType getError() override;
 
+  // dist.set_timeout (and the deprecated _set_pg_timeout): the group's
+  // timeout for the operations issued from now on; each takes it in the
+  // engine (rrCommSetTimeout) unless its options set their own.
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  // The group's timeout now.
+  std::chrono::milliseconds group_timeout();
+
   // The group's collective count, which torch's debug wrapper
   // (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares across ranks before each call.
   // Point-to-point calls do not count: they are not matched across ranks.
@@ -196,13 +203,20 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // `profile` names it in torch.profiler traces ("ringreduce:all_reduce"),
   // with `inputs`' shapes.
   template <typename Issue>
-  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const char* op_name, const char* profile,
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, std::chrono::milliseconds timeout,
+                                            const char* op_name, const char* profile,
                                             const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
                                             std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
                                             Issue&& issue);
-  // The engine call of `work`, with the issue lock held; the Completer ends it.
+  // The engine call of `work`, with the issue lock held, under `timeout`
+  // (an operation's opts.timeout; kUnsetTimeout: the group's); the
+  // Completer ends it.
   template <typename Issue>
-  void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name, Issue&& issue);
+  void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
+                    std::chrono::milliseconds timeout, Issue&& issue);
+  // Hands the engine `timeout` (kUnsetTimeout: the group's) for the calls
+  // made next, unless it has it. With the issue lock held.
+  void use_timeout_locked(const char* op_name, std::chrono::milliseconds timeout);
   c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, const char* op_name, at::Tensor& tensor,
                                                 int peer, int tag);
   // The issue lock, once no sparse all-reduce is between its two engine
@@ -225,10 +239,16 @@ class ProcessGroupRingreduce : public c10d::Backend {
   enum class State { kOpen, kAborted, kShutDown };
 
   rrComm_t comm_ = nullptr;
-  // What the group was made with; its timeout is every operation's
-  // deadline in the engine, and monitoredBarrier's when the call sets none.
+  // What the group was made with.
   const c10::intrusive_ptr<Options> options_;
-  const std::chrono::milliseconds timeout_;
+  // The group's timeout: options_'s until setTimeout (dist.set_timeout)
+  // changes it. Each operation's deadline in the engine unless its options
+  // set their own (opts.timeout), and monitoredBarrier's when the call sets
+  // none. Guarded by issue_mutex_.
+  std::chrono::milliseconds timeout_;
+  // What the engine was last told (rrCommSetTimeout): each engine call takes
+  // the value in force when it is made. Guarded by issue_mutex_.
+  std::chrono::milliseconds engine_timeout_;
   // The process that made the group (and its threads).
   const pid_t owner_ = getpid();
   State state_ = State::kOpen;
@@ -255,8 +275,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
 
 // Defined here: the coalesced forms (coalesced.cpp) issue through it too.
 template <typename Issue>
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType type, const char* op_name,
-                                                                  const char* profile,
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType type,
+                                                                  std::chrono::milliseconds timeout,
+                                                                  const char* op_name, const char* profile,
                                                                   const std::vector<at::Tensor>& inputs,
                                                                   std::vector<at::Tensor> outputs,
                                                                   std::vector<at::Tensor> keep_alive,
@@ -264,14 +285,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType t
   auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
                                                   std::move(keep_alive), std::move(on_success), hooks_);
   std::unique_lock<std::mutex> lock = lock_issue();
-  issue_locked(work, op_name, std::forward<Issue>(issue));
+  issue_locked(work, op_name, timeout, std::forward<Issue>(issue));
   return work;
 }
 
 template <typename Issue>
 void ProcessGroupRingreduce::issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
-                                          Issue&& issue) {
+                                          std::chrono::milliseconds timeout, Issue&& issue) {
   check_open(op_name);
+  use_timeout_locked(op_name, timeout);
   rrRequest_t request = nullptr;
   check_result(issue(&request), op_name);
   ++sequence_;
