@@ -313,6 +313,24 @@ rrResult_t rrAllToAllvAsync(const void* sendbuff, const size_t* sendcounts, cons
                             rrDataType_t datatype, rrComm_t comm, rrRequest_t* request);
 rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request);
 
+/* Completion without waiting, as UCC's callbacks: while a callback is set on
+ * comm, each Async collective called on it takes that callback and
+ * user_data (the ones in force when it is called, as with
+ * rrCommSetTimeout) and the engine calls fn(request, result, message,
+ * user_data) once, when the call has finished, successfully or not: on the
+ * communicator's worker thread, or on the calling thread before the Async
+ * call returns if the call finished by then. message is the error's text
+ * ("" on success), valid during the call. The engine then releases the
+ * request: the caller must not rrTest or rrWait it (they refuse it, as any
+ * finished request). fn must return quickly and call nothing of
+ * ringreduce's on comm. Every such call gets its callback, also when the
+ * communicator is aborted (with that error; rrCommDestroy refuses while
+ * one is in flight, as for any request). fn NULL: none
+ * (later calls are waited as usual). Point-to-point requests (rrIsend,
+ * rrIrecv) take none. */
+typedef void (*rrCompletionFn_t)(rrRequest_t request, rrResult_t result, const char* message, void* user_data);
+rrResult_t rrCommSetCompletionCallback(rrComm_t comm, rrCompletionFn_t fn, void* user_data);
+
 /* Observability. Bytes this rank has sent to / received from `peer` since
  * the communicator was made: data and ringreduce's own 32-byte operation
  * headers (the argument check), not the transport's protocol headers. On

@@ -27,6 +27,17 @@ struct rrComm {
   // Threads inside a call on this communicator; rrCommAbort waits for them
   // to leave before it frees anything.
   std::atomic<int> users{0};
+  // rrCommSetCompletionCallback's, for the Async calls made while it is set.
+  struct Completion {
+    rrCompletionFn_t fn = nullptr;
+    void* user_data = nullptr;
+  };
+  std::mutex completion_mutex;
+  Completion completion;
+  Completion completion_now() {
+    std::lock_guard<std::mutex> lock(completion_mutex);
+    return completion;
+  }
 };
 
 struct rrRequest {
@@ -119,6 +130,10 @@ rr::Status route(const char* call, void* stream, bool async, std::initializer_li
 // Point-to-point takes host buffers and no stream.
 rr::Status host_only(const char* call, const char* name, const void* buf, void* stream);
 
+// For an Async call made under a completion callback: calls it with the
+// outcome, then releases the request (requests.cpp).
+rr::AsyncOperation::OnDone complete_by_callback(rrRequest_t request, rrComm::Completion completion);
+
 // Runs a checked collective now (request == NULL) or queues it and hands back
 // a request for rrTest / rrWait. `body` captures its arguments by value.
 template <typename Body>
@@ -129,15 +144,23 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
     if (!request) return fail(comm, comm->impl->queue().run(body));
     auto req = std::make_unique<rrRequest>();
     req->comm = comm;
-    // The timeout in force now is the call's, whenever it runs (rrCommSetTimeout).
+    // The timeout and the completion callback in force now are the call's,
+    // whenever it runs (rrCommSetTimeout, rrCommSetCompletionCallback).
     rr::Communicator* impl = comm->impl.get();
     const int timeout_ms = impl->timeout_ms();
-    req->operation = comm->impl->queue().enqueue(std::function<rr::Status()>([impl, timeout_ms, body] {
-      rr::Communicator::CallTimeout scope(impl, timeout_ms);
-      return body();
-    }));
+    const rrComm::Completion completion = comm->completion_now();
+    req->operation = comm->impl->queue().enqueue(
+        std::function<rr::Status()>([impl, timeout_ms, body] {
+          rr::Communicator::CallTimeout scope(impl, timeout_ms);
+          return body();
+        }),
+        completion.fn ? complete_by_callback(req.get(), completion) : nullptr);
     add_live(req.get());
     *request = req.release();
+    // Registered: the callback may fire (and release the request) from here
+    // on; the operation outlives it here.
+    const std::shared_ptr<rr::AsyncOperation> operation = (*request)->operation;
+    operation->arm();
     return rrSuccess;
   });
 }

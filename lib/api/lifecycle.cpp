@@ -306,6 +306,13 @@ RR_API rrResult_t rrCommGetTimeout(const rrComm_t comm, int* timeout_ms) {
   return rrSuccess;
 }
 
+RR_API rrResult_t rrCommSetCompletionCallback(rrComm_t comm, rrCompletionFn_t fn, void* user_data) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommSetCompletionCallback: comm is NULL");
+  std::lock_guard<std::mutex> lock(comm->completion_mutex);
+  comm->completion = rrComm::Completion{fn, fn ? user_data : nullptr};
+  return rrSuccess;
+}
+
 RR_API rrResult_t rrCommGetPeerBytes(const rrComm_t comm, int peer, uint64_t* bytes_sent, uint64_t* bytes_received) {
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "comm is NULL");
   if (peer < 0 || peer >= comm->impl->size()) {

@@ -1,5 +1,7 @@
 #include "api/requests.hpp"
 
+#include "api/internal.hpp"
+
 namespace rr::api {
 
 std::mutex& requests_mutex() {
@@ -24,6 +26,16 @@ bool take_if_live(rrRequest_t request, bool erase) {
   if (it == live_requests().end()) return false;
   if (erase) live_requests().erase(it);
   return true;
+}
+
+rr::AsyncOperation::OnDone complete_by_callback(rrRequest_t request, rrComm::Completion completion) {
+  return [request, completion](const rr::Status& status) {
+    // Out of the registry first: once the caller hears, nothing of the call
+    // is in flight (rrCommDestroy may follow at once).
+    const bool live = take_if_live(request, true);
+    completion.fn(request, rr::to_result(status.code()), status.message().c_str(), completion.user_data);
+    if (live) delete request;
+  };
 }
 
 }  // namespace rr::api

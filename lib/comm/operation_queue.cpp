@@ -2,12 +2,15 @@
 
 namespace rr {
 
-std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> body) {
-  auto op = std::make_shared<AsyncOperation>(std::move(body));
-  std::lock_guard<std::mutex> lock(mutex_);
+std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> body,
+                                                        AsyncOperation::OnDone on_done) {
+  auto op = std::make_shared<AsyncOperation>(std::move(body), std::move(on_done));
+  std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) {
     op->status_ = InvalidUsage("the communicator is being destroyed");
     op->done_ = true;
+    lock.unlock();
+    op->pass_gate();  // finished: on_done fires when its owner arms it
     return op;
   }
   queue_.push_back(op);
@@ -37,6 +40,11 @@ void OperationQueue::work() {
     op->done_ = true;
     running_.store(false);
     changed_.notify_all();
+    // Outside the lock and the turn: on_done may test the operation, and
+    // the next one may start meanwhile.
+    lock.unlock();
+    op->pass_gate();
+    lock.lock();
   }
 }
 

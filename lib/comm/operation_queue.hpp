@@ -34,11 +34,25 @@ namespace rr {
 
 class AsyncOperation {
  public:
-  explicit AsyncOperation(std::function<Status()> body) : body_(std::move(body)) {}
+  // Called once with the operation's result, on the thread that finished it
+  // or armed it, whichever came last.
+  using OnDone = std::function<void(const Status&)>;
+  explicit AsyncOperation(std::function<Status()> body, OnDone on_done = nullptr)
+      : body_(std::move(body)), on_done_(std::move(on_done)) {}
+
+  // Lets on_done fire: now if the operation finished already, else when it
+  // does. Its owner arms it once the operation is known where on_done looks
+  // (the request registered), so the two never race.
+  void arm() { pass_gate(); }
 
  private:
   friend class OperationQueue;
+  void pass_gate() {
+    if (on_done_ && gates_.fetch_add(1, std::memory_order_acq_rel) == 1) on_done_(status_);
+  }
   std::function<Status()> body_;
+  OnDone on_done_;
+  std::atomic<int> gates_{0};  // finished, armed: on_done fires at the second
   bool done_ = false;
   Status status_;
 };
@@ -113,8 +127,9 @@ class OperationQueue {
     return true;
   }
 
-  // Queues `body` to run on the worker thread; returns at once.
-  std::shared_ptr<AsyncOperation> enqueue(std::function<Status()> body);
+  // Queues `body` to run on the worker thread; returns at once. `on_done`,
+  // when given, fires once the operation finished and was armed.
+  std::shared_ptr<AsyncOperation> enqueue(std::function<Status()> body, AsyncOperation::OnDone on_done = nullptr);
   // Blocks until `op` ran; its result.
   Status wait(AsyncOperation& op);
   // Whether `op` ran, and its result when it did.
