@@ -4,12 +4,13 @@ namespace rr::algo {
 
 RingSchedule::RingSchedule(int nranks, int rank, size_t count, size_t chunk_elems, int shift,
                            RingPhases phases, const int* order)
-    : nranks_(nranks), rank_(rank), order_(order), position_(rank), count_(count), shift_(shift), phases_(phases) {
-  if (order_) {
-    for (int p = 0; p < nranks_; ++p) {
-      if (order_[p] == rank_) position_ = p;
-    }
-  }
+    : nranks_(nranks),
+      rank_(rank),
+      order_(order),
+      position_(ring_position(order, nranks, rank)),
+      count_(count),
+      shift_(shift),
+      phases_(phases) {
   // The largest segment decides the column count, so no chunk of any
   // segment exceeds chunk_elems; smaller segments get chunks one shorter.
   const size_t largest_segment = (count + static_cast<size_t>(nranks) - 1) / static_cast<size_t>(nranks);

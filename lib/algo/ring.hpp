@@ -18,6 +18,21 @@
 
 namespace rr::algo {
 
+// The ring position of `rank` in `order` (nranks entries, or null: rank
+// order), and the rank at position `p` (any int, taken mod nranks): the
+// arithmetic the ring and the chain share.
+inline int ring_position(const int* order, int nranks, int rank) {
+  if (!order) return rank;
+  for (int p = 0; p < nranks; ++p) {
+    if (order[p] == rank) return p;
+  }
+  return rank;
+}
+inline int rank_at_position(const int* order, int nranks, int p) {
+  const int m = ((p % nranks) + nranks) % nranks;
+  return order ? order[m] : m;
+}
+
 struct Range {
   size_t offset = 0;  // elements
   size_t count = 0;   // elements
@@ -86,7 +101,7 @@ class RingSchedule {
  private:
   int mod(int x) const { return ((x % nranks_) + nranks_) % nranks_; }
   // The rank at ring position `p` (any int, taken mod nranks).
-  int at(int p) const { return order_ ? order_[mod(p)] : mod(p); }
+  int at(int p) const { return rank_at_position(order_, nranks_, p); }
 
   int nranks_;
   int rank_;

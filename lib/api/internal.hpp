@@ -32,8 +32,8 @@ struct rrComm {
     rrCompletionFn_t fn = nullptr;
     void* user_data = nullptr;
   };
-  std::mutex completion_mutex;
-  Completion completion;
+  std::mutex completion_mutex{};
+  Completion completion{};
   Completion completion_now() {
     std::lock_guard<std::mutex> lock(completion_mutex);
     return completion;

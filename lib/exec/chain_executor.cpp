@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "algo/chain.hpp"
 #include "algo/ring.hpp"
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
@@ -151,21 +152,10 @@ Status ChainExecutor::run(Call& call, size_t chunk_elems) {
   elem_bytes_ = reduce::dtype_size(call.dtype);
   chunks_ = (call.count + chunk_elems - 1) / chunk_elems;
   chunks_done_ = 0;
-  auto mod = [this](int p) { return ((p % nranks_) + nranks_) % nranks_; };
-  auto ring_position = [&](int r) {
-    if (!call.order) return r;
-    for (int p = 0; p < nranks_; ++p) {
-      if (call.order[p] == r) return p;
-    }
-    return r;
-  };
-  auto at = [&](int p) { return call.order ? call.order[mod(p)] : mod(p); };
-  const int me = ring_position(rank_);
-  left_ = at(me - 1);
-  right_ = at(me + 1);
-  // Broadcast starts at the root; reduce at the rank after it, and ends there.
-  const int head = !reduces_ ? ring_position(call.root) : mod(ring_position(call.root) + 1);
-  position_ = mod(me - head);
+  const algo::ChainSchedule schedule(nranks_, rank_, call.root, reduces_, call.order);
+  left_ = schedule.left();
+  right_ = schedule.right();
+  position_ = schedule.position();
 
   size_t next = 0;
   Status status;

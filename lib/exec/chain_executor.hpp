@@ -1,13 +1,10 @@
 #pragma once
-// Broadcast and reduce as a pipelined chain along the ring order: chunks flow
-// from position 0 to position N-1, each rank forwarding chunk c as soon as it
-// has it, so for a large message every link carries the whole buffer once
-// and all links work at the same time (busbw = algbw, the optimum for both).
-//
-//   broadcast: position p = (rank - root) mod N; the root starts the chain,
-//              every other rank receives straight into its output.
-//   reduce:    position p = (rank - root - 1) mod N; rank root+1 starts with
-//              its input, each later rank adds its own, the root ends it.
+// Runs broadcast and reduce as a pipelined chain (algo/chain.hpp says who is
+// where): each rank forwards chunk c as soon as it has it, so for a large
+// message every link carries the whole buffer once and all links work at
+// the same time (busbw = algbw, the optimum for both). Broadcast receives
+// straight into every rank's output; reduce adds each rank's input into a
+// staging slot on its way and ends in the root's output.
 
 #include <chrono>
 #include <vector>

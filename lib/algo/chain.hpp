@@ -1,0 +1,48 @@
+#pragma once
+// Broadcast and reduce as a pipelined chain along the ring order (the
+// executor is exec/chain_executor.hpp): chunks flow from chain position 0
+// to position N-1, each rank forwarding a chunk as soon as it has it.
+//
+//   broadcast: the root heads the chain; every other rank receives.
+//   reduce:    the rank after the root (in ring order) heads it with its
+//              input, each later rank adds its own, the root ends it.
+//
+// Positions are along the ring's order (algo/ring_order.hpp), so the chain
+// crosses each host's link once, as the ring does.
+
+#include "algo/ring.hpp"
+
+namespace rr::algo {
+
+class ChainSchedule {
+ public:
+  // `order` (nranks entries, or null: rank order) as RingSchedule's.
+  ChainSchedule(int nranks, int rank, int root, bool reduces, const int* order = nullptr)
+      : nranks_(nranks), order_(order) {
+    const int me = ring_position(order, nranks, rank);
+    left_ = rank_at_position(order, nranks, me - 1);
+    right_ = rank_at_position(order, nranks, me + 1);
+    const int root_position = ring_position(order, nranks, root);
+    const int head = reduces ? root_position + 1 : root_position;
+    position_ = ((me - head) % nranks + nranks) % nranks;
+  }
+
+  int nranks() const { return nranks_; }
+  // 0 heads the chain (it receives nothing); nranks - 1 ends it (it sends nothing).
+  int position() const { return position_; }
+  bool heads() const { return position_ == 0; }
+  bool ends() const { return position_ == nranks_ - 1; }
+  // The ranks before and after this one in the ring order: it receives from
+  // the left and sends to the right.
+  int left() const { return left_; }
+  int right() const { return right_; }
+
+ private:
+  int nranks_;
+  const int* order_;
+  int position_ = 0;
+  int left_ = 0;
+  int right_ = 0;
+};
+
+}  // namespace rr::algo
