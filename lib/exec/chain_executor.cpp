@@ -8,6 +8,7 @@
 
 #include "algo/chain.hpp"
 #include "algo/ring.hpp"
+#include "exec/stall.hpp"
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
 #include "reduce/reduce.hpp"
@@ -109,19 +110,17 @@ Status ChainExecutor::stall(Code code, const std::string& detail) const {
   for (const Column& c : columns_) {
     if (c.active && (!oldest || c.chunk < oldest->chunk)) oldest = &c;
   }
-  std::string text = call_->name() +
-                     (code == Code::kTimeout ? " timed out" : code == Code::kOk ? " in progress" : " failed") +
-                     ": rank " + std::to_string(rank_);
-  if (oldest && !oldest->received) {
-    text += " waited for chunk " + std::to_string(oldest->chunk) + " from rank " +
-            std::to_string(left_);
-  } else if (oldest) {
-    text += " waited for rank " + std::to_string(right_) + " to take chunk " +
-            std::to_string(oldest->chunk);
+  Stall stall;
+  stall.rank = rank_;
+  stall.done = chunks_done_;
+  stall.total = chunks_;
+  stall.unit = "chunks";
+  if (oldest) {
+    stall.wait = oldest->received ? Stall::Wait::kTake : Stall::Wait::kChunk;
+    stall.peer = oldest->received ? right_ : left_;
+    stall.chunk = oldest->chunk;
   }
-  text += " (" + std::to_string(chunks_done_) + " of " + std::to_string(chunks_) + " chunks done)";
-  if (!detail.empty()) text += ": " + detail;
-  return Status(code, text);
+  return stalled(*call_, code, stall, detail);
 }
 
 void ChainExecutor::drain() {

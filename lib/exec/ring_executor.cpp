@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "exec/stall.hpp"
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
 #include "reduce/reduce.hpp"
@@ -187,28 +188,27 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
   return Status::Ok();
 }
 
-Status RingExecutor::describe_stall(Code code, int failed_peer) const {
+Status RingExecutor::describe_stall(Code code, int failed_peer, const std::string& cause) const {
   const algo::RingSchedule& s = *schedule_;
   // Name the oldest column still in flight: that is the chunk the ring is stuck on.
   const Column* oldest = nullptr;
   for (const Column& column : columns_) {
     if (column.active && (!oldest || column.index < oldest->index)) oldest = &column;
   }
-  std::string text = call_->name() +
-                     (code == Code::kTimeout ? " timed out" : code == Code::kOk ? " in progress" : " failed") +
-                     ": rank " + std::to_string(s.rank());
-  const std::string progress = " (" + std::to_string(columns_done_) + " of " + std::to_string(s.columns()) +
-                               " chunk columns done)";
-  if (!oldest) return Status(code, text + progress);
-  if (oldest->step < s.end_step() && failed_peer != s.right()) {
-    text += " waited for chunk " + std::to_string(oldest->index) + " of " + s.phase_name(oldest->step) + " step " +
-            std::to_string(s.phase_step(oldest->step)) + " from rank " + std::to_string(s.left());
-  } else {
+  Stall stall;
+  stall.rank = s.rank();
+  stall.done = columns_done_;
+  stall.total = s.columns();
+  if (oldest) {
+    const bool receiving = oldest->step < s.end_step() && failed_peer != s.right();
     const int step = oldest->step < s.end_step() ? oldest->step : s.end_step() - 1;
-    text += " waited for rank " + std::to_string(s.right()) + " to take chunk " + std::to_string(oldest->index) +
-            " of " + s.phase_name(step) + " step " + std::to_string(s.phase_step(step));
+    stall.wait = receiving ? Stall::Wait::kChunk : Stall::Wait::kTake;
+    stall.peer = receiving ? s.left() : s.right();
+    stall.chunk = oldest->index;
+    stall.phase = s.phase_name(step);
+    stall.phase_step = s.phase_step(step);
   }
-  return Status(code, text + progress);
+  return stalled(*call_, code, stall, cause);
 }
 
 void RingExecutor::drain() {
@@ -305,7 +305,7 @@ Status RingExecutor::run(const algo::RingSchedule& schedule, Call& call) {
     if (cause.code() == Code::kTimeout) {
       status = describe_stall(Code::kTimeout, -1);
     } else if (!cause.ok()) {
-      status = Status(cause.code(), describe_stall(Code::kRemoteError, failed_peer).message() + ": " + cause.message());
+      status = describe_stall(cause.code(), failed_peer, cause.message());
     }
   }
   if (!status.ok()) drain();

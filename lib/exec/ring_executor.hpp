@@ -58,7 +58,7 @@ class RingExecutor {
   bool sends_done(const Column& column) const;
   // The error for a stalled ring: the oldest chunk in flight, its step and the
   // peer it waits on (`failed_peer`, when one is known to have failed).
-  Status describe_stall(Code code, int failed_peer) const;
+  Status describe_stall(Code code, int failed_peer, const std::string& cause = {}) const;
   // A post the transport refused, said as this call's error.
   Status refused(const Status& posted) const;
   void drain();

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "exec/stall.hpp"
 #include "reduce/reduce.hpp"
 
 namespace rr::exec {
@@ -27,17 +28,15 @@ Status ShmRingExecutor::still(WaitPolicy& wait, int peer, bool receiving, int st
   int failed_peer = -1;
   Status cause = wait.after_still_round(receiving ? peer : -1, receiving ? -1 : peer, moved, &failed_peer);
   if (cause.ok()) return cause;
-  std::string text = call_->name() +
-                     (cause.code() == Code::kTimeout ? " timed out" : " failed") + ": rank " +
-                     std::to_string(s.rank()) +
-                     (receiving ? " waited for chunk " + std::to_string(column) + " of " + s.phase_name(step) + " step " +
-                                      std::to_string(s.phase_step(step)) + " from rank " + std::to_string(peer)
-                                : " waited for rank " + std::to_string(peer) + " to take a chunk before chunk " +
-                                      std::to_string(column) + " of " + s.phase_name(step) + " step " +
-                                      std::to_string(s.phase_step(step))) +
-                     " (same-host shared memory)";
-  if (cause.code() == Code::kTimeout) return Status(Code::kTimeout, text);
-  return Status(cause.code(), text + ": " + cause.message());
+  Stall stall;
+  stall.rank = s.rank();
+  stall.wait = receiving ? Stall::Wait::kChunk : Stall::Wait::kRoom;
+  stall.peer = peer;
+  stall.chunk = column;
+  stall.phase = s.phase_name(step);
+  stall.phase_step = s.phase_step(step);
+  stall.path = "same-host shared memory";
+  return stalled(*call_, cause.code(), stall, cause.code() == Code::kTimeout ? std::string() : cause.message());
 }
 
 // In both waits, what ended the wait (a failure notice, the deadline) may

@@ -15,6 +15,7 @@
 #include "exec/call.hpp"
 #include "exec/chain_executor.hpp"
 #include "exec/ring_executor.hpp"
+#include "exec/stall.hpp"
 #include "memory/staging_pool.hpp"
 #include "transport/loopback/loopback.hpp"
 
@@ -64,6 +65,56 @@ TEST(Call, TheDeadlineStartsAtTheFirstAskUnlessSet) {
   set.deadline = before + std::chrono::milliseconds(1);
   set.timeout = std::chrono::milliseconds(5000);
   EXPECT_EQ(set.until(), before + std::chrono::milliseconds(1));
+}
+
+TEST(Call, OneStallMessageForEveryExecutor) {
+  Call call;
+  call.sequence = 7;
+  Stall ring;
+  ring.rank = 0;
+  ring.wait = Stall::Wait::kChunk;
+  ring.peer = 3;
+  ring.chunk = 2;
+  ring.phase = "reduce-scatter";
+  ring.phase_step = 1;
+  ring.done = 2;
+  ring.total = 8;
+  EXPECT_EQ(stalled(call, Code::kTimeout, ring).message(),
+            "allreduce #7 timed out: rank 0 waited for chunk 2 of reduce-scatter step 1 from rank 3 (2 of 8 chunk "
+            "columns done)");
+  ring.wait = Stall::Wait::kTake;
+  ring.peer = 1;
+  const Status failed = stalled(call, Code::kRemoteError, ring, "rank 1 failed");
+  EXPECT_EQ(failed.code(), Code::kRemoteError);
+  EXPECT_EQ(failed.message(),
+            "allreduce #7 failed: rank 0 waited for rank 1 to take chunk 2 of reduce-scatter step 1 (2 of 8 chunk "
+            "columns done): rank 1 failed");
+  Stall slots;
+  slots.rank = 2;
+  slots.wait = Stall::Wait::kRoom;
+  slots.peer = 3;
+  slots.chunk = 5;
+  slots.phase = "all-gather";
+  slots.path = "same-host shared memory";
+  EXPECT_EQ(stalled(call, Code::kTimeout, slots).message(),
+            "allreduce #7 timed out: rank 2 waited for rank 3 to take a chunk before chunk 5 of all-gather step 0 "
+            "(same-host shared memory)");
+  call.collective = Collective::kBroadcast;
+  Stall chain;
+  chain.rank = 1;
+  chain.wait = Stall::Wait::kChunk;
+  chain.peer = 0;
+  chain.chunk = 4;
+  chain.done = 4;
+  chain.total = 9;
+  chain.unit = "chunks";
+  EXPECT_EQ(stalled(call, Code::kOk, chain).message(),
+            "broadcast #7 in progress: rank 1 waited for chunk 4 from rank 0 (4 of 9 chunks done)");
+  Stall idle;
+  idle.rank = 1;
+  idle.done = 3;
+  idle.total = 3;
+  EXPECT_EQ(stalled(call, Code::kOk, idle).message(), "broadcast #7 in progress: rank 1 (3 of 3 chunk columns done)");
 }
 
 // Rank 0 of two runs alone, its neighbour marked failed: the transport
