@@ -162,6 +162,6 @@ int main(int argc, char** argv) {
   if (!dir) die("mkdtemp failed");
   std::printf("# kind ranks MiB time_ms algbw_GB/s busbw_GB/s d2h_ms host_ms h2d_ms overlap slowest\n");
   int failed = 0;
-  for (int size : options.ranks) failed += rr::test::run_ranks(size, argv, dir, 1800);
+  for (int size : options.ranks) failed += rr::test::fork_exec_ranks(size, argv, dir, 1800);
   return failed == 0 ? 0 : 1;
 }

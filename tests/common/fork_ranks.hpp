@@ -8,7 +8,7 @@
 //   int main(int argc, char** argv) {
 //     rr::test::RankEnv env;
 //     if (rr::test::this_is_a_rank(&env)) return run_rank(env);
-//     ... rr::test::probe_gpu() (77: no GPU) ... rr::test::run_ranks(n, argv, dir, timeout_s) ...
+//     ... rr::test::probe_gpu() (77: no GPU) ... rr::test::fork_exec_ranks(n, argv, dir, timeout_s) ...
 //   }
 
 #include <cuda_runtime_api.h>
@@ -35,7 +35,7 @@ struct RankEnv {
   int size = 1;
 };
 
-// Whether this process is a rank started by run_ranks(); *env says which.
+// Whether this process is a rank started by fork_exec_ranks(); *env says which.
 inline bool this_is_a_rank(RankEnv* env) {
   const char* rank = std::getenv("RR_FORKED_RANK");
   if (!rank) return false;
@@ -79,7 +79,7 @@ inline std::string read_text(const std::string& path) {
 // Runs `size` ranks of this binary (argv as given); rank 0 prints to the
 // terminal, the others to DIR/rankR-of-N.log, shown when they fail. Ranks
 // still running after `timeout_s` are killed. 0 when every rank exited 0.
-inline int run_ranks(int size, char** argv, const std::string& dir, int timeout_s) {
+inline int fork_exec_ranks(int size, char** argv, const std::string& dir, int timeout_s) {
   const std::string url = "file://" + dir + "/store-" + std::to_string(size);
   auto log_of = [&](int r) { return dir + "/rank" + std::to_string(r) + "-of-" + std::to_string(size) + ".log"; };
   std::fflush(stdout);

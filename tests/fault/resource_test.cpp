@@ -106,7 +106,7 @@ std::set<std::string> shm_files() {
 
 // In the host: `n` ranks on `url`, each reporting within kReportSeconds or
 // killed. Fills report->ranks.
-void run_ranks(int n, const std::string& url, const Setup& setup, const Body& body, HostReport* report) {
+void fork_ranks_over_url(int n, const std::string& url, const Setup& setup, const Body& body, HostReport* report) {
   std::vector<pid_t> pids;
   std::vector<int> fds;
   for (int r = 0; r < n; ++r) {
@@ -174,7 +174,7 @@ HostReport run_host(int n, const std::string& url, size_t shm_bytes, bool need_p
       _exit(0);
     }
     const std::set<std::string> before = shm_files();
-    run_ranks(n, url, setup, body, &r);
+    fork_ranks_over_url(n, url, setup, body, &r);
     while (waitpid(-1, nullptr, WNOHANG) > 0) ++r.leftover_processes;  // none may be left unreaped
     std::string left;
     for (const std::string& name : shm_files()) {

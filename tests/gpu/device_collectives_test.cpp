@@ -450,7 +450,7 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (int size : rr::test::rank_counts("RR_GPU_TEST_RANKS", {1, 2, 3, 4})) {
     std::printf("== %d rank(s) on GPU 0\n", size);
-    failed += rr::test::run_ranks(size, argv, dir, 240);
+    failed += rr::test::fork_exec_ranks(size, argv, dir, 240);
   }
   std::printf("%s (logs of ranks > 0 in %s)\n", failed == 0 ? "every rank count passed" : "FAILED", dir);
   return failed == 0 ? 0 : 1;

@@ -86,8 +86,8 @@ rrConfig_t config_with_timeout(int ms) {
 
 // Runs `init(rank, &comm)` on n threads, then an allreduce that proves the
 // ranks are connected to each other; returns each rank's init result.
-std::vector<rrResult_t> run_ranks(int n, const std::function<rrResult_t(int, rrComm_t*)>& init,
-                                  std::vector<std::string>* errors = nullptr) {
+std::vector<rrResult_t> init_on_threads(int n, const std::function<rrResult_t(int, rrComm_t*)>& init,
+                                        std::vector<std::string>* errors = nullptr) {
   std::vector<rrResult_t> results(static_cast<size_t>(n));
   std::vector<std::string> messages(static_cast<size_t>(n));
   std::vector<std::thread> threads;
@@ -120,7 +120,7 @@ TEST(Init, UniqueIdOneToFourRanks) {
   for (int n = 1; n <= 4; ++n) {
     rrUniqueId id;
     ASSERT_EQ(rrGetUniqueId(&id), rrSuccess) << rrGetLastError(nullptr);
-    for (rrResult_t r : run_ranks(n, [&](int rank, rrComm_t* c) { return rrCommInitRank(c, n, id, rank); })) {
+    for (rrResult_t r : init_on_threads(n, [&](int rank, rrComm_t* c) { return rrCommInitRank(c, n, id, rank); })) {
       EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
     }
   }
@@ -128,7 +128,7 @@ TEST(Init, UniqueIdOneToFourRanks) {
 
 TEST(Init, TcpUrl) {
   const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
-  for (rrResult_t r : run_ranks(3, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, url.c_str(), 3, rank, nullptr); })) {
+  for (rrResult_t r : init_on_threads(3, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, url.c_str(), 3, rank, nullptr); })) {
     EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
   }
 }
@@ -138,7 +138,7 @@ TEST(Init, FileUrl) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/store";
   const std::string url = "file://" + path;
-  for (rrResult_t r : run_ranks(3, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, url.c_str(), 3, rank, nullptr); })) {
+  for (rrResult_t r : init_on_threads(3, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, url.c_str(), 3, rank, nullptr); })) {
     EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
   }
   unlink(path.c_str());
@@ -152,7 +152,7 @@ TEST(Init, EnvUrlTwiceInOneProcess) {
   setenv("MASTER_ADDR", "127.0.0.1", 1);
   setenv("MASTER_PORT", std::to_string(free_port()).c_str(), 1);
   for (int round = 0; round < 2; ++round) {
-    for (rrResult_t r : run_ranks(2, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, "env://", 2, rank, nullptr); })) {
+    for (rrResult_t r : init_on_threads(2, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, "env://", 2, rank, nullptr); })) {
       EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
     }
   }
@@ -186,7 +186,7 @@ TEST(Init, MismatchedWorldSizesAreReported) {
   const std::string url = "tcp://127.0.0.1:" + std::to_string(free_port());
   rrConfig_t config = config_with_timeout(3000);
   std::vector<std::string> errors;
-  auto results = run_ranks(2, [&](int rank, rrComm_t* c) {
+  auto results = init_on_threads(2, [&](int rank, rrComm_t* c) {
     return rrCommInitUrl(c, url.c_str(), rank == 0 ? 2 : 3, rank, &config);
   }, &errors);
   EXPECT_NE(results[0], rrSuccess);
@@ -200,7 +200,7 @@ TEST(Init, DuplicateRankIsReported) {
   ASSERT_EQ(rrGetUniqueId(&id), rrSuccess);
   rrConfig_t config = config_with_timeout(3000);
   std::vector<std::string> errors;
-  auto results = run_ranks(2, [&](int, rrComm_t* c) { return rrCommInitRankConfig(c, 2, id, 0, &config); }, &errors);
+  auto results = init_on_threads(2, [&](int, rrComm_t* c) { return rrCommInitRankConfig(c, 2, id, 0, &config); }, &errors);
   const bool one_refused = (results[0] == rrInvalidArgument) || (results[1] == rrInvalidArgument);
   EXPECT_TRUE(one_refused) << errors[0] << " | " << errors[1];
   EXPECT_NE((errors[0] + errors[1]).find("claimed by more than one"), std::string::npos) << errors[0] << " | " << errors[1];
@@ -313,7 +313,7 @@ TEST(Init, ForgedUniqueIdIsRejectedNamingTheSecretWhileTheRealRanksComplete) {
   EXPECT_TRUE(contains(error, "rendezvous at " + where + " rejected this rank's unique id's secret")) << error;
   EXPECT_EQ(comm, nullptr);
 
-  for (rrResult_t r : run_ranks(2, [&](int rank, rrComm_t* c) { return rrCommInitRank(c, 2, id, rank); })) {
+  for (rrResult_t r : init_on_threads(2, [&](int rank, rrComm_t* c) { return rrCommInitRank(c, 2, id, rank); })) {
     EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
   }
 }
@@ -347,7 +347,7 @@ TEST(Init, WrongTokenIsRejectedNamingItWhileTheRealRanksComplete) {
 
   Outcome intruder;
   bool heard = false;
-  auto results = run_ranks(2, [&](int rank, rrComm_t* c) {
+  auto results = init_on_threads(2, [&](int rank, rrComm_t* c) {
     const rrResult_t r = rrCommInitUrl(c, url.c_str(), 2, rank, nullptr);
     // Rank 0 keeps the rendezvous up until the intruder has had its answer
     // (or has given up: its own timeout bounds the wait).
@@ -397,7 +397,7 @@ TEST(Init, NonLoopbackRendezvousNeedsRrAuthToken) {
   }
   // With a token the same address works.
   setenv("RR_AUTH_TOKEN", "a shared secret", 1);
-  for (rrResult_t r : run_ranks(2, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, url.c_str(), 2, rank, nullptr); })) {
+  for (rrResult_t r : init_on_threads(2, [&](int rank, rrComm_t* c) { return rrCommInitUrl(c, url.c_str(), 2, rank, nullptr); })) {
     EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
   }
   unsetenv("RR_AUTH_TOKEN");
@@ -437,7 +437,7 @@ TEST(Init, StrangersAtTheRendezvousDoNotStopTheRealRanks) {
   });
 
   rrConfig_t config = config_with_timeout(60000);
-  for (rrResult_t r : run_ranks(3, [&](int rank, rrComm_t* c) { return rrCommInitRankConfig(c, 3, id, rank, &config); })) {
+  for (rrResult_t r : init_on_threads(3, [&](int rank, rrComm_t* c) { return rrCommInitRankConfig(c, 3, id, rank, &config); })) {
     EXPECT_EQ(r, rrSuccess) << rrGetLastError(nullptr);
   }
   stop = true;

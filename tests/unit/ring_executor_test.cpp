@@ -43,9 +43,9 @@ struct World {
 // allreduce of doubles (sum), whose buffers, count and reducer `setup(r,
 // call)` fills in; `after(r, result)` runs on the rank's thread once its call
 // returned.
-std::vector<Status> run_ranks(World& world, size_t chunk_elems, uint64_t sequence, int timeout_ms,
-                              const std::function<void(int, Call&)>& setup, int absent_rank = -1,
-                              const std::function<void(int, const Status&)>& after = {}) {
+std::vector<Status> run_on_threads(World& world, size_t chunk_elems, uint64_t sequence, int timeout_ms,
+                                   const std::function<void(int, Call&)>& setup, int absent_rank = -1,
+                                   const std::function<void(int, const Status&)>& after = {}) {
   const int n = static_cast<int>(world.ranks.size());
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
@@ -71,7 +71,7 @@ std::vector<Status> run_ranks(World& world, size_t chunk_elems, uint64_t sequenc
 std::vector<Status> run_allreduce(World& world, std::vector<std::vector<double>>& in,
                                   std::vector<std::vector<double>>& out, size_t chunk_elems, bool in_place,
                                   int absent_rank = -1, int timeout_ms = 10000) {
-  return run_ranks(
+  return run_on_threads(
       world, chunk_elems, 7, timeout_ms,
       [&](int r, Call& call) {
         if (in_place) out[r] = in[r];
@@ -166,7 +166,7 @@ TEST(RingExecutor, ANeighbourThatFinishedAndLeftIsNotAFailure) {
         std::vector<std::vector<double>> in(n, std::vector<double>(count)), out(n, std::vector<double>(count));
         for (int r = 0; r < n; ++r)
           for (size_t i = 0; i < count; ++i) in[r][i] = r + 1;
-        const auto results = run_ranks(
+        const auto results = run_on_threads(
             world, 8, 9, 10000,
             [&](int r, Call& call) {
               call.send = in[r].data();
@@ -205,7 +205,7 @@ TEST(RingExecutor, AReducerReducesWithTheValuesOfTheReduceSource) {
         for (size_t i = own.offset; i < own.offset + own.count; ++i) send[r][i] = source[r][i];
         out[r] = send[r];  // in place, as the staging path runs it
       }
-      const auto results = run_ranks(world, 4, 11, 10000, [&](int r, Call& call) {
+      const auto results = run_on_threads(world, 4, 11, 10000, [&](int r, Call& call) {
         call.send = out[r].data();
         call.recv = out[r].data();
         call.count = count;
@@ -230,7 +230,7 @@ TEST(RingExecutor, AFailedReductionFailsTheCallNamingTheChunk) {
   World world(n, 8 * sizeof(double), 2);
   std::vector<std::vector<double>> data(n, std::vector<double>(count, 1.0));
   std::vector<test::HostReducer> reducers{test::HostReducer(true), test::HostReducer(true)};
-  const auto results = run_ranks(world, 8, 12, 5000, [&](int r, Call& call) {
+  const auto results = run_on_threads(world, 8, 12, 5000, [&](int r, Call& call) {
     call.send = data[r].data();
     call.recv = data[r].data();
     call.count = count;
