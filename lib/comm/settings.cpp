@@ -1,10 +1,9 @@
 #include "comm/settings.hpp"
 
 #include <cstddef>
-#include <cstdlib>
 #include <string>
 
-#include "common/env.hpp"
+#include "comm/settings_table.hpp"
 #include "common/log.hpp"
 #include "exec/wait_policy.hpp"
 
@@ -21,111 +20,14 @@ std::string Source::text() const {
   return "default";
 }
 
-namespace {
-
-// A positive number from the environment, times `scale`, into *value.
-Status env_positive(const char* name, double scale, double* value, Source* source) {
-  const char* text = env_str(name);
-  if (!text) return Status::Ok();
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(v > 0) || v > 1e12) {
-    return InvalidArgument(std::string(name) + "=" + text + ": expected a positive number");
-  }
-  *value = v * scale;
-  *source = Source::environment(name);
-  return Status::Ok();
-}
-
-// A rate in GB/s from the environment, as seconds per byte.
-Status env_rate(const char* name, double* seconds_per_byte, Source* source) {
-  double gbps = 0;
-  Source from;
-  RR_RETURN_IF_ERROR(env_positive(name, 1.0, &gbps, &from));
-  if (!from.is_default()) *seconds_per_byte = 1.0 / (gbps * 1e9), *source = from;
-  return Status::Ok();
-}
-
-// A variable that takes one of two words: *second = (value == second), and
-// *source names it; both untouched when it is unset.
-Status env_either(const char* name, const char* first, const char* second, bool* is_second, Source* source) {
-  const char* text = env_str(name);
-  if (!text) return Status::Ok();
-  const std::string value = text;
-  if (value != first && value != second) {
-    return InvalidArgument(std::string(name) + "=" + value + ": expected " + first + " or " + second);
-  }
-  *is_second = value == second;
-  *source = Source::environment(name);
-  return Status::Ok();
-}
-
-}  // namespace
-
 Status resolve_settings(const rrConfig_t* config, Settings* out) {
   Settings s;
-  bool found = false;
-  uint64_t size_value = 0;
-  int64_t int_value = 0;
-
-  RR_RETURN_IF_ERROR(env_size("RR_CHUNK_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes,
-                              &size_value, &found));
-  if (found) s.chunk_bytes = size_value, s.chunk_bytes_source = Source::environment("RR_CHUNK_BYTES");
-  const char* depth_text = env_str("RR_PIPELINE_DEPTH");
-  if (depth_text && std::string(depth_text) == "auto") {
-    s.pipeline_depth_source = Source::environment("RR_PIPELINE_DEPTH");  // as unset: sized at init
-  } else {
-    const Status depth = env_int("RR_PIPELINE_DEPTH", 1, Settings::kMaxPipelineDepth, &int_value, &found);
-    if (!depth.ok()) return InvalidArgument(depth.message() + " or auto");
-    if (found) {
-      s.pipeline_depth = static_cast<int>(int_value), s.pipeline_depth_auto = false;
-      s.pipeline_depth_source = Source::environment("RR_PIPELINE_DEPTH");
-    }
-  }
-  RR_RETURN_IF_ERROR(env_positive("RR_LINK_GBPS", 1.0, &s.link_gbps, &s.link_gbps_source));
-  RR_RETURN_IF_ERROR(env_int("RR_TIMEOUT_MS", 1, 7 * 24 * 3600 * 1000LL, &int_value, &found));
-  if (found) s.timeout_ms = static_cast<int>(int_value), s.timeout_ms_source = Source::environment("RR_TIMEOUT_MS");
-  RR_RETURN_IF_ERROR(env_int("RR_CHECK_ARGUMENTS", 0, 1, &int_value, &found));
-  if (found) s.check_arguments = int_value != 0, s.check_arguments_source = Source::environment("RR_CHECK_ARGUMENTS");
-  RR_RETURN_IF_ERROR(env_size("RR_GPU_SEGMENT_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes,
-                              &size_value, &found));
-  if (found) s.gpu_segment_bytes = size_value, s.gpu_segment_bytes_source = Source::environment("RR_GPU_SEGMENT_BYTES");
-  RR_RETURN_IF_ERROR(env_either("RR_GPU_REDUCE", "host", "device", &s.gpu_reduce_on_device, &s.gpu_reduce_source));
-  bool by_rank = !s.ring_order_by_topology;
-  RR_RETURN_IF_ERROR(env_either("RR_RING_ORDER", "topology", "rank", &by_rank, &s.ring_order_source));
-  s.ring_order_by_topology = !by_rank;
-  bool by_ucx = !s.same_host_shm;
-  RR_RETURN_IF_ERROR(env_either("RR_SAME_HOST", "shm", "ucx", &by_ucx, &s.same_host_source));
-  s.same_host_shm = !by_ucx;
-  RR_RETURN_IF_ERROR(env_size("RR_SHM_SLOT_BYTES", Settings::kMinChunkBytes, Settings::kMaxChunkBytes, &size_value, &found));
-  if (found) {
-    if (size_value % 64 != 0) {
-      return InvalidArgument("RR_SHM_SLOT_BYTES=" + std::to_string(size_value) + ": expected a multiple of 64");
-    }
-    s.shm_slot_bytes = size_value, s.shm_slot_bytes_source = Source::environment("RR_SHM_SLOT_BYTES");
-  }
-  RR_RETURN_IF_ERROR(env_int("RR_SHM_SLOTS", 2, Settings::kMaxShmSlots, &int_value, &found));
-  if (found) s.shm_slots = static_cast<int>(int_value), s.shm_slots_source = Source::environment("RR_SHM_SLOTS");
-  RR_RETURN_IF_ERROR(env_size("RR_SHM_BOARD_BYTES", 0, Settings::kMaxShmBoardBytes, &size_value, &found));
-  if (found) {
-    if (size_value % 64 != 0) {
-      return InvalidArgument("RR_SHM_BOARD_BYTES=" + std::to_string(size_value) + ": expected a multiple of 64 (0: no board)");
-    }
-    s.shm_board_bytes = size_value, s.shm_board_bytes_source = Source::environment("RR_SHM_BOARD_BYTES");
-  }
-  if (const char* algo = env_str("RR_ALGO")) {
-    if (!algo::parse_algo(algo, &s.allreduce_algo)) {
-      return InvalidArgument(std::string("RR_ALGO=") + algo + ": expected auto, ring, rd (recursive doubling), hd (halving-doubling) or oneshot (shared-memory board)");
-    }
-    s.allreduce_algo_source = Source::environment("RR_ALGO");
+  // Every per-communicator variable, as its row of the table parses it.
+  for (const SettingSpec& spec : setting_specs()) {
+    if (spec.from_env) RR_RETURN_IF_ERROR(spec.from_env(spec, &s));
   }
   exec::WaitMode wait_mode;  // process-wide: exec/ reads it, here a bad value is refused
   RR_RETURN_IF_ERROR(exec::read_wait_mode(&wait_mode));
-  RR_RETURN_IF_ERROR(env_positive("RR_MODEL_ALPHA_US", 1e-6, &s.model.alpha_s, &s.model_source));
-  RR_RETURN_IF_ERROR(env_positive("RR_MODEL_REMOTE_ALPHA_US", 1e-6, &s.model.remote_alpha_s, &s.model_source));
-  RR_RETURN_IF_ERROR(env_positive("RR_MODEL_SLOT_ALPHA_US", 1e-6, &s.model.slot_alpha_s, &s.model_source));
-  RR_RETURN_IF_ERROR(env_rate("RR_MODEL_MOVE_GBPS", &s.model.beta_s_per_byte, &s.model_source));
-  RR_RETURN_IF_ERROR(env_rate("RR_MODEL_REDUCE_GBPS", &s.model.gamma_s_per_byte, &s.model_source));
   s.debug_level = static_cast<int>(log_level());
 
   if (config) {

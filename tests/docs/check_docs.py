@@ -51,6 +51,22 @@ def table_variables(text: str, heading: str) -> set[str]:
     return names
 
 
+def table_defaults(text: str, heading: str) -> dict[str, str]:
+    """Each RR_* name in the first column of the first table under `heading`: its row's second cell."""
+    start = text.index(heading)
+    cells: dict[str, str] = {}
+    in_table = False
+    for line in text[start:].splitlines()[1:]:
+        if line.startswith("|"):
+            in_table = True
+            columns = line.split("|")
+            for name in re.findall(r"`(RR_[A-Z0-9_]+)`", columns[1]):
+                cells[name] = columns[2].strip()
+        elif in_table:
+            break
+    return cells
+
+
 def main() -> int:
     root, build, rr_info = pathlib.Path(sys.argv[1]).resolve(), pathlib.Path(sys.argv[2]).resolve(), sys.argv[3]
     problems: list[str] = []
@@ -66,6 +82,14 @@ def main() -> int:
         problems.append(f"lib/ reads {name}, which rr-info does not report")
     tables = {"README.md": table_variables((root / "README.md").read_text(), "## Settings"),
               "docs/settings.md": table_variables((root / "docs/settings.md").read_text(), "| variable")}
+    # Each default as the engine's settings table (lib/comm/settings_table.cpp) has it.
+    defaults = {row["variable"]: row["default"] for row in info["settings"]["defaults"]}
+    for doc, heading in (("README.md", "## Settings"), ("docs/settings.md", "| variable")):
+        cells = table_defaults((root / doc).read_text(), heading)
+        for name, default in sorted(defaults.items()):
+            if name in cells and default not in cells[name]:
+                problems.append(f"{doc}'s settings table gives {name} the default {cells[name]!r}; "
+                                f"the engine's table says {default!r}")
     for doc, names in tables.items():
         for name in sorted(names - engine):
             problems.append(f"{doc}'s settings table names {name}, which the engine does not read")

@@ -2,10 +2,18 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 
 namespace rr::info {
 
 namespace {
+
+// Columns on a terminal: UTF-8 characters, not bytes ("≥" is three bytes, one column).
+size_t columns_of(const std::string& text) {
+  size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
 
 void print_table(const Table& table, std::FILE* out) {
   if (!table.name.empty()) std::fprintf(out, "\n  %s\n", table.name.c_str());
@@ -15,14 +23,14 @@ void print_table(const Table& table, std::FILE* out) {
   }
   std::vector<size_t> width(table.columns.size());
   for (size_t c = 0; c < table.columns.size(); ++c) {
-    width[c] = table.columns[c].size();
-    for (const auto& row : table.rows) width[c] = std::max(width[c], row[c].size());
+    width[c] = columns_of(table.columns[c]);
+    for (const auto& row : table.rows) width[c] = std::max(width[c], columns_of(row[c]));
   }
   auto print_row = [&](const std::vector<std::string>& cells) {
     std::string line = "   ";
     for (size_t c = 0; c < cells.size(); ++c) {
       line += " " + cells[c];
-      if (c + 1 < cells.size()) line.append(width[c] - cells[c].size() + 1, ' ');
+      if (c + 1 < cells.size()) line.append(width[c] - columns_of(cells[c]) + 1, ' ');
     }
     line.erase(line.find_last_not_of(' ') + 1);  // an empty last cell leaves padding
     std::fprintf(out, "%s\n", line.c_str());

@@ -14,11 +14,11 @@
 
 #include "build_features.hpp"
 #include "comm/settings.hpp"
+#include "comm/settings_table.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "exec/wait_policy.hpp"
 #include "sections.hpp"
-#include "topo/link_speed.hpp"
 
 extern char** environ;
 
@@ -28,59 +28,25 @@ namespace {
 
 constexpr const char* kEnvOnly = "-";  // the rrConfig_t column of a variable without a field
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", value);
-  return text;
-}
-
 std::string env_source(const char* name) { return env_str(name) ? std::string("env ") + name : "default"; }
 
-// The cost model's three variables share Settings::model_source (the last one
-// set); each row names its own variable.
-void add_model_rows(const algo::CostModel& model, Table* table) {
-  table->rows.push_back({"RR_MODEL_ALPHA_US", number(model.alpha_s * 1e6), env_source("RR_MODEL_ALPHA_US"), kEnvOnly});
-  table->rows.push_back({"RR_MODEL_REMOTE_ALPHA_US", number(model.remote_alpha() * 1e6),
-                         env_source("RR_MODEL_REMOTE_ALPHA_US"), kEnvOnly});
-  table->rows.push_back({"RR_MODEL_SLOT_ALPHA_US", number(model.slot_alpha_s * 1e6), env_source("RR_MODEL_SLOT_ALPHA_US"),
-                         kEnvOnly});
-  table->rows.push_back(
-      {"RR_MODEL_MOVE_GBPS", number(1.0 / (model.beta_s_per_byte * 1e9)), env_source("RR_MODEL_MOVE_GBPS"), kEnvOnly});
-  table->rows.push_back({"RR_MODEL_REDUCE_GBPS", number(1.0 / (model.gamma_s_per_byte * 1e9)),
-                         env_source("RR_MODEL_REDUCE_GBPS"), kEnvOnly});
+const char* scope_name(SettingSpec::Scope scope) {
+  switch (scope) {
+    case SettingSpec::Scope::kCommunicator: return "per communicator";
+    case SettingSpec::Scope::kProcess: return "per process";
+    case SettingSpec::Scope::kBootstrap: return "by each rendezvous";
+    case SettingSpec::Scope::kCuda: return "per CUDA copy engine";
+  }
+  return "?";
 }
 
-// The link rate the pipeline sizing assumes: the setting, else the fastest
-// interface's reported speed (UCX_NET_DEVICES' if set), else the default.
-std::string link_gbps_value(const Settings& s) {
-  if (s.link_gbps > 0) return number(s.link_gbps);
-  const topo::LinkSpeed link = topo::fastest_link(topo::ucx_net_devices());
-  if (link.gbps > 0) return "auto (" + number(link.gbps) + " Gbit/s, " + link.device + ")";
-  return "auto (no interface reports a speed: " + number(Settings::kDefaultLinkGbps) + ")";
-}
-
+// The rows of the table's communicator settings, as `s` has them.
 void add_settings_rows(const Settings& s, Table* table) {
-  auto& rows = table->rows;
-  rows.push_back({"RR_CHUNK_BYTES", std::to_string(s.chunk_bytes), s.chunk_bytes_source.text(), "chunk_bytes"});
-  // Auto: the default is a floor; init raises it to cover the round trip to a
-  // ring neighbour on another host (comm/pipeline_sizing.cpp).
-  rows.push_back({"RR_PIPELINE_DEPTH",
-                  s.pipeline_depth_auto ? "auto (>= " + std::to_string(s.pipeline_depth) + ")"
-                                        : std::to_string(s.pipeline_depth),
-                  s.pipeline_depth_source.text(), "pipeline_depth"});
-  rows.push_back({"RR_LINK_GBPS", link_gbps_value(s), s.link_gbps_source.text(), kEnvOnly});
-  rows.push_back({"RR_TIMEOUT_MS", std::to_string(s.timeout_ms), s.timeout_ms_source.text(), "timeout_ms"});
-  rows.push_back({"RR_CHECK_ARGUMENTS", s.check_arguments ? "1" : "0", s.check_arguments_source.text(), "check_arguments"});
-  rows.push_back({"RR_ALGO", algo::algo_name(s.allreduce_algo), s.allreduce_algo_source.text(), kEnvOnly});
-  rows.push_back({"RR_RING_ORDER", s.ring_order_by_topology ? "topology" : "rank", s.ring_order_source.text(), kEnvOnly});
-  rows.push_back({"RR_SAME_HOST", s.same_host_shm ? "shm" : "ucx", s.same_host_source.text(), kEnvOnly});
-  rows.push_back({"RR_SHM_SLOT_BYTES", std::to_string(s.shm_slot_bytes), s.shm_slot_bytes_source.text(), kEnvOnly});
-  rows.push_back({"RR_SHM_SLOTS", std::to_string(s.shm_slots), s.shm_slots_source.text(), kEnvOnly});
-  rows.push_back({"RR_SHM_BOARD_BYTES", std::to_string(s.shm_board_bytes), s.shm_board_bytes_source.text(), kEnvOnly});
-  add_model_rows(s.model, table);
-  rows.push_back({"RR_GPU_SEGMENT_BYTES", std::to_string(s.gpu_segment_bytes), s.gpu_segment_bytes_source.text(),
-                  "gpu_segment_bytes"});
-  rows.push_back({"RR_GPU_REDUCE", s.gpu_reduce_on_device ? "device" : "host", s.gpu_reduce_source.text(), kEnvOnly});
+  for (const SettingSpec& spec : setting_specs()) {
+    if (!spec.value) continue;
+    table->rows.push_back({spec.variable, spec.value(s), spec.source(spec, s).text(),
+                           spec.config_field ? spec.config_field : kEnvOnly});
+  }
 }
 
 // The engine's process-wide log level; a value it does not recognise leaves WARN.
@@ -100,23 +66,37 @@ std::string env_or(const char* name, const char* unset) {
   return set ? set : unset;
 }
 
+// The value of a variable read outside Settings, where it is read.
+std::string env_only_value(const std::string& name) {
+  if (name == "RR_WAIT_POLICY") return exec::wait_mode_name(exec::wait_mode());
+  if (name == "RR_DEBUG") return debug_level_value();
+  if (name == "RR_GPU_STREAM_MEMOPS") return env_or("RR_GPU_STREAM_MEMOPS", "auto");
+  if (name == "RR_BOOTSTRAP_HOST") return env_or("RR_BOOTSTRAP_HOST", "(first up non-loopback IPv4 address)");
+  if (name == "RR_SOCKET_IFNAME") return env_or("RR_SOCKET_IFNAME", "(any interface)");
+  if (name == "RR_BIND_ADDR") return env_or("RR_BIND_ADDR", "(the rendezvous address)");
+  if (name == "RR_AUTH_TOKEN") {
+    // A secret: say only whether it is there.
+    const char* token = env_str("RR_AUTH_TOKEN");
+    return token ? "(set, " + std::to_string(std::strlen(token)) + " bytes, not shown)" : "(none)";
+  }
+  return "(read elsewhere)";
+}
+
 void add_env_only_rows(Table* table) {
-  auto& rows = table->rows;
-  rows.push_back({"RR_WAIT_POLICY", exec::wait_mode_name(exec::wait_mode()), env_source("RR_WAIT_POLICY"), kEnvOnly});
-  rows.push_back({"RR_DEBUG", debug_level_value(), env_source("RR_DEBUG"), kEnvOnly});
-  rows.push_back({"RR_GPU_STREAM_MEMOPS", env_or("RR_GPU_STREAM_MEMOPS", "auto"), env_source("RR_GPU_STREAM_MEMOPS"),
-                  kEnvOnly});
-  rows.push_back({"RR_BOOTSTRAP_HOST", env_or("RR_BOOTSTRAP_HOST", "(first up non-loopback IPv4 address)"),
-                  env_source("RR_BOOTSTRAP_HOST"), kEnvOnly});
-  rows.push_back({"RR_SOCKET_IFNAME", env_or("RR_SOCKET_IFNAME", "(any interface)"), env_source("RR_SOCKET_IFNAME"),
-                  kEnvOnly});
-  rows.push_back({"RR_BIND_ADDR", env_or("RR_BIND_ADDR", "(the rendezvous address)"), env_source("RR_BIND_ADDR"),
-                  kEnvOnly});
-  // A secret: say only whether it is there.
-  const char* token = env_str("RR_AUTH_TOKEN");
-  rows.push_back({"RR_AUTH_TOKEN",
-                  token ? "(set, " + std::to_string(std::strlen(token)) + " bytes, not shown)" : "(none)",
-                  env_source("RR_AUTH_TOKEN"), kEnvOnly});
+  for (const SettingSpec& spec : setting_specs()) {
+    if (spec.value) continue;
+    // RR_DEBUG's config field (debug_level) is kept but changes nothing: the log is the process's.
+    table->rows.push_back({spec.variable, env_only_value(spec.variable), env_source(spec.variable), kEnvOnly});
+  }
+}
+
+// What the table says of each: its default, where it is read, what it does.
+Table defaults_table() {
+  Table table{"defaults", {"variable", "default", "read", "summary"}, {}};
+  for (const SettingSpec& spec : setting_specs()) {
+    table.rows.push_back({spec.variable, spec.default_text, scope_name(spec.scope), spec.summary});
+  }
+  return table;
 }
 
 }  // namespace
@@ -147,6 +127,7 @@ Section settings_section(const rrConfig_t& config, bool* ok) {
   }
   if (!kCuda) s.notes.push_back("RR_GPU_* take effect only in a CUDA build; this one has none");
   s.tables.push_back(std::move(table));
+  s.tables.push_back(defaults_table());
   return s;
 }
 
