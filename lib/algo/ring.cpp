@@ -15,6 +15,8 @@ RingSchedule::RingSchedule(int nranks, int rank, size_t count, size_t chunk_elem
   // segment exceeds chunk_elems; smaller segments get chunks one shorter.
   const size_t largest_segment = (count + static_cast<size_t>(nranks) - 1) / static_cast<size_t>(nranks);
   columns_ = largest_segment == 0 ? 0 : (largest_segment + chunk_elems - 1) / chunk_elems;
+  if (phases_ == RingPhases::kAllGather) send_base_ = segment(send_segment(first_step())).offset;
+  if (phases_ == RingPhases::kReduceScatter) recv_base_ = segment(owned_segment()).offset;
 }
 
 }  // namespace rr::algo

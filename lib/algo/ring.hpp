@@ -97,6 +97,12 @@ class RingSchedule {
     const Range part = split(seg.count, columns_, column);
     return Range{seg.offset + part.offset, part.count};
   }
+  // Where `chunk` sits in the call's buffers (exec/call.hpp lays them out by
+  // phase): in send, of which all-gather's holds only this rank's segment,
+  // and in recv, of which reduce-scatter's holds only the owned segment.
+  // Every executor of the ring reads and writes the buffers through these.
+  size_t send_offset(const Range& chunk) const { return chunk.offset - send_base_; }
+  size_t recv_offset(const Range& chunk) const { return chunk.offset - recv_base_; }
 
  private:
   int mod(int x) const { return ((x % nranks_) + nranks_) % nranks_; }
@@ -111,6 +117,8 @@ class RingSchedule {
   size_t columns_;
   int shift_;
   RingPhases phases_;
+  size_t send_base_ = 0;  // where send starts in the whole buffer
+  size_t recv_base_ = 0;  // ... and recv
 };
 
 }  // namespace rr::algo

@@ -47,7 +47,7 @@ Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
   // Reduce steps land in a staging slot and are reduced from there; gather
   // steps land directly in their final place.
   void* dst = s.is_reduce_step(step) ? staging(slot, step)
-                                     : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
+                                     : static_cast<uint8_t*>(call_->recv) + s.recv_offset(chunk) * elem_bytes_;
   Status posted = transport_->post_recv(s.left(), collective_tag(call_->sequence, step, column.index), dst,
                                         chunk.count * elem_bytes_, &done);
   if (posted.ok()) return posted;
@@ -84,12 +84,11 @@ Status RingExecutor::post_send(Column& column, size_t slot, int step) {
   // received (in recv).
   const void* src = nullptr;
   if (step == s.first_step()) {
-    const size_t base = s.phases() == algo::RingPhases::kAllGather ? s.segment(s.send_segment(step)).offset : 0;
-    src = static_cast<const uint8_t*>(call_->send) + (chunk.offset - base) * elem_bytes_;
+    src = static_cast<const uint8_t*>(call_->send) + s.send_offset(chunk) * elem_bytes_;
   } else if (s.is_reduce_step(step) && s.phases() == algo::RingPhases::kReduceScatter) {
     src = staging(slot, step - 1);
   } else {
-    src = static_cast<const uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
+    src = static_cast<const uint8_t*>(call_->recv) + s.recv_offset(chunk) * elem_bytes_;
   }
   Status posted = transport_->post_send(s.right(), collective_tag(call_->sequence, step, column.index), src,
                                         chunk.count * elem_bytes_, &done);
@@ -154,15 +153,14 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
       // the staging slot they arrived in (recv only holds the owned segment).
       const bool scatter = s.phases() == algo::RingPhases::kReduceScatter;
       const void* source = call_->reducer ? call_->reduce_source : call_->send;
-      const void* mine = static_cast<const uint8_t*>(source) + chunk.offset * elem_bytes_;
+      const void* mine = static_cast<const uint8_t*>(source) + s.send_offset(chunk) * elem_bytes_;
       void* arrived = staging(slot, step);
       const bool last = s.is_last_reduce_step(step);
       void* dst = nullptr;
-      if (last) {
-        const size_t base = scatter ? s.segment(s.owned_segment()).offset : 0;
-        dst = static_cast<uint8_t*>(call_->recv) + (chunk.offset - base) * elem_bytes_;
+      if (last || !scatter) {
+        dst = static_cast<uint8_t*>(call_->recv) + s.recv_offset(chunk) * elem_bytes_;
       } else {
-        dst = scatter ? arrived : static_cast<uint8_t*>(call_->recv) + chunk.offset * elem_bytes_;
+        dst = arrived;
       }
       if (call_->reducer) {
         Status reduced = call_->reducer->reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op, last,

@@ -68,9 +68,6 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
   const size_t elem = reduce::dtype_size(call.dtype);
   const auto* send = static_cast<const uint8_t*>(call.send);
   auto* recv = static_cast<uint8_t*>(call.recv);
-  const bool scatter = s.phases() == algo::RingPhases::kReduceScatter;
-  // Where this rank's output starts: reduce-scatter's recv holds only the owned segment.
-  const size_t recv_base = scatter ? s.segment(s.owned_segment()).offset : 0;
   WaitPolicy wait(transport_, call.until(), call.interrupt, this);
   Status status;
 
@@ -84,11 +81,10 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
     const int first = s.first_step();
     const algo::Range own = s.chunk(s.send_segment(first), column);
     if (own.count != 0) {
-      const size_t send_base = s.phases() == algo::RingPhases::kAllGather ? s.segment(s.send_segment(first)).offset : 0;
       void* slot = nullptr;
       status = free_slot(wait, first, column, &slot);
       if (!status.ok()) break;
-      std::memcpy(slot, send + (own.offset - send_base) * elem, own.count * elem);
+      std::memcpy(slot, send + s.send_offset(own) * elem, own.count * elem);
       to_right_->push(own.count * elem);
       bytes_sent_ += own.count * elem;
     }
@@ -115,10 +111,10 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
         if (!status.ok()) break;
       }
       if (s.is_reduce_step(step)) {
-        const uint8_t* mine = send + in.offset * elem;
+        const uint8_t* mine = send + s.send_offset(in) * elem;
         if (s.is_last_reduce_step(step)) {
           // Reduce into the output: this segment is final here (avg divides now).
-          uint8_t* dst = recv + (in.offset - recv_base) * elem;
+          uint8_t* dst = recv + s.recv_offset(in) * elem;
           reduce::reduce_last(dst, mine, arrived, in.count, call.dtype, call.op, s.nranks());
           if (forward) std::memcpy(out, dst, bytes);
         } else {
@@ -127,7 +123,7 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
         }
       } else {
         // All-gather: keep it, and pass it on.
-        std::memcpy(recv + in.offset * elem, arrived, bytes);
+        std::memcpy(recv + s.recv_offset(in) * elem, arrived, bytes);
         if (forward) std::memcpy(out, arrived, bytes);
       }
       from_left_->pop();

@@ -265,6 +265,50 @@ TEST(RingSchedule, RotatedAllGatherDeliversEverySegmentOnce) {
   }
 }
 
+// Where the executors read and write: send_offset and recv_offset put a
+// chunk inside the call's buffers, whose extent depends on the phases
+// (all-gather's send is this rank's segment, reduce-scatter's recv the owned
+// one): every chunk of every step lands inside, and the ones the phase
+// reads from send or writes to recv at the expected element.
+TEST(RingSchedule, EveryChunkSitsInsideTheBuffersOfItsPhase) {
+  for (int n = 1; n <= 7; ++n) {
+    std::vector<std::vector<int>> orders = some_orders(n);
+    orders.push_back({});
+    for (const std::vector<int>& order : orders)
+    for (RingPhases phases : {RingPhases::kBoth, RingPhases::kReduceScatter, RingPhases::kAllGather})
+    for (size_t count : {size_t{1}, size_t{7}, size_t{100}}) {
+      const int shift = phases == RingPhases::kBoth ? 0 : -1;
+      for (int r = 0; r < n; ++r) {
+        const RingSchedule s(n, r, count, 3, shift, phases, order.empty() ? nullptr : order.data());
+        const Range own = s.segment(s.send_segment(s.first_step()));
+        const Range owned = s.segment(s.owned_segment());
+        const size_t send_extent = phases == RingPhases::kAllGather ? own.count : count;
+        const size_t recv_extent = phases == RingPhases::kReduceScatter ? owned.count : count;
+        for (size_t c = 0; c < s.columns(); ++c) {
+          // The first send reads this rank's own data from send.
+          const Range first = s.chunk(s.send_segment(s.first_step()), c);
+          EXPECT_LE(s.send_offset(first) + first.count, send_extent) << n << " ranks, rank " << r;
+          EXPECT_EQ(s.send_offset(first), first.offset - own.offset * (phases == RingPhases::kAllGather ? 1 : 0));
+          for (int step = s.first_step(); step < s.end_step(); ++step) {
+            const Range in = s.chunk(s.recv_segment(step), c);
+            if (in.count == 0) continue;
+            if (s.is_reduce_step(step)) {
+              EXPECT_LE(s.send_offset(in) + in.count, send_extent);  // this rank's values
+            }
+            // What lands in recv: every gather step, and the last reduce step.
+            if (!s.is_reduce_step(step) || s.is_last_reduce_step(step)) {
+              EXPECT_LE(s.recv_offset(in) + in.count, recv_extent) << n << " ranks, rank " << r << ", step " << step;
+              if (phases == RingPhases::kReduceScatter) {
+                EXPECT_EQ(s.recv_offset(in), in.offset - owned.offset);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rr::algo
 
