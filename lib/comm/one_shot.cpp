@@ -33,13 +33,20 @@ namespace {
 // its data elsewhere, and recursive doubling's announcement of its frames.
 constexpr uint32_t kCheckOnly = Board::kNoData;
 constexpr uint32_t kFramesThroughUcx = Board::kNoData - 1;
+
+// `call`'s argument check on the board: named so, with a deadline of its
+// own from its first wait, as agree()'s exchange through the transport has.
+exec::Call argument_check(const exec::Call& call) {
+  exec::Call check = call;
+  check.schedule = "argument check";
+  check.deadline = {};
+  return check;
+}
 }  // namespace
 
 Status Communicator::announce(const exec::Call& call, const wire::OpHeader& header) {
   if (!board_exec_) return Status::Ok();
-  exec::Call check = call;  // its own deadline, as agree()'s exchange has
-  check.schedule = "argument check";
-  check.deadline = {};
+  exec::Call check = argument_check(call);
   uint8_t* buffer = nullptr;
   Status claimed = board_exec_->claim(check, &buffer);
   if (!claimed.ok()) return fail_operation(Status(claimed.code(), header.describe() + ": " + claimed.message()));
@@ -50,9 +57,7 @@ Status Communicator::announce(const exec::Call& call, const wire::OpHeader& head
 }
 
 Status Communicator::agree_on_board(const exec::Call& call, const wire::OpHeader& mine) {
-  exec::Call check = call;  // its own deadline, as agree()'s exchange has
-  check.schedule = "argument check";
-  check.deadline = {};
+  exec::Call check = argument_check(call);
   uint8_t* buffer = nullptr;
   Status claimed = board_exec_->claim(check, &buffer);
   if (!claimed.ok()) return fail_operation(Status(claimed.code(), mine.describe() + ": " + claimed.message()));
