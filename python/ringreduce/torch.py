@@ -95,6 +95,16 @@ def _make_backend(store: Any, rank: int, size: int, timeout: datetime.timedelta,
     return ProcessGroupRingreduce(rank, size, bytes(unique_id), timeout, options)
 
 
+def _make_unconfigured(rank: int, size: int, timeout: datetime.timedelta,
+                       options: Optional[Options] = None) -> ProcessGroupRingreduce:
+    """A backend for reconfigure: its communicator comes from the members'
+    handles (``dist._get_reconfigure_handle``), exchanged out of band."""
+    if not _torch.RECONFIGURE:
+        raise ValueError("ringreduce: enable_reconfigure=True needs torch >= 2.14 (this backend was built "
+                         f"against torch {torch.__version__} headers without the reconfigure API)")
+    return ProcessGroupRingreduce.unconfigured(rank, size, timeout, options)
+
+
 def _create_backend(dist_options: Any, backend_options: Any) -> ProcessGroupRingreduce:
     """torch's creator function (the extended API): the group's store, rank,
     size and timeout, and the ``pg_options`` given to ``init_process_group``
@@ -103,10 +113,10 @@ def _create_backend(dist_options: Any, backend_options: Any) -> ProcessGroupRing
         raise TypeError("ringreduce: pg_options must be a ringreduce.torch.Options, not "
                         f"{type(backend_options).__module__}.{type(backend_options).__qualname__}")
     if getattr(dist_options, "enable_reconfigure", False):
-        # A group made for dist._reconfigure that could never be reconfigured.
-        raise ValueError("ringreduce: enable_reconfigure=True is not supported (the backend has no "
-                         "reconfigure); for training that survives a lost replica use "
-                         "ringreduce.torchft.ProcessGroupRingreduce")
+        # torch's fault-tolerance regime: no communicator until
+        # dist._reconfigure(uuid, handles) makes one, with no store.
+        return _make_unconfigured(dist_options.group_rank, dist_options.group_size, dist_options.timeout,
+                                  backend_options)
     return _make_backend(dist_options.store, dist_options.group_rank, dist_options.group_size,
                          dist_options.timeout, backend_options)
 

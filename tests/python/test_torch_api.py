@@ -499,13 +499,19 @@ def _pg_options(rank: int, size: int) -> int:
             dist.new_group(list(range(size)), pg_options=bad)
     with pytest.raises(TypeError, match="pg_options must be a ringreduce.torch.Options"):
         dist.new_group(list(range(size)), pg_options=dist.ProcessGroupGloo._Options())
-    # The extended API passes enable_reconfigure on: a group for
-    # dist._reconfigure is refused by name rather than made and never
-    # reconfigurable (torch's creator call, as init_process_group makes it).
+    # The extended API passes enable_reconfigure on, with pg_options: a
+    # group for dist._reconfigure has them and no communicator until then
+    # (torch's creator call, as init_process_group makes it;
+    # test_torch_reconfigure.py reconfigures such groups).
     reconfigurable = torch._C._distributed_c10d._DistributedBackendOptions()
     reconfigurable.enable_reconfigure = True
-    with pytest.raises(ValueError, match="enable_reconfigure=True is not supported"):
-        rt._create_backend(reconfigurable, None)
+    reconfigurable.group_rank, reconfigurable.group_size = 0, 1
+    reconfigurable.timeout = datetime.timedelta(seconds=12)
+    waiting = rt._create_backend(reconfigurable, rt.Options(chunk_bytes=1 << 16))
+    assert waiting.options.chunk_bytes == 1 << 16 and waiting.options._timeout == datetime.timedelta(seconds=12)
+    with pytest.raises(RuntimeError, match="ringreduce barrier: the process group has no communicator yet"):
+        waiting.barrier()
+    waiting.shutdown()
     dist.destroy_process_group()
     return 1
 

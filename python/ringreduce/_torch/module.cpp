@@ -35,6 +35,14 @@ PYBIND11_MODULE(_torch, m) {
   // python/meson.build, which so far builds every backend for "cpu" only).
   m.attr("DEVICES") = RR_TORCH_CUDA ? py::tuple(py::make_tuple("cpu", "cuda")) : py::tuple(py::make_tuple("cpu"));
 
+  // Whether the backend implements torch's reconfigure API (torch >= 2.14's
+  // headers declare it).
+#ifdef C10D_BACKEND_HAS_RECONFIGURE
+  m.attr("RECONFIGURE") = true;
+#else
+  m.attr("RECONFIGURE") = false;
+#endif
+
   m.def("shutdown_all", &ProcessGroupRingreduce::shutdown_all, py::call_guard<py::gil_scoped_release>(),
         "Shuts down every ringreduce backend of this process (ringreduce.torch calls it at exit, before the "
         "interpreter finalizes); in a forked child, nothing.");
@@ -90,6 +98,18 @@ PYBIND11_MODULE(_torch, m) {
            py::arg("options") = py::none(),
            "Joins the communicator named by unique_id (made by group rank 0) with options' settings; timeout "
            "bounds every operation.")
+      .def_static(
+          "unconfigured",
+          [](int rank, int size, std::chrono::milliseconds timeout, const c10::intrusive_ptr<Options>& options) {
+            auto mine = options ? c10::make_intrusive<Options>(*options) : c10::make_intrusive<Options>();
+            mine->timeout = timeout;
+            auto backend = c10::make_intrusive<ProcessGroupRingreduce>(rank, size, std::move(mine));
+            ProcessGroupRingreduce::track(backend);
+            return backend;
+          },
+          py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("options") = py::none(),
+          "A group made with enable_reconfigure=True: no communicator until dist._reconfigure(uuid, handles) "
+          "makes one from the members' get_reconfigure_handle() handles; timeout bounds every operation.")
       .def("abort", &ProcessGroupRingreduce::abort, py::call_guard<py::gil_scoped_release>(),
            "Ends the communicator now: operations in flight fail here at once, and at the peers naming this rank.")
       .def("shutdown", &ProcessGroupRingreduce::shutdown, py::call_guard<py::gil_scoped_release>(),

@@ -18,6 +18,11 @@
 
 namespace ringreduce_torch {
 
+// A timeout as the engine takes it: milliseconds, at least 1.
+inline int config_timeout_ms(std::chrono::milliseconds timeout) {
+  return static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
+}
+
 struct RingreduceOptions : c10d::Backend::Options {
   explicit RingreduceOptions(std::chrono::milliseconds timeout = kBackendDefaultTimeout)
       : c10d::Backend::Options("ringreduce", timeout) {}
@@ -41,7 +46,7 @@ struct RingreduceOptions : c10d::Backend::Options {
     c.pipeline_depth = pipeline_depth;
     c.check_arguments = check_arguments;
     c.debug_level = debug_level;
-    c.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT_MAX));
+    c.timeout_ms = config_timeout_ms(timeout);
     return c;
   }
 };

@@ -50,6 +50,16 @@ ProcessGroupRingreduce::ProcessGroupRingreduce(rrComm_t comm, c10::intrusive_ptr
   init();
 }
 
+ProcessGroupRingreduce::ProcessGroupRingreduce(int rank, int size, c10::intrusive_ptr<Options> options)
+    : c10d::Backend(rank, size),
+      options_(std::move(options)),
+      timeout_(options_->timeout),
+      engine_timeout_(options_->timeout),
+      state_(State::kUnconfigured) {
+  completer_ = std::make_unique<Completer>();
+  init();
+}
+
 ProcessGroupRingreduce::~ProcessGroupRingreduce() { shutdown(); }
 
 namespace {
@@ -154,7 +164,12 @@ void ProcessGroupRingreduce::shutdown() {
   }
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  end_communicator(State::kShutDown);
+}
+
+void ProcessGroupRingreduce::end_communicator(State next) {
   bool destroy = false;
+  rrComm_t comm = nullptr;
   {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     if (state_ == State::kShutDown) return;  // by another call: one of them does it
@@ -165,7 +180,9 @@ void ProcessGroupRingreduce::shutdown() {
         (void)rrCommAbort(comm_);  // what is in flight may never end otherwise
       }
     }
-    state_ = State::kShutDown;
+    state_ = next;
+    comm = comm_;
+    comm_ = nullptr;
   }
   completer_.reset();  // runs every collective already issued to its end
   std::vector<std::shared_ptr<PointToPoint>> in_flight;
@@ -179,7 +196,7 @@ void ProcessGroupRingreduce::shutdown() {
     std::lock_guard<std::mutex> lock(p->mutex);
     p->advance_locked(/*block=*/true, "shutdown");
   }
-  if (destroy) (void)rrCommDestroy(comm_);
+  if (destroy) (void)rrCommDestroy(comm);
 }
 
 bool ProcessGroupRingreduce::p2p_pending() {
@@ -188,8 +205,14 @@ bool ProcessGroupRingreduce::p2p_pending() {
                      [](const std::shared_ptr<PointToPoint>& p) { return !p->ended.load(std::memory_order_acquire); });
 }
 
+bool ProcessGroupRingreduce::isInitialized() {
+  std::lock_guard<std::mutex> lock(issue_mutex_);
+  return state_ == State::kOpen;
+}
+
 rrResult_t ProcessGroupRingreduce::async_error() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
+  if (state_ == State::kUnconfigured) return rrSuccess;  // nothing broke: there is nothing yet
   if (state_ != State::kOpen) return rrInvalidUsage;
   rrResult_t error = rrSuccess;
   check_result(rrCommGetAsyncError(comm_, &error), "async_error");
@@ -213,6 +236,7 @@ std::string ProcessGroupRingreduce::last_error() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
   if (state_ == State::kAborted) return "the process group was aborted";
   if (state_ == State::kShutDown) return "the process group was shut down";
+  if (state_ == State::kUnconfigured) return "";
   return rrGetLastError(comm_);
 }
 
@@ -223,6 +247,11 @@ std::unique_lock<std::mutex> ProcessGroupRingreduce::lock_issue() {
 }
 
 void ProcessGroupRingreduce::check_open(const char* op_name) const {
+  if (state_ == State::kUnconfigured) {
+    throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name +
+                                    ": the process group has no communicator yet: it was made with "
+                                    "enable_reconfigure=True, so dist._reconfigure(uuid, handles) makes it");
+  }
   if (state_ == State::kAborted) {
     throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name + ": the process group was aborted");
   }

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   ProcessGroupRingreduce(int rank, int size, const rrUniqueId& unique_id, c10::intrusive_ptr<Options> options);
   // Takes `comm` over (split() makes it); `options` are what it was made with.
   ProcessGroupRingreduce(rrComm_t comm, c10::intrusive_ptr<Options> options);
+  // A group made with enable_reconfigure=True: no communicator until
+  // reconfigure() makes one from the members' handles (reconfigure.cpp);
+  // until then every operation is refused by name.
+  ProcessGroupRingreduce(int rank, int size, c10::intrusive_ptr<Options> options);
   // shutdown(), unless it ran already.
   ~ProcessGroupRingreduce() override;
 
@@ -65,6 +70,29 @@ class ProcessGroupRingreduce : public c10d::Backend {
                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
   // What splitGroup clones for the child: this group's Options.
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
+
+  // False until reconfigure() made the group's communicator (a group made
+  // with enable_reconfigure=True), and once it was aborted or shut down.
+  bool isInitialized() override;
+#ifdef C10D_BACKEND_HAS_RECONFIGURE
+  // torch's fault-tolerance contract (dist._get_reconfigure_handle,
+  // dist._reconfigure; reconfigure.cpp). A handle names a rendezvous this
+  // rank serves (a ringreduce unique id, in text): the same one until a
+  // reconfigure used it, then a fresh one. reconfigure() ends the group's
+  // communicator, if any (destroyed when idle, else aborted), and makes a new
+  // one over the members of `opts.handles`: a list ranks them by position, a
+  // set by the handles' order; the member first in that order serves the
+  // rendezvous, so no store is needed. Every member passes the same uuid and
+  // handles (checked on the new communicator; a uuid used before on this
+  // group is refused). The group's rank and size become the new ones, and its
+  // operations count from 0. Blocks until the communicator is made (within
+  // opts.timeout, else the group's), then returns a completed Work; a failure
+  // raises, naming the member, and leaves the group without a communicator
+  // until the next reconfigure.
+  bool supportsReconfigure() const override { return true; }
+  c10d::ReconfigureHandle get_reconfigure_handle() const override;
+  c10::intrusive_ptr<c10d::Work> reconfigure(const c10d::ReconfigureOptions& opts) override;
+#endif
 
   // Every backend made in this process is tracked (weakly) from its maker
   // (the binding's constructor and split()), so that shutdown_all() can end
@@ -235,8 +263,16 @@ class ProcessGroupRingreduce : public c10d::Backend {
   bool p2p_pending();
 
   // The communicator's state: open, then aborted or shut down (destroyed, or
-  // aborted by shutdown). Guarded by issue_mutex_.
-  enum class State { kOpen, kAborted, kShutDown };
+  // aborted by shutdown); a group made for reconfigure starts without one,
+  // and is so again while reconfigure makes the next. Guarded by
+  // issue_mutex_.
+  enum class State { kUnconfigured, kOpen, kAborted, kShutDown };
+
+  // Ends the communicator, if the group is open (destroyed when nothing is
+  // in flight, else aborted, so that this returns at once), runs every Work
+  // already issued to its end, and leaves the group in state `next`: what
+  // shutdown() and reconfigure() share. Without the GIL.
+  void end_communicator(State next);
 
   rrComm_t comm_ = nullptr;
   // What the group was made with.
@@ -271,6 +307,12 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // flight, by peer.
   std::mutex monitored_mutex_;
   std::map<int, c10::intrusive_ptr<c10d::Work>> monitored_held_;
+  // get_reconfigure_handle()'s handle, until a reconfigure spent its
+  // rendezvous (empty: none made yet), and the uuids reconfigure took.
+  // Guarded by reconfigure_mutex_, which one reconfigure holds throughout.
+  mutable std::mutex reconfigure_mutex_;
+  mutable std::string handle_;
+  std::set<int64_t> used_uuids_;
 };
 
 // Defined here: the coalesced forms (coalesced.cpp) issue through it too.

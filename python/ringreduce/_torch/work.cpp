@@ -300,4 +300,10 @@ c10::intrusive_ptr<c10::ivalue::Future> CoalescedWork::getFuture() {
   return c10d::Work::getFuture();  // torch's own refusal
 }
 
+CompletedWork::CompletedWork(int rank, c10d::OpType type)
+    : c10d::Work(rank, type),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+  future_->markCompleted(c10::IValue(std::vector<at::Tensor>{}));
+}
+
 }  // namespace ringreduce_torch

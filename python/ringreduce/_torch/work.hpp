@@ -209,4 +209,20 @@ class CoalescedWork : public c10d::Work {
   const std::vector<c10::intrusive_ptr<c10d::Work>> works_;
 };
 
+// A Work that ended before it was handed back (reconfigure, which returns
+// once the new communicator is made): completed, successful, and its future
+// holds no tensors.
+class CompletedWork : public c10d::Work {
+ public:
+  CompletedWork(int rank, c10d::OpType type);
+
+  bool isCompleted() override { return true; }
+  bool isSuccess() const override { return true; }
+  bool wait(std::chrono::milliseconds) override { return true; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  const c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
 }  // namespace ringreduce_torch
