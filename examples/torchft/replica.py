@@ -10,6 +10,9 @@ and at the end saves {"model": ..., "optim": ...} to --state-out.
 
 The process group of the replica dimension is --pg:
   ringreduce  ringreduce.torchft.ProcessGroupRingreduce (in process, abortable)
+  ringreduce-reconfigure
+              ringreduce.torchft.ReconfiguredProcessGroupRingreduce (the same
+              on torch's reconfigure contract: one group, reconfigured per quorum)
   gloo        torchft's ProcessGroupGloo (in process)
   baby-gloo   torchft's ProcessGroupBabyGloo (Gloo in a subprocess it can kill)
 Every replica uses ringreduce.torchft.DistributedDataParallel (torchft's,
@@ -40,7 +43,8 @@ import torchft
 from torchft import Manager, Optimizer
 from torchft import process_group as ft_pg
 
-from ringreduce.torchft import DistributedDataParallel, FailingSoftlyWork, ProcessGroupRingreduce
+from ringreduce.torchft import (DistributedDataParallel, FailingSoftlyWork, ProcessGroupRingreduce,
+                                ReconfiguredProcessGroupRingreduce)
 
 
 class GlooFailingSoftly(ft_pg.ProcessGroupGloo):
@@ -90,6 +94,8 @@ class BabyGlooFailingSoftly(ft_pg.ProcessGroupBabyGloo):
 def make_pg(kind: str, timeout: timedelta, as_shipped: bool) -> ft_pg.ProcessGroup:
     if kind == "ringreduce":
         return ProcessGroupRingreduce(timeout=timeout)
+    if kind == "ringreduce-reconfigure":
+        return ReconfiguredProcessGroupRingreduce(timeout=timeout)
     if kind == "gloo":
         return ft_pg.ProcessGroupGloo(timeout=timeout) if as_shipped else GlooFailingSoftly(timeout=timeout)
     if kind == "baby-gloo":
@@ -97,7 +103,7 @@ def make_pg(kind: str, timeout: timedelta, as_shipped: bool) -> ft_pg.ProcessGro
         baby_timeout = max(timeout, timedelta(seconds=60))
         return ft_pg.ProcessGroupBabyGloo(timeout=baby_timeout) if as_shipped \
             else BabyGlooFailingSoftly(timeout=baby_timeout)
-    raise ValueError(f"--pg: unknown process group {kind!r} (ringreduce, gloo, baby-gloo)")
+    raise ValueError(f"--pg: unknown process group {kind!r} (ringreduce, ringreduce-reconfigure, gloo, baby-gloo)")
 
 
 def make_model(hidden: int) -> nn.Module:
@@ -115,7 +121,7 @@ def stop_step(path: str) -> int | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pg", default="ringreduce", choices=["ringreduce", "gloo", "baby-gloo"])
+    parser.add_argument("--pg", default="ringreduce", choices=["ringreduce", "ringreduce-reconfigure", "gloo", "baby-gloo"])
     parser.add_argument("--replica-id", type=int, required=True)
     parser.add_argument("--replicas", type=int, required=True, help="replica groups in the job")
     parser.add_argument("--lighthouse", required=True, help="the lighthouse's address")

@@ -287,7 +287,7 @@ def report(summary: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pg", default="ringreduce", choices=["ringreduce", "gloo", "baby-gloo"])
+    parser.add_argument("--pg", default="ringreduce", choices=["ringreduce", "ringreduce-reconfigure", "gloo", "baby-gloo"])
     parser.add_argument("--as-shipped", action="store_true",
                         help="torchft's Gloo groups without replica.py's fixes")
     parser.add_argument("--replicas", type=int, default=3)

@@ -38,12 +38,21 @@ The timeout (constructor or ``set_timeout``, which takes effect at the next
 ``configure`` as for torchft's other wrappers) bounds the store client, the
 rendezvous of each new communicator and every operation on it.
 
+:class:`ReconfiguredProcessGroupRingreduce` is the same group on torch's
+own fault-tolerance contract (``dist._reconfigure``, torch >= 2.14), which
+torchft 0.2.0 does not use yet: one process group for the whole run, made
+with ``enable_reconfigure``, and at each quorum the members' reconfigure
+handles exchanged through torchft's store and ``reconfigure`` making the
+next communicator from them, without a rendezvous through the store. Use
+either: the Manager sees no difference.
+
 Needs torchft (``pip install torchft``; the project's environment pins
 0.2.0): importing this module without it raises ImportError.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any, Optional
 
@@ -51,12 +60,13 @@ import torch
 import torch.distributed as dist
 import torchft
 from torchft.manager import _ManagedFuture
-from torchft.process_group import ProcessGroupWrapper
+from torchft.process_group import ProcessGroupWrapper, create_store_client
 
 from ringreduce.errors import from_result
-from ringreduce.torch import _make_backend, backend_of
+from ringreduce.torch import _make_backend, _make_unconfigured, backend_of
 
-__all__ = ["ProcessGroupRingreduce", "DistributedDataParallel", "FailingSoftlyWork"]
+__all__ = ["ProcessGroupRingreduce", "ReconfiguredProcessGroupRingreduce", "DistributedDataParallel",
+           "FailingSoftlyWork"]
 
 _CUSTOM = dist.ProcessGroup.BackendType.CUSTOM
 
@@ -150,6 +160,89 @@ class ProcessGroupRingreduce(ProcessGroupWrapper):
         self._pg = None
         if pg is not None:
             backend_of(pg).shutdown()
+
+
+class ReconfiguredProcessGroupRingreduce(ProcessGroupRingreduce):
+    """torchft's process group on torch's reconfigure contract.
+
+    One ``ProcessGroup`` with a ringreduce backend made for reconfigure
+    (``enable_reconfigure``) lives for the whole run. Each ``configure``
+    (one per quorum) puts this rank's reconfigure handle and, on rank 0, a
+    fresh uuid in torchft's store, reads the quorum's handles in rank order,
+    and reconfigures the group with them: the backend ends the previous
+    communicator (aborted when something was in flight) and makes the next
+    one over the handles. ``abort`` ends the communicator and keeps the group
+    for the next quorum; ``shutdown`` ends the group. Everything else
+    (failures in the work's future, ``errored``, the timeout) is
+    :class:`ProcessGroupRingreduce`'s.
+
+    Args:
+        timeout: the store client's, each reconfigure's and every
+            operation's deadline (default 60 s, torchft's).
+    """
+
+    _HANDLE_KEY = "ringreduce/reconfigure/handle/{}"
+    _UUID_KEY = "ringreduce/reconfigure/uuid"
+
+    def __init__(self, timeout: timedelta = timedelta(seconds=60)) -> None:
+        super().__init__(timeout=timeout)
+        self._group: Optional[dist.ProcessGroup] = None  # made at the first configure
+
+    def configure(self, store_addr: str, replica_id: str, rank: int, world_size: int,
+                  quorum_id: Optional[int] = None, group_rank: Optional[int] = None,
+                  group_world_size: Optional[int] = None, global_ranks: Optional[list[int]] = None) -> None:
+        # What torchft's wrapper keeps of each quorum (its error log reads it).
+        self._replica_id, self._quorum_id, self._rank = replica_id, quorum_id, rank
+        self._group_rank, self._group_world_size, self._global_ranks = group_rank, group_world_size, global_ranks
+        self._pg = None  # until the group has this quorum's communicator
+        # torchft's store for this quorum: its keys are the quorum's own.
+        store = create_store_client(store_addr, timeout=self._timeout)
+        if self._group is None:
+            backend = _make_unconfigured(rank, world_size, self._timeout)
+            group = dist.ProcessGroup(store, rank, world_size)
+            group._set_default_backend(_CUSTOM)
+            group._register_backend(torch.device("cpu"), _CUSTOM, backend)
+            self._group = group
+        backend = backend_of(self._group)
+        store.set(self._HANDLE_KEY.format(rank), backend.get_reconfigure_handle())
+        if rank == 0:
+            store.set(self._UUID_KEY, str(int.from_bytes(os.urandom(8), "little") >> 1))
+        uuid = int(self._read(store, self._UUID_KEY, 0, "the quorum's uuid"))
+        handles = [self._read(store, self._HANDLE_KEY.format(r), r, "its reconfigure handle")
+                   for r in range(world_size)]
+        opts = dist.distributed_c10d.ReconfigureOptions()
+        opts.uuid = uuid
+        opts.handles = handles
+        opts.timeout = self._timeout
+        # Blocks (without the GIL) until every member has joined, or raises
+        # naming the members that did not within the timeout.
+        self._group.reconfigure(opts).wait()
+        self._pg = self._group
+
+    def _read(self, store: Any, key: str, rank: int, what: str) -> str:
+        try:
+            return store.get(key).decode()
+        except dist.DistStoreError as e:
+            raise TimeoutError(f"ringreduce.torchft: rank {rank} of the quorum did not put {what} in torchft's "
+                               f"store within the timeout ({self._timeout.total_seconds():g} s): {e}") from e
+
+    def abort(self, errored: bool = True) -> None:
+        """Ends the current communicator at once (torchft's abort), keeping
+        the group for the next ``configure``."""
+        pg = self._pg
+        super().abort(errored)  # aborts pg's backend and forgets pg
+        if pg is None and self._group is not None:
+            backend_of(self._group).abort()
+
+    def shutdown(self) -> None:
+        """Ends the group: its communicator in order (destroyed when nothing
+        is in flight, else aborted)."""
+        group, self._group, self._pg = self._group, None, None
+        if group is not None:
+            backend_of(group).shutdown()
+
+    def getBackendName(self) -> str:
+        return "torchft-ringreduce-reconfigure"
 
 
 class DistributedDataParallel(torchft.DistributedDataParallel):

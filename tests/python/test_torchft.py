@@ -62,12 +62,20 @@ def check_allreduce(pg, quorum: int, rank: int, size: int) -> int:
     return checks
 
 
-def _reconfigured(rank: int, size: int) -> int:
-    from ringreduce.torchft import ProcessGroupRingreduce
+GROUPS = ["ProcessGroupRingreduce", "ReconfiguredProcessGroupRingreduce"]
+NAMES = {"ProcessGroupRingreduce": "torchft-ringreduce",
+         "ReconfiguredProcessGroupRingreduce": "torchft-ringreduce-reconfigure"}
 
+
+def make_group(kind: str, **kwargs):
+    import ringreduce.torchft
+    return getattr(ringreduce.torchft, kind)(**kwargs)
+
+
+def _reconfigured(rank: int, size: int, kind: str) -> int:
     store = serve_store(rank)
-    pg = ProcessGroupRingreduce(timeout=timedelta(seconds=60))
-    assert pg.getBackendName() == "torchft-ringreduce"
+    pg = make_group(kind, timeout=timedelta(seconds=60))
+    assert pg.getBackendName() == NAMES[kind]
     assert pg.errored() is None
     checks = 0
     # torchft reconfigures at every quorum change: a new communicator each time.
@@ -80,12 +88,10 @@ def _reconfigured(rank: int, size: int) -> int:
     return checks
 
 
-def _peer_killed_in_a_collective(rank: int, size: int) -> dict:
-    from ringreduce.torchft import ProcessGroupRingreduce
-
+def _peer_killed_in_a_collective(rank: int, size: int, kind: str) -> dict:
     timeout = 60.0  # a survivor that returns well within it was told, it did not time out
     store = serve_store(rank)
-    pg = ProcessGroupRingreduce(timeout=timedelta(seconds=timeout))
+    pg = make_group(kind, timeout=timedelta(seconds=timeout))
     pg.configure(store_address(1), str(rank), rank, size, quorum_id=1)
     check_allreduce(pg, 1, rank, size)
     if rank == size - 1:
@@ -115,11 +121,9 @@ def _peer_killed_in_a_collective(rank: int, size: int) -> dict:
     return {"failed_after": failed_after, "reconfigured_after": reconfigured_after, "timeout": timeout}
 
 
-def _a_quorum_member_that_never_joins(rank: int, size: int) -> float:
-    from ringreduce.torchft import ProcessGroupRingreduce
-
+def _a_quorum_member_that_never_joins(rank: int, size: int, kind: str) -> float:
     store = serve_store(rank)
-    pg = ProcessGroupRingreduce()  # torchft's default, 60 s
+    pg = make_group(kind)  # torchft's default, 60 s
     pg.set_timeout(timedelta(seconds=3))  # takes effect at the next configure
     start = time.monotonic()
     with pytest.raises(Exception) as raised:
@@ -130,25 +134,29 @@ def _a_quorum_member_that_never_joins(rank: int, size: int) -> float:
     return elapsed
 
 
+@pytest.mark.parametrize("kind", GROUPS)
 @pytest.mark.parametrize("size", [1, 2, 3])
-def test_configure_per_quorum_and_allreduce(size):
-    checks = run_ranks(_reconfigured, size, timeout=300)
+def test_configure_per_quorum_and_allreduce(size, kind):
+    checks = run_ranks(_reconfigured, size, kind, timeout=300)
     assert checks == [30] * size
 
 
-def test_peer_killed_during_a_collective():
-    out = run_ranks(_peer_killed_in_a_collective, 3, timeout=300, expect_failure=[2])
+@pytest.mark.parametrize("kind", GROUPS)
+def test_peer_killed_during_a_collective(kind):
+    out = run_ranks(_peer_killed_in_a_collective, 3, kind, timeout=300, expect_failure=[2])
     for rank in (0, 1):
         assert out[rank]["failed_after"] < out[rank]["timeout"] / 2, out[rank]
         assert out[rank]["reconfigured_after"] < out[rank]["timeout"] / 2, out[rank]
 
 
-def test_set_timeout_applies_to_the_next_quorum():
-    elapsed = run_ranks(_a_quorum_member_that_never_joins, 1, timeout=120)[0]
+@pytest.mark.parametrize("kind", GROUPS)
+def test_set_timeout_applies_to_the_next_quorum(kind):
+    elapsed = run_ranks(_a_quorum_member_that_never_joins, 1, kind, timeout=120)[0]
     assert elapsed < 30, f"configure gave up after {elapsed:.1f} s with a 3 s timeout"
 
 
-def test_three_replicas_survive_a_kill_mid_collective(tmp_path):
+@pytest.mark.parametrize("pg", ["ringreduce", "ringreduce-reconfigure"])
+def test_three_replicas_survive_a_kill_mid_collective(tmp_path, pg):
     """The example's scenario: the killed replica was holding the others in
     the gradients' allreduce; they commit without it, it comes back healed,
     and all three end with identical model and optimizer state."""
@@ -157,7 +165,7 @@ def test_three_replicas_survive_a_kill_mid_collective(tmp_path):
     proc = subprocess.run([sys.executable, os.path.join(REPO, "examples", "torchft", "survive_a_kill.py"),
                            # 1.5 MB of gradients: two DDP buckets (the first is 1 MiB), so the
                            # step's second allreduce meets the first's failure.
-                           "--pg", "ringreduce", "--hidden", "600", "--stall", "60", "--json", str(summary_path)],
+                           "--pg", pg, "--hidden", "600", "--stall", "60", "--json", str(summary_path)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     summary = json.loads(summary_path.read_text())
