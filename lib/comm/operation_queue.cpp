@@ -29,29 +29,42 @@ void OperationQueue::work() {
       return take_turn();
     });
     if (queue_.empty()) return;  // stopping, and nothing left to run
-    std::shared_ptr<AsyncOperation> op = queue_.front();
-    queue_.pop_front();
-    queued_.store(queue_.size());
-    lock.unlock();
-    Status status = run_guarded(op->body_);
-    op->body_ = nullptr;  // release what the body captured
-    lock.lock();
-    op->status_ = std::move(status);
-    op->done_ = true;
-    running_.store(false);
-    changed_.notify_all();
-    // Outside the lock and the turn: on_done may test the operation, and
-    // the next one may start meanwhile.
-    lock.unlock();
-    op->pass_gate();
-    lock.lock();
+    (void)run_front(lock);
   }
+}
+
+Status OperationQueue::run_front(std::unique_lock<std::mutex>& lock) {
+  std::shared_ptr<AsyncOperation> op = std::move(queue_.front());
+  queue_.pop_front();
+  queued_.store(queue_.size());
+  lock.unlock();
+  Status status = run_guarded(op->body_);
+  op->body_ = nullptr;  // release what the body captured
+  lock.lock();
+  op->status_ = status;
+  op->done_ = true;
+  running_.store(false);
+  changed_.notify_all();
+  // Outside the lock and the turn: on_done may test the operation, and
+  // the next one may start meanwhile.
+  lock.unlock();
+  op->pass_gate();
+  lock.lock();
+  return status;
 }
 
 Status OperationQueue::wait(AsyncOperation& op) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return op.done_; });
-  return op.status_;
+  for (;;) {
+    if (op.done_) return op.status_;
+    // Next in line, and nothing drives the communicator: run it here rather
+    // than wait for the worker thread to wake for it (a call waited right
+    // after it was issued then costs no thread hop).
+    if (!queue_.empty() && queue_.front().get() == &op && overtakers_.load() == 0 && take_turn()) {
+      return run_front(lock);
+    }
+    changed_.wait(lock);
+  }
 }
 
 bool OperationQueue::test(AsyncOperation& op, Status* status) {

@@ -130,7 +130,8 @@ class OperationQueue {
   // Queues `body` to run on the worker thread; returns at once. `on_done`,
   // when given, fires once the operation finished and was armed.
   std::shared_ptr<AsyncOperation> enqueue(std::function<Status()> body, AsyncOperation::OnDone on_done = nullptr);
-  // Blocks until `op` ran; its result.
+  // Blocks until `op` ran; its result. When `op` is next in line and no
+  // operation runs, it runs on this thread.
   Status wait(AsyncOperation& op);
   // Whether `op` ran, and its result when it did.
   bool test(AsyncOperation& op, Status* status);
@@ -150,6 +151,9 @@ class OperationQueue {
 
  private:
   void work();
+  // Runs the first queued operation (the caller took the turn), with `lock`
+  // held on entry and on return; gives the turn back; its result.
+  Status run_front(std::unique_lock<std::mutex>& lock);
   // The turn to drive the communicator: at most one thread holds it. Taken
   // by compare-and-swap (with or without the lock); given back with a wake-up,
   // under the lock, only when a thread may be waiting for it: a queued

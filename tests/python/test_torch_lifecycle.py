@@ -1,7 +1,8 @@
 """The life of a "ringreduce" group in torch: made, ended, made again, forked.
 
 Proves: shutdown (destroy_process_group) and abort returning within a second
-with a collective pending on a dead peer or on one alive that never joins;
+with a collective pending on a dead peer or on one alive that never joins
+(abort also from another thread while a blocking call waits on its caller's);
 get_error() after a peer left, a timeout and an abort; the default group and
 a new_group made again five times in the same processes over a store that
 outlives them (torch names them as before, so the store holds the last
@@ -56,17 +57,40 @@ def _ends_with_a_peer_gone(rank: int, size: int, how: str, peer: str) -> tuple[f
             store.wait([f"ended{r}" for r in range(size - 1)], datetime.timedelta(seconds=60))
             store.set("released", "1")
         os._exit(0)  # with no collective pending: the others start one it never joins
-    work = dist.all_reduce(torch.ones(10), async_op=True)
-    time.sleep(0.2)
-    pending = not work.is_completed()  # a peer's end may have ended it already
-    start = time.monotonic()
-    if how == "abort":
-        dist.distributed_c10d._abort_process_group()
+    if how == "abort, blocking":
+        # The call waits on this thread (torch's blocking form runs on the
+        # caller's thread); another thread aborts the group meanwhile: both
+        # return at once.
+        import threading
+        aborted = {}
+
+        def abort_later() -> None:
+            time.sleep(0.2)
+            aborted["start"] = time.monotonic()
+            dist.distributed_c10d._abort_process_group()
+            aborted["returned"] = time.monotonic()
+
+        aborter = threading.Thread(target=abort_later)
+        aborter.start()
+        # A dead peer may end it first (its death is found in ~0.1 s).
+        with pytest.raises(RuntimeError, match="abort" if peer == "absent" else ""):
+            dist.all_reduce(torch.ones(10))
+        failed = time.monotonic()
+        aborter.join()
+        elapsed = max(aborted["returned"], failed) - aborted["start"]
+        pending = failed > aborted["start"]  # the abort, not a peer's end, ended it
     else:
-        dist.destroy_process_group()
-    elapsed = time.monotonic() - start
-    with pytest.raises(RuntimeError):
-        work.wait()
+        work = dist.all_reduce(torch.ones(10), async_op=True)
+        time.sleep(0.2)
+        pending = not work.is_completed()  # a peer's end may have ended it already
+        start = time.monotonic()
+        if how == "abort":
+            dist.distributed_c10d._abort_process_group()
+        else:
+            dist.destroy_process_group()
+        elapsed = time.monotonic() - start
+        with pytest.raises(RuntimeError):
+            work.wait()
     if peer == "absent":
         store.set(f"ended{rank}", "1")
         if rank == 0:  # its process serves the store: it stays until the absent rank has read it
@@ -200,7 +224,7 @@ def _flight_recorder(rank: int, size: int, dump_prefix: str) -> dict:
 # --- the tests ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("peer", ["dead", "absent"])
-@pytest.mark.parametrize("how", ["shutdown", "abort"])
+@pytest.mark.parametrize("how", ["shutdown", "abort", "abort, blocking"])
 def test_ending_with_a_peer_gone_returns_at_once(how, peer):
     out = run_ranks(_ends_with_a_peer_gone, 3, how, peer, timeout=120, expect_failure=[2])
     for r in (0, 1):

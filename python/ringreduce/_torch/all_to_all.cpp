@@ -81,7 +81,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor&
   Staged out = stage(output, false);
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
-  return collective(c10d::OpType::ALLTOALL_BASE, opts.timeout, kOp, "ringreduce:all_to_all_single",
+  return collective(c10d::OpType::ALLTOALL_BASE, opts, kOp, "ringreduce:all_to_all_single",
                     {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) {
                       return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
@@ -106,7 +106,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::
   std::vector<at::Tensor> out = outputs;
   const void* send = flat_in.data_ptr();
   void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::ALLTOALL, opts.timeout, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
+  return collective(c10d::OpType::ALLTOALL, opts, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
                     [flat_out, out] { copy_out(flat_out, out); },
                     [&](rrRequest_t* r) {
                       return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,

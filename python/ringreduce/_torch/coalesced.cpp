@@ -49,7 +49,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
   void* buf = flat.data_ptr();
   const size_t count = type.count(flat.numel());
   std::vector<at::Tensor> outputs = tensors;
-  return collective(c10d::OpType::ALLREDUCE_COALESCED, opts.timeout, kOp, "ringreduce:all_reduce_coalesced", tensors, tensors, {flat},
+  return collective(c10d::OpType::ALLREDUCE_COALESCED, opts, kOp, "ringreduce:all_reduce_coalesced", tensors, tensors, {flat},
                     [flat, outputs] { copy_out(flat, outputs); },
                     [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
 }
@@ -81,7 +81,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
   for (const auto& per_rank : outputs) all.insert(all.end(), per_rank.begin(), per_rank.end());
   const void* send = flat_in.data_ptr();
   void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::ALLGATHER_COALESCED, opts.timeout, kOp, "ringreduce:all_gather_coalesced",
+  return collective(c10d::OpType::ALLGATHER_COALESCED, opts, kOp, "ringreduce:all_gather_coalesced",
                     inputs, all, {flat_in, flat_out},
                     [flat_out, out, n] {
                       for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
@@ -104,7 +104,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coa
   const int size = size_;
   const void* send = flat_in.data_ptr();
   void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::COALESCED, opts.timeout, kOp, "ringreduce:all_gather_into_tensor_coalesced", inputs, outputs,
+  return collective(c10d::OpType::COALESCED, opts, kOp, "ringreduce:all_gather_into_tensor_coalesced", inputs, outputs,
                     {flat_in, flat_out},
                     [flat_out, out, n, size] {
                       int64_t offset = 0;
@@ -139,7 +139,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coa
   std::vector<at::Tensor> out = outputs;
   const void* send = flat_in.data_ptr();
   void* recv = flat_out.data_ptr();
-  return collective(c10d::OpType::COALESCED, opts.timeout, kOp, "ringreduce:reduce_scatter_tensor_coalesced", inputs, outputs,
+  return collective(c10d::OpType::COALESCED, opts, kOp, "ringreduce:reduce_scatter_tensor_coalesced", inputs, outputs,
                     {flat_in, flat_out}, [flat_out, out] { copy_out(flat_out, out); },
                     [&](rrRequest_t* r) {
                       return rrReduceScatterAsync(send, recv, type.count(n), dtype, op, comm_, r);

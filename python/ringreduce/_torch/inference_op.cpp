@@ -26,6 +26,7 @@ namespace {
 void all_reduce_cpu(at::Tensor tensor, std::string group_name, std::string op) {
   c10d::AllreduceOptions opts;
   opts.reduceOp = reduce_op_named("all_reduce_", op);
+  opts.asyncOp = false;  // waited for here: the engine runs it on this thread when its communicator is idle
   const c10::intrusive_ptr<c10d::ProcessGroup> group = c10d::resolve_process_group(group_name);
   auto* backend = dynamic_cast<ProcessGroupRingreduce*>(group->getBackend(c10::DeviceType::CPU).get());
   if (backend == nullptr) {

@@ -174,7 +174,7 @@ void ProcessGroupRingreduce::end_communicator(State next) {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     if (state_ == State::kShutDown) return;  // by another call: one of them does it
     if (state_ == State::kOpen) {
-      if (completer_->idle() && !p2p_pending() && !issue_paused_) {
+      if (completer_->idle() && running_here_ == 0 && !p2p_pending() && !issue_paused_) {
         destroy = true;
       } else {
         (void)rrCommAbort(comm_);  // what is in flight may never end otherwise
@@ -197,6 +197,21 @@ void ProcessGroupRingreduce::end_communicator(State next) {
     p->advance_locked(/*block=*/true, "shutdown");
   }
   if (destroy) (void)rrCommDestroy(comm);
+}
+
+void ProcessGroupRingreduce::run_here(const c10::intrusive_ptr<CollectiveWork>& work) {
+  struct Ended {
+    ProcessGroupRingreduce* group;
+    ~Ended() {
+      std::lock_guard<std::mutex> lock(group->issue_mutex_);
+      --group->running_here_;
+    }
+  } ended{this};
+  // torch's bindings call in without the GIL; a caller that holds it (a
+  // backend method called from Python directly) lets it go while it waits.
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  work->run_to_end();
 }
 
 bool ProcessGroupRingreduce::p2p_pending() {
@@ -272,7 +287,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   const rrDataType_t dtype = type.dtype;
   void* buf = s.engine.data_ptr();
   const size_t count = type.count(s.engine.numel());
-  return collective(c10d::OpType::BROADCAST, opts.timeout, kOp, "ringreduce:broadcast",
+  return collective(c10d::OpType::BROADCAST, opts, kOp, "ringreduce:broadcast",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrBroadcastAsync(buf, buf, count, dtype, root, comm_, r); });
 }
@@ -290,7 +305,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = type.count(s.engine.numel());
-  return collective(c10d::OpType::ALLREDUCE, opts.timeout, kOp, "ringreduce:all_reduce",
+  return collective(c10d::OpType::ALLREDUCE, opts, kOp, "ringreduce:all_reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
 }
@@ -308,7 +323,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   Staged s = stage(tensors[0], true);
   void* buf = s.engine.data_ptr();
   const size_t count = type.count(s.engine.numel());
-  return collective(c10d::OpType::REDUCE, opts.timeout, kOp, "ringreduce:reduce",
+  return collective(c10d::OpType::REDUCE, opts, kOp, "ringreduce:reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](rrRequest_t* r) { return rrReduceAsync(buf, buf, count, dtype, op, root, comm_, r); });
 }
@@ -329,7 +344,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   const void* send = in.engine.data_ptr();
   void* recv = flat.data_ptr();
   const size_t count = type.count(in.engine.numel());
-  return collective(c10d::OpType::ALLGATHER, opts.timeout, kOp, "ringreduce:all_gather",
+  return collective(c10d::OpType::ALLGATHER, opts, kOp, "ringreduce:all_gather",
                     inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
 }
@@ -350,7 +365,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = type.count(in.engine.numel());
-  return collective(c10d::OpType::_ALLGATHER_BASE, opts.timeout, kOp, "ringreduce:all_gather_into_tensor",
+  return collective(c10d::OpType::_ALLGATHER_BASE, opts, kOp, "ringreduce:all_gather_into_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
@@ -385,7 +400,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   const size_t count = type.count(in.engine.numel());
   std::vector<at::Tensor> keep{in.engine};
   if (flat.defined()) keep.push_back(flat);
-  return collective(c10d::OpType::GATHER, opts.timeout, kOp, "ringreduce:gather", inputs, out, keep, on_success,
+  return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather", inputs, out, keep, on_success,
                     [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
 }
 
@@ -413,7 +428,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor&
   const size_t count = type.count(in.engine.numel());
   std::vector<at::Tensor> keep{in.engine};
   if (rank_ == root) keep.push_back(output);
-  return collective(c10d::OpType::GATHER, opts.timeout, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
+  return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
                     [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
 }
 #endif
@@ -443,7 +458,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   const size_t count = type.count(out.engine.numel());
   std::vector<at::Tensor> keep{out.engine};
   if (flat.defined()) keep.push_back(flat);
-  return collective(c10d::OpType::SCATTER, opts.timeout, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
+  return collective(c10d::OpType::SCATTER, opts, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrScatterAsync(send, recv, count, dtype, root, comm_, r); });
 }
 
@@ -463,7 +478,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   const void* send = flat.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = type.count(out.engine.numel());
-  return collective(c10d::OpType::REDUCE_SCATTER, opts.timeout, kOp, "ringreduce:reduce_scatter",
+  return collective(c10d::OpType::REDUCE_SCATTER, opts, kOp, "ringreduce:reduce_scatter",
                     inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
@@ -485,14 +500,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
   const void* send = in.engine.data_ptr();
   void* recv = out.engine.data_ptr();
   const size_t count = type.count(out.engine.numel());
-  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, opts.timeout, kOp, "ringreduce:reduce_scatter_tensor",
+  return collective(c10d::OpType::_REDUCE_SCATTER_BASE, opts, kOp, "ringreduce:reduce_scatter_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions& opts) {
-  return collective(c10d::OpType::BARRIER, opts.timeout, "barrier", "ringreduce:barrier", {}, {}, {}, nullptr,
+  return collective(c10d::OpType::BARRIER, opts, "barrier", "ringreduce:barrier", {}, {}, {}, nullptr,
                     [&](rrRequest_t* r) { return rrBarrierAsync(comm_, r); });
 }
 

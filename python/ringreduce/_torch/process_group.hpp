@@ -7,9 +7,11 @@
 // Every operation checks its arguments first (throwing with the operation's
 // name), stages what the engine cannot use directly (non-contiguous tensors,
 // lists of tensors laid end to end), issues the engine's ...Async call and
-// returns a Work at once: the communicator's worker runs the calls in issue
-// order, a Completer thread completes them. Sends and receives are posted at
-// once and finish in any order.
+// returns a Work at once: the engine runs the calls in issue order, a
+// Completer thread completes them. A collective torch waits for at once
+// (opts.asyncOp false) is waited for on the caller's thread instead, and
+// its Work comes back completed. Sends and receives are posted at once and
+// finish in any order.
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <unistd.h>
@@ -228,20 +230,27 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // One engine call: `issue` makes it (an ...Async call that writes the
   // request), under the issue lock so that the Completer's line is the
   // engine's order. A failed issue throws here, with the engine's text.
+  // `opts` are the operation's: its timeout (kUnsetTimeout: the group's),
+  // and asyncOp, false for a call torch waits for at once (dist.all_reduce
+  // without async_op): that one is waited for on the caller's thread, where
+  // the engine runs it when its communicator is idle, and the Work comes
+  // back completed, without a hop to the engine's or the Completer's thread.
   // `profile` names it in torch.profiler traces ("ringreduce:all_reduce"),
   // with `inputs`' shapes.
-  template <typename Issue>
-  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, std::chrono::milliseconds timeout,
-                                            const char* op_name, const char* profile,
-                                            const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
-                                            std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
-                                            Issue&& issue);
+  template <typename Opts, typename Issue>
+  c10::intrusive_ptr<c10d::Work> collective(c10d::OpType type, const Opts& opts, const char* op_name,
+                                            const char* profile, const std::vector<at::Tensor>& inputs,
+                                            std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep_alive,
+                                            std::function<void()> on_success, Issue&& issue);
   // The engine call of `work`, with the issue lock held, under `timeout`
-  // (an operation's opts.timeout; kUnsetTimeout: the group's); the
-  // Completer ends it.
+  // (an operation's opts.timeout; kUnsetTimeout: the group's). The
+  // Completer ends it, unless `here`: then the caller runs it to its end
+  // (run_here) once it let go of the lock.
   template <typename Issue>
   void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
-                    std::chrono::milliseconds timeout, Issue&& issue);
+                    std::chrono::milliseconds timeout, Issue&& issue, bool here = false);
+  // Waits for `work`'s engine call on this thread and completes the Work.
+  void run_here(const c10::intrusive_ptr<CollectiveWork>& work);
   // Hands the engine `timeout` (kUnsetTimeout: the group's) for the calls
   // made next, unless it has it. With the issue lock held.
   void use_timeout_locked(const char* op_name, std::chrono::milliseconds timeout);
@@ -301,6 +310,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   std::unique_ptr<Completer> completer_;
+  // Collectives issued and being waited for on their caller's thread
+  // (run_here), not in the Completer's line. Guarded by issue_mutex_.
+  int running_here_ = 0;
   std::mutex p2p_mutex_;
   std::vector<std::shared_ptr<PointToPoint>> p2p_in_flight_;
   // One monitoredBarrier at a time; the receives earlier ones left in
@@ -316,9 +328,8 @@ class ProcessGroupRingreduce : public c10d::Backend {
 };
 
 // Defined here: the coalesced forms (coalesced.cpp) issue through it too.
-template <typename Issue>
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType type,
-                                                                  std::chrono::milliseconds timeout,
+template <typename Opts, typename Issue>
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType type, const Opts& opts,
                                                                   const char* op_name, const char* profile,
                                                                   const std::vector<at::Tensor>& inputs,
                                                                   std::vector<at::Tensor> outputs,
@@ -326,21 +337,31 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType t
                                                                   std::function<void()> on_success, Issue&& issue) {
   auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
                                                   std::move(keep_alive), std::move(on_success), hooks_);
-  std::unique_lock<std::mutex> lock = lock_issue();
-  issue_locked(work, op_name, timeout, std::forward<Issue>(issue));
+  bool here = false;
+  {
+    std::unique_lock<std::mutex> lock = lock_issue();
+    // Inside torch's coalescing the Works are waited for together, later.
+    here = !opts.asyncOp && !coalescing_;
+    issue_locked(work, op_name, opts.timeout, std::forward<Issue>(issue), here);
+  }
+  if (here) run_here(work);
   return work;
 }
 
 template <typename Issue>
 void ProcessGroupRingreduce::issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
-                                          std::chrono::milliseconds timeout, Issue&& issue) {
+                                          std::chrono::milliseconds timeout, Issue&& issue, bool here) {
   check_open(op_name);
   use_timeout_locked(op_name, timeout);
   rrRequest_t request = nullptr;
   check_result(issue(&request), op_name);
   ++sequence_;
   work->set_request(request);
-  completer_->add(work);
+  if (here) {
+    ++running_here_;
+  } else {
+    completer_->add(work);
+  }
   if (coalescing_) coalesced_.push_back(work);
 }
 

@@ -5,9 +5,13 @@
 // Collectives are issued at the call with the engine's ...Async forms (so the
 // caller returns at once and DDP's backward pass overlaps them), and finish
 // in the order issued. One Completer thread per process group waits for each
-// in that order, copies staged results into the caller's tensors, and then
-// completes the Work and its future: DDP's gradient hook chains on
+// in that order (the engine runs one on the thread that waits for it when
+// nothing else runs), copies staged results into the caller's tensors, and
+// then completes the Work and its future: DDP's gradient hook chains on
 // getFuture() and never calls wait(), so completion cannot wait for a waiter.
+// A collective torch waits for at once (opts.asyncOp false) is not in the
+// Completer's line: its caller runs it to its end (run_to_end) before the
+// Work is handed back.
 //
 // Point-to-point requests finish in any order (a receive may wait for a peer
 // that first needs this rank's later collective), so they never sit in the
@@ -72,7 +76,8 @@ class CollectiveWork : public c10d::Work, private Timed {
   // engine reads or writes until the call finished. `on_success` runs on the
   // Completer's thread once the engine call succeeded (copies out of staging).
   // `profile`: the name torch.profiler shows ("ringreduce:all_reduce"), with
-  // `inputs`' shapes.
+  // `inputs`' shapes. `on_success` runs on the caller's thread instead for a
+  // call waited for at once.
   CollectiveWork(int rank, c10d::OpType type, const char* op_name, const char* profile,
                  const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
                  std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
