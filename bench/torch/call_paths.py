@@ -12,6 +12,8 @@ PATH is one of
   op         torch.ops.ringreduce.all_reduce_(t, group name): the dispatcher
              operator for torch.compile'd inference, on the same group
   gloo       torch.distributed.all_reduce(t) on backend "gloo" (the peer)
+  fake       torch.distributed.all_reduce(t) on torch's "fake" backend, which
+             completes at once without moving data: the dispatcher's floor
   split      the torch call's issue (async_op=True) and its wait() timed apart,
              on backend "ringreduce" and then "gloo" (two groups); 1 KiB
              unless --sizes says otherwise
@@ -89,12 +91,18 @@ def main() -> int:
     if path == "split":
         split_issue_and_wait(sizes or [1 << 10])
         return 0
-    if path in ("torch", "op", "gloo"):
+    if path in ("torch", "op", "gloo", "fake"):
         import torch.distributed as dist
-        if path != "gloo":
+        if path in ("torch", "op"):
             import ringreduce.torch  # noqa: F401
-        dist.init_process_group("gloo" if path == "gloo" else "ringreduce",
-                                timeout=datetime.timedelta(seconds=120))
+        if path == "fake":
+            import os
+            from torch.testing._internal.distributed.fake_pg import FakeStore
+            dist.init_process_group("fake", store=FakeStore(), rank=int(os.environ["RANK"]),
+                                    world_size=int(os.environ["WORLD_SIZE"]))
+        else:
+            dist.init_process_group("gloo" if path == "gloo" else "ringreduce",
+                                    timeout=datetime.timedelta(seconds=120))
         rank, barrier = dist.get_rank(), dist.barrier
     elif path in ("blocking", "async"):
         import ringreduce
@@ -127,7 +135,7 @@ def main() -> int:
             print(f"{path:9s} {nbytes:>10d} B {seconds * 1e6:10.1f} us  busbw {nbytes / seconds / 1e9:6.2f} GB/s",
                   flush=True)
     barrier()
-    if path in ("torch", "op", "gloo"):
+    if path in ("torch", "op", "gloo", "fake"):
         dist.destroy_process_group()
     else:
         comm.destroy()

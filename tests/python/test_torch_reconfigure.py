@@ -188,6 +188,10 @@ def _replaced(rank: int, size: int) -> dict:
             train_steps(model, 0, STEPS, rank)
         except Exception as e:  # noqa: BLE001 - the dead member, named
             failed = f"{type(e).__name__}: {e}"
+    if rank == spare:
+        # An abort before any communicator (torchft aborts at every quorum
+        # change) leaves the group to be made by the next reconfigure.
+        dist.distributed_c10d._get_default_group().abort()
     # The survivors and the new process: handles through the store again.
     members = [0, 1, spare]
     dist._reconfigure(uuid=2, handles=exchange(2, rank, members)).wait()

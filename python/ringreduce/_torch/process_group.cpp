@@ -144,6 +144,12 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
 
 void ProcessGroupRingreduce::abort() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
+  if (state_ == State::kUnconfigured) {
+    // No communicator yet; one a reconfigure is making now is aborted as it
+    // is made (reconfigure.cpp).
+    state_ = State::kAborted;
+    return;
+  }
   if (state_ != State::kOpen) return;
   state_ = State::kAborted;
   (void)rrCommAbort(comm_);

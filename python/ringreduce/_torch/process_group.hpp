@@ -109,6 +109,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // Ends the communicator now (rrCommAbort): operations in flight here fail
   // at once, and the peers' fail naming this rank. torch calls it from
   // ProcessGroup.abort() (_abort_process_group, fault-tolerance libraries).
+  // On a group without a communicator (enable_reconfigure) the one a
+  // reconfigure is making is aborted as soon as it is made; a later
+  // reconfigure makes the next.
   void abort() override;
   // What destroy_process_group calls: with nothing in flight, the
   // communicator is destroyed in order (rrCommDestroy); with operations still

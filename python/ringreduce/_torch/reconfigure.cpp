@@ -194,8 +194,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reconfigure(const c10d::R
   }
   {
     std::lock_guard<std::mutex> issue(issue_mutex_);
-    if (state_ != State::kUnconfigured) {  // shut down meanwhile
-      (void)rrCommDestroy(comm);
+    if (state_ != State::kUnconfigured) {  // aborted or shut down meanwhile: so is the new one
+      (void)rrCommAbort(comm);
       check_open(kReconfigureOp);
     }
     comm_ = comm;
