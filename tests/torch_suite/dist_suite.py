@@ -97,6 +97,7 @@ class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
 UNGATED = [
     "test_barrier_timeout_global",  # gloo only; the group's timeout
     "test_barrier_timeout_full_group",
+    "test_barrier_timeout_group",  # skipped at world size 2 (torch's skip_if_small_worldsize): --world-size 3
     "test_batch_isend_irecv_gloo",  # gloo only
     "test_batch_isend_irecv_gloo_tags",
     "test_all_to_all",  # MPI only (on CPU)
