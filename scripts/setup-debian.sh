@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ meson ninja-build pkg-config python3 libucx-dev ucx-utils libhwloc-dev
+          libcli11-dev nlohmann-json3-dev  # the tools' command lines and JSON (header-only)
           libgtest-dev libbenchmark-dev iproute2 iputils-ping procps
           iptables  # rr-net-bench --delay where the kernel has no netem (rr-delay-line's NFQUEUE rule)
           libopenmpi-dev openmpi-bin libgloo-dev python3-matplotlib

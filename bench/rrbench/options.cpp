@@ -4,6 +4,9 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
+
+#include "command_line.hpp"
 
 namespace rrbench {
 
@@ -87,92 +90,83 @@ std::size_t parse_size(const std::string& flag, const std::string& text) {
 }
 
 Options parse_options(int argc, const char* const* argv) {
+  // The flags' texts, read below in the order nccl-tests documents them; a
+  // repeatable one collects every value given.
+  std::string minbytes, maxbytes, stepbytes, stepfactor, iters, warmup, check, root, blocking, timeout;
+  std::vector<std::string> types, ops, collectives;
   Options options;
-  bool types_given = false;
-  bool ops_given = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      options.help = true;
+  rr::tools::CommandLine command_line("rr-bench");
+  CLI::App& app = command_line.app;
+  app.add_flag("-h,--help", options.help);
+  app.add_flag("--list-backends", options.list_backends);
+  app.add_option("-b,--minbytes", minbytes);
+  app.add_option("-e,--maxbytes", maxbytes);
+  app.add_option("-i,--stepbytes", stepbytes);
+  app.add_option("-f,--stepfactor", stepfactor);
+  app.add_option("-n,--iters", iters);
+  app.add_option("-w,--warmup_iters", warmup);
+  app.add_option("-c,--check", check);
+  app.add_option("-d,--datatype", types);
+  app.add_option("-o,--op", ops);
+  app.add_option("-r,--root", root);
+  app.add_option("-z,--blocking", blocking);
+  app.add_option("-T,--timeout", timeout);
+  app.add_option("--backend", options.backends);
+  app.add_option("--coll", collectives);
+  app.add_option("--json", options.json_path);
+  app.add_option("--csv", options.csv_path);
+  app.add_option("--gloo-store", options.gloo_store);
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_expected_max() > 0) option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  }
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    throw UsageError(e.what());
+  }
+  const auto given = [&](const char* name) { return command_line.given(name); };
+  if (given("-b")) options.min_bytes = parse_size("-b", minbytes);
+  if (given("-e")) options.max_bytes = parse_size("-e", maxbytes);
+  if (given("-i")) options.step_bytes = parse_size("-i", stepbytes);
+  if (given("-f")) options.step_factor = static_cast<std::size_t>(parse_integer("-f", stepfactor, 1, 1 << 20));
+  if (given("-n")) options.iters = static_cast<int>(parse_integer("-n", iters, 1, INT_MAX));
+  if (given("-w")) options.warmup_iters = static_cast<int>(parse_integer("-w", warmup, 0, INT_MAX));
+  if (given("-c")) options.check = parse_bool("-c", check);
+  if (given("-r")) options.root = static_cast<int>(parse_integer("-r", root, 0, INT_MAX));
+  if (given("-z")) options.blocking = parse_bool("-z", blocking);
+  if (given("-T")) options.timeout_s = static_cast<int>(parse_integer("-T", timeout, 0, 24 * 3600));
+  if (!types.empty()) options.types.clear();
+  for (const std::string& value : types) {
+    if (value == "all") {
+      options.types.assign(std::begin(kAllTypes), std::end(kAllTypes));
       continue;
     }
-    if (flag == "--list-backends") {
-      options.list_backends = true;
+    DataType type;
+    if (!parse_type(value, &type)) {
+      throw UsageError("-d: unknown datatype '" + value +
+                       "' (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all)");
+    }
+    options.types.push_back(type);
+  }
+  if (!ops.empty()) options.ops.clear();
+  for (const std::string& value : ops) {
+    if (value == "all") {
+      options.ops.assign(std::begin(kAllOps), std::end(kAllOps));
       continue;
     }
-    // Every other flag takes a value: "-b 1K" or "--minbytes=1K".
-    std::string name = flag;
-    std::string value;
-    const auto equals = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
-      name = flag.substr(0, equals);
-      value = flag.substr(equals + 1);
+    RedOp op;
+    if (!parse_op(value, &op)) throw UsageError("-o: unknown op '" + value + "' (sum prod max min avg band bor bxor, or all)");
+    options.ops.push_back(op);
+  }
+  for (const std::string& value : collectives) {
+    if (value == "all") {
+      options.collectives = all_collectives();
+    } else if (const Collective* coll = find_collective(value)) {
+      options.collectives.push_back(coll);
     } else {
-      if (flag.empty() || flag[0] != '-') throw UsageError("unexpected argument '" + flag + "' (flags start with -)");
-      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-      value = argv[++i];
-    }
-    if (name == "-b" || name == "--minbytes") {
-      options.min_bytes = parse_size(name, value);
-    } else if (name == "-e" || name == "--maxbytes") {
-      options.max_bytes = parse_size(name, value);
-    } else if (name == "-i" || name == "--stepbytes") {
-      options.step_bytes = parse_size(name, value);
-    } else if (name == "-f" || name == "--stepfactor") {
-      options.step_factor = static_cast<std::size_t>(parse_integer(name, value, 1, 1 << 20));
-    } else if (name == "-n" || name == "--iters") {
-      options.iters = static_cast<int>(parse_integer(name, value, 1, INT_MAX));
-    } else if (name == "-w" || name == "--warmup_iters") {
-      options.warmup_iters = static_cast<int>(parse_integer(name, value, 0, INT_MAX));
-    } else if (name == "-c" || name == "--check") {
-      options.check = parse_bool(name, value);
-    } else if (name == "-d" || name == "--datatype") {
-      if (!types_given) options.types.clear(), types_given = true;
-      if (value == "all") {
-        options.types.assign(std::begin(kAllTypes), std::end(kAllTypes));
-      } else {
-        DataType type;
-        if (!parse_type(value, &type)) {
-          throw UsageError(name + ": unknown datatype '" + value +
-                           "' (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all)");
-        }
-        options.types.push_back(type);
-      }
-    } else if (name == "-o" || name == "--op") {
-      if (!ops_given) options.ops.clear(), ops_given = true;
-      if (value == "all") {
-        options.ops.assign(std::begin(kAllOps), std::end(kAllOps));
-      } else {
-        RedOp op;
-        if (!parse_op(value, &op)) throw UsageError(name + ": unknown op '" + value + "' (sum prod max min avg band bor bxor, or all)");
-        options.ops.push_back(op);
-      }
-    } else if (name == "-r" || name == "--root") {
-      options.root = static_cast<int>(parse_integer(name, value, 0, INT_MAX));
-    } else if (name == "-z" || name == "--blocking") {
-      options.blocking = parse_bool(name, value);
-    } else if (name == "-T" || name == "--timeout") {
-      options.timeout_s = static_cast<int>(parse_integer(name, value, 0, 24 * 3600));
-    } else if (name == "--backend") {
-      options.backends.push_back(value);
-    } else if (name == "--coll") {
-      if (value == "all") {
-        options.collectives = all_collectives();
-      } else if (const Collective* coll = find_collective(value)) {
-        options.collectives.push_back(coll);
-      } else {
-        std::string known;
-        for (const Collective* c : all_collectives()) known += std::string(c->name) + " ";
-        throw UsageError("--coll: unknown collective '" + value + "' (rr-bench runs: " + known + "or all)");
-      }
-    } else if (name == "--json") {
-      options.json_path = value;
-    } else if (name == "--csv") {
-      options.csv_path = value;
-    } else if (name == "--gloo-store") {
-      options.gloo_store = value;
-    } else {
-      throw UsageError("unknown flag '" + name + "'");
+      std::string known;
+      for (const Collective* c : all_collectives()) known += std::string(c->name) + " ";
+      throw UsageError("--coll: unknown collective '" + value + "' (rr-bench runs: " + known + "or all)");
     }
   }
   if (options.min_bytes > options.max_bytes) {

@@ -1,10 +1,13 @@
 #include "report.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <utility>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 namespace rrbench {
 
@@ -19,40 +22,20 @@ std::string format_wrong(double wrong) {
   return text;
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+using Json = nlohmann::ordered_json;
 
 // JSON has no NaN or infinity: a time that is not finite is written as null.
-std::string json_number(double value) {
-  if (!(value == value) || value > 1e300 || value < -1e300) return "null";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
+Json json_number(double value) {
+  if (!std::isfinite(value)) return nullptr;
+  return value;
 }
 
-std::string json_measurement(const Measurement& m) {
-  if (!m.measured) return "null";
-  return "{\"time_us\": " + json_number(m.time_us) + ", \"algbw_GBps\": " + json_number(m.algbw) +
-         ", \"busbw_GBps\": " + json_number(m.busbw) + ", \"wrong\": " + (m.wrong < 0 ? "null" : json_number(m.wrong)) +
-         "}";
+Json json_measurement(const Measurement& m) {
+  if (!m.measured) return nullptr;
+  return Json{{"time_us", json_number(m.time_us)},
+              {"algbw_GBps", json_number(m.algbw)},
+              {"busbw_GBps", json_number(m.busbw)},
+              {"wrong", m.wrong < 0 ? Json(nullptr) : json_number(m.wrong)}};
 }
 
 // Per backend, in order of first appearance: mean busbw over every row and placement.
@@ -185,47 +168,43 @@ double Report::total_wrong() const {
 }
 
 void Report::write_json(const std::string& path, const RunInfo& info) const {
-  FILE* file = open_or_throw(path);
-  std::fprintf(file, "{\n  \"tool\": \"rr-bench\",\n  \"command\": %s,\n", json_string(info.command).c_str());
-  std::fprintf(file, "  \"launcher\": %s,\n  \"nranks\": %d,\n  \"iters\": %d,\n  \"warmup_iters\": %d,\n",
-               json_string(info.launcher).c_str(), info.nranks, info.iters, info.warmup_iters);
-  std::fprintf(file, "  \"check\": %s,\n  \"memcpy_GBps\": %s,\n", info.check ? "true" : "false",
-               json_number(info.memcpy_gbps).c_str());
-  std::fprintf(file, "  \"built\": [");
-  for (std::size_t i = 0; i < info.built.size(); ++i) {
-    std::fprintf(file, "%s%s", i ? ", " : "", json_string(info.built[i]).c_str());
-  }
-  std::fprintf(file, "],\n  \"libraries\": {");
-  for (std::size_t i = 0; i < info.libraries.size(); ++i) {
-    std::fprintf(file, "%s\n    %s: %s", i ? "," : "", json_string(info.libraries[i].first).c_str(),
-                 json_string(info.libraries[i].second).c_str());
-  }
-  std::fprintf(file, "\n  },\n  \"backends\": {");
-  for (std::size_t i = 0; i < info.backends.size(); ++i) {
-    std::fprintf(file, "%s\n    %s: %s", i ? "," : "", json_string(info.backends[i].first).c_str(),
-                 json_string(info.backends[i].second).c_str());
-  }
-  std::fprintf(file, "\n  },\n  \"rows\": [");
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
-    const Row& row = rows_[i];
+  Json doc;
+  doc["tool"] = "rr-bench";
+  doc["command"] = info.command;
+  doc["launcher"] = info.launcher;
+  doc["nranks"] = info.nranks;
+  doc["iters"] = info.iters;
+  doc["warmup_iters"] = info.warmup_iters;
+  doc["check"] = info.check;
+  doc["memcpy_GBps"] = json_number(info.memcpy_gbps);
+  doc["built"] = info.built;
+  Json& libraries = doc["libraries"] = Json::object();
+  for (const auto& [name, version] : info.libraries) libraries[name] = version;
+  Json& backends = doc["backends"] = Json::object();
+  for (const auto& [name, what] : info.backends) backends[name] = what;
+  Json& rows = doc["rows"] = Json::array();
+  for (const Row& row : rows_) {
     const double ratio = info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0;
-    std::fprintf(file,
-                 "%s\n    {\"backend\": %s, \"algorithm\": %s, \"collective\": %s, \"size\": %zu, \"count\": %zu, \"type\": %s, "
-                 "\"redop\": %s, \"root\": %d, \"bus_factor\": %s, \"out_of_place\": %s, \"in_place\": %s, "
-                 "\"busbw_over_memcpy\": %s}",
-                 i ? "," : "", json_string(row.backend).c_str(), json_string(row.algorithm).c_str(),
-                 json_string(row.coll->name).c_str(), row.size,
-                 row.count, json_string(type_name(row.type)).c_str(), json_string(redop_column(row)).c_str(), row.root,
-                 json_number(row.coll->bus_factor(info.nranks)).c_str(), json_measurement(row.out_of_place).c_str(),
-                 json_measurement(row.in_place).c_str(), json_number(ratio).c_str());
+    rows.push_back(Json{{"backend", row.backend},
+                        {"algorithm", row.algorithm},
+                        {"collective", row.coll->name},
+                        {"size", row.size},
+                        {"count", row.count},
+                        {"type", type_name(row.type)},
+                        {"redop", redop_column(row)},
+                        {"root", row.root},
+                        {"bus_factor", json_number(row.coll->bus_factor(info.nranks))},
+                        {"out_of_place", json_measurement(row.out_of_place)},
+                        {"in_place", json_measurement(row.in_place)},
+                        {"busbw_over_memcpy", json_number(ratio)}});
   }
-  std::fprintf(file, "\n  ],\n  \"avg_busbw_GBps\": {");
-  const auto averages = average_busbw(rows_);
-  for (std::size_t i = 0; i < averages.size(); ++i) {
-    std::fprintf(file, "%s\n    %s: %s", i ? "," : "", json_string(averages[i].first).c_str(),
-                 json_number(averages[i].second).c_str());
-  }
-  std::fprintf(file, "\n  },\n  \"wrong\": %s\n}\n", json_number(total_wrong()).c_str());
+  Json& averages = doc["avg_busbw_GBps"] = Json::object();
+  for (const auto& [backend, busbw] : average_busbw(rows_)) averages[backend] = json_number(busbw);
+  doc["wrong"] = json_number(total_wrong());
+  FILE* file = open_or_throw(path);
+  // A library's version string is not ours to trust as UTF-8.
+  const std::string text = doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::fputs(text.c_str(), file);
   close_or_throw(file, path);
 }
 

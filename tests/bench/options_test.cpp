@@ -89,7 +89,9 @@ TEST(Options, SweepFollowsNcclTestsStepRule) {
 
 TEST(Options, BadFlagsNameTheFault) {
   EXPECT_NE(usage_error({"-q", "1"}).find("unknown flag '-q'"), std::string::npos);
-  EXPECT_NE(usage_error({"-b"}).find("-b needs a value"), std::string::npos);
+  EXPECT_NE(usage_error({"-b"}).find("--minbytes needs a value"), std::string::npos);
+  EXPECT_NE(usage_error({"--bogus=1"}).find("unknown flag '--bogus'"), std::string::npos);
+  EXPECT_NE(usage_error({"-b1K", "--maxbytes=2K", "-f", "2"}).find("(no error)"), std::string::npos);
   EXPECT_NE(usage_error({"-b", "12Q"}).find("-b takes a size"), std::string::npos);
   EXPECT_NE(usage_error({"-n", "0"}).find("-n must be between 1"), std::string::npos);
   EXPECT_NE(usage_error({"-n", "ten"}).find("-n takes an integer"), std::string::npos);

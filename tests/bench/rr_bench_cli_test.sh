@@ -34,7 +34,7 @@ expect() {
 
 expect 2 "unknown flag '-q'" -- -q 1
 expect 2 "unknown flag '--bogus'" -- --bogus=1
-expect 2 "-e needs a value" -- -e
+expect 2 "--maxbytes needs a value" -- -e
 expect 2 "-b takes a size" -- -b 12Q
 expect 2 "-n must be between 1" -- -n 0
 expect 2 "unknown datatype 'float8'" -- -d float8

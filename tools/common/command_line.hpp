@@ -1,0 +1,60 @@
+#pragma once
+// How the project's tools (rr-run, rr-info, rr-sim, rr-bench,
+// rr-allreduce-bench) read their command lines: CLI11 takes the flags apart
+// (-b 1K, -b1K, --minbytes=1K, a flag given again), and every tool words the
+// same faults the same way: "unknown flag '-q'", "--maxbytes needs a value",
+// "unexpected argument 'x' (flags start with -)". Each tool reads the values
+// itself (sizes with suffixes, ranges), naming the flag, and prints its own
+// usage text for -h / --help.
+
+#include <CLI/CLI.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace rr::tools {
+
+class CommandLineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A tool's command line: its flags are added to `app`, then parse() reads
+// argv into them. -h / --help are the tool's to add (it prints its own usage
+// text).
+class CommandLine {
+ public:
+  explicit CommandLine(const std::string& tool) : app(tool, tool) {
+    app.set_help_flag();
+    app.allow_extras(true);
+  }
+
+  // Reads argv into the flags added; throws CommandLineError. With
+  // `stop_at_program` (rr-run), the first argument that is not a flag, and
+  // everything after it, are left in app.remaining() for the caller.
+  void parse(int argc, const char* const* argv, bool stop_at_program = false) {
+    if (stop_at_program) app.prefix_command(true);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ArgumentMismatch& e) {
+      // "--maxbytes: 1 required TEXT missing": the flag CLI11 names first.
+      const std::string what = e.what();
+      throw CommandLineError(what.substr(0, what.find(':')) + " needs a value");
+    } catch (const CLI::ParseError& e) {
+      throw CommandLineError(e.what());
+    }
+    if (stop_at_program) return;
+    for (const std::string& extra : app.remaining()) {
+      if (!extra.empty() && extra[0] == '-') {
+        throw CommandLineError("unknown flag '" + extra.substr(0, extra.find('=')) + "'");
+      }
+      throw CommandLineError("unexpected argument '" + extra + "' (flags start with -)");
+    }
+  }
+  // Whether the flag named `name` (any of its names) was given.
+  bool given(const std::string& name) const { return app.count(name) > 0; }
+
+  CLI::App app;
+};
+
+}  // namespace rr::tools
