@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "sections.hpp"
 
 namespace {
@@ -81,26 +82,29 @@ bool set_config_field(const std::string& assignment, rrConfig_t* config, std::st
 
 int main(int argc, char** argv) {
   bool json = false;
+  bool help = false;
+  std::vector<std::string> assignments;
+  rr::tools::CommandLine command_line("rr-info");
+  command_line.app.add_flag("-h,--help", help);
+  command_line.app.add_flag("--json", json);
+  command_line.app.add_option("--config", assignments)
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    std::fprintf(stderr, "rr-info: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   rrConfig_t config = RR_CONFIG_INITIALIZER;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
+  for (const std::string& assignment : assignments) {
     std::string why;
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--config" && i + 1 == argc) {
-      std::fprintf(stderr, "rr-info: --config needs FIELD=VALUE\n");
-      return 2;
-    } else if (arg == "--config" || arg.rfind("--config=", 0) == 0) {
-      const std::string assignment = arg == "--config" ? argv[++i] : arg.substr(std::strlen("--config="));
-      if (!set_config_field(assignment, &config, &why)) {
-        std::fprintf(stderr, "rr-info: %s\n", why.c_str());
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "rr-info: unknown argument '%s'\n%s", arg.c_str(), kUsage);
+    if (!set_config_field(assignment, &config, &why)) {
+      std::fprintf(stderr, "rr-info: %s\n", why.c_str());
       return 2;
     }
   }

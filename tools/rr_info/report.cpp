@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -39,23 +41,6 @@ void print_table(const Table& table, std::FILE* out) {
   for (const auto& row : table.rows) print_row(row);
 }
 
-std::string json_string(const std::string& text) {
-  std::string quoted = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-      quoted += escaped;
-    } else {
-      quoted += static_cast<char>(c);
-    }
-  }
-  return quoted + "\"";
-}
-
 }  // namespace
 
 void print_text(const std::vector<Section>& sections, std::FILE* out) {
@@ -75,38 +60,24 @@ void print_text(const std::vector<Section>& sections, std::FILE* out) {
 // {"<section key>": {"<fact>": "...", "<table name>": [{"<column>": "..."}], "notes": [...]}}
 // Every value is a string, as printed.
 void print_json(const std::vector<Section>& sections, std::FILE* out) {
-  std::fprintf(out, "{");
-  for (size_t s = 0; s < sections.size(); ++s) {
-    const Section& section = sections[s];
-    std::fprintf(out, "%s\n  %s: {", s ? "," : "", json_string(section.key).c_str());
-    const char* separator = "";
-    for (const auto& [key, value] : section.facts) {
-      std::fprintf(out, "%s\n    %s: %s", separator, json_string(key).c_str(), json_string(value).c_str());
-      separator = ",";
-    }
+  using Json = nlohmann::ordered_json;
+  Json doc = Json::object();
+  for (const Section& section : sections) {
+    Json& body = doc[section.key] = Json::object();
+    for (const auto& [key, value] : section.facts) body[key] = value;
     for (const Table& table : section.tables) {
-      std::fprintf(out, "%s\n    %s: [", separator, json_string(table.name).c_str());
-      for (size_t r = 0; r < table.rows.size(); ++r) {
-        std::fprintf(out, "%s\n      {", r ? "," : "");
-        for (size_t c = 0; c < table.columns.size(); ++c) {
-          std::fprintf(out, "%s%s: %s", c ? ", " : "", json_string(table.columns[c]).c_str(),
-                       json_string(table.rows[r][c]).c_str());
-        }
-        std::fprintf(out, "}");
+      Json& rows = body[table.name] = Json::array();
+      for (const auto& cells : table.rows) {
+        Json row = Json::object();
+        for (size_t c = 0; c < table.columns.size(); ++c) row[table.columns[c]] = cells[c];
+        rows.push_back(std::move(row));
       }
-      std::fprintf(out, "%s]", table.rows.empty() ? "" : "\n    ");
-      separator = ",";
     }
-    if (!section.notes.empty()) {
-      std::fprintf(out, "%s\n    \"notes\": [", separator);
-      for (size_t n = 0; n < section.notes.size(); ++n) {
-        std::fprintf(out, "%s%s", n ? ", " : "", json_string(section.notes[n]).c_str());
-      }
-      std::fprintf(out, "]");
-    }
-    std::fprintf(out, "\n  }");
+    if (!section.notes.empty()) body["notes"] = section.notes;
   }
-  std::fprintf(out, "\n}\n");
+  // Device and library names are not ours to trust as UTF-8.
+  const std::string text = doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::fputs(text.c_str(), out);
 }
 
 }  // namespace rr::info
