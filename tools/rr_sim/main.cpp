@@ -16,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "algo/select.hpp"
+#include "command_line.hpp"
 #include "sim.hpp"
 #include "units.hpp"
 
@@ -31,18 +34,20 @@ struct Options {
   std::string json;
 };
 
+constexpr const char* kUsage =
+    "usage: rr-sim --ranks N --size BYTES [-e MAX -f FACTOR] --alpha SECONDS --link RATE\n"
+    "              [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|oneshot|auto]\n"
+    "              [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]\n"
+    "              [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]\n"
+    "              [--no-check] [--json FILE]\n"
+    "  sizes: 64M, 1K, 4096; rates: 100Gbit (bits per second), 12.5GB (bytes per second), or bytes\n"
+    "  per second; --alpha 5e-6 or 5us. Defaults: alpha 5us, link 100Gbit, 1 rank per host, block,\n"
+    "  auto (the engine's selector, its alpha-beta-gamma model fed this machine), topology order,\n"
+    "  chunk 512K, depth 4, local alpha 0.5us, local link 8GB, reduction free.\n";
+
+// A bad command line: says why, then the usage text; exit status 2.
 [[noreturn]] void usage(const std::string& why) {
-  if (!why.empty()) std::fprintf(stderr, "rr-sim: %s\n", why.c_str());
-  std::fprintf(stderr,
-               "usage: rr-sim --ranks N --size BYTES [-e MAX -f FACTOR] --alpha SECONDS --link RATE\n"
-               "              [--ranks-per-host K] [--placement block|cyclic] [--algo ring|rd|hd|oneshot|auto]\n"
-               "              [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]\n"
-               "              [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]\n"
-               "              [--no-check] [--json FILE]\n"
-               "  sizes: 64M, 1K, 4096; rates: 100Gbit (bits per second), 12.5GB (bytes per second), or bytes\n"
-               "  per second; --alpha 5e-6 or 5us. Defaults: alpha 5us, link 100Gbit, 1 rank per host, block,\n"
-               "  auto (the engine's selector, its alpha-beta-gamma model fed this machine), topology order,\n"
-               "  chunk 512K, depth 4, local alpha 0.5us, local link 8GB, reduction free.\n");
+  std::fprintf(stderr, "rr-sim: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -50,49 +55,63 @@ Options parse(int argc, char** argv) {
   Options o;
   o.machine.alpha_s = 5e-6;
   o.machine.link_Bps = 100e9 / 8;
-  bool have_ranks = false, have_size = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (flag == "--ranks" || flag == "-n") o.machine.ranks = static_cast<int>(rrsim::parse_count(flag, value())), have_ranks = true;
-      else if (flag == "--size" || flag == "-b") o.min_bytes = rrsim::parse_bytes(flag, value()), have_size = true;
-      else if (flag == "-e" || flag == "--max-size") o.max_bytes = rrsim::parse_bytes(flag, value());
-      else if (flag == "-f" || flag == "--factor") o.factor = std::stod(value());
-      else if (flag == "--alpha") o.machine.alpha_s = rrsim::parse_seconds(flag, value());
-      else if (flag == "--link") o.machine.link_Bps = rrsim::parse_rate(flag, value());
-      else if (flag == "--ranks-per-host") o.machine.ranks_per_host = static_cast<int>(rrsim::parse_count(flag, value()));
-      else if (flag == "--placement") {
-        const std::string v = value();
-        if (v != "block" && v != "cyclic") usage("--placement " + v + ": expected block or cyclic");
-        o.machine.cyclic = v == "cyclic";
-      } else if (flag == "--algo") {
-        o.algo = value();
-        if (o.algo != "ring" && o.algo != "rd" && o.algo != "hd" && o.algo != "oneshot" && o.algo != "auto") {
-          usage("--algo " + o.algo + ": expected ring, rd, hd, oneshot or auto");
-        }
-      } else if (flag == "--ring-order") {
-        const std::string v = value();
-        if (v != "topology" && v != "rank") usage("--ring-order " + v + ": expected topology or rank");
-        o.engine.topology_order = v == "topology";
-      } else if (flag == "--chunk-bytes") o.engine.chunk_bytes = rrsim::parse_bytes(flag, value());
-      else if (flag == "--pipeline-depth") o.engine.pipeline_depth = static_cast<int>(rrsim::parse_count(flag, value()));
-      else if (flag == "--local-alpha") o.machine.local_alpha_s = rrsim::parse_seconds(flag, value());
-      else if (flag == "--local-link") o.machine.local_Bps = rrsim::parse_rate(flag, value());
-      else if (flag == "--reduce-rate") o.machine.reduce_Bps = rrsim::parse_rate(flag, value());
-      else if (flag == "--no-check") o.engine.check_arguments = false;
-      else if (flag == "--json") o.json = value();
-      else if (flag == "-h" || flag == "--help") usage("");
-      else usage("unknown flag " + flag);
-    } catch (const std::invalid_argument& e) {
-      usage(e.what());
-    }
+  bool help = false, no_check = false;
+  std::string ranks, size, max_size, factor, alpha, link, ranks_per_host, placement, ring_order, chunk_bytes,
+      pipeline_depth, local_alpha, local_link, reduce_rate;
+  rr::tools::CommandLine command_line("rr-sim");
+  CLI::App& app = command_line.app;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--no-check", no_check);
+  app.add_option("-n,--ranks", ranks);
+  app.add_option("-b,--size", size);
+  app.add_option("-e,--max-size", max_size);
+  app.add_option("-f,--factor", factor);
+  app.add_option("--alpha", alpha);
+  app.add_option("--link", link);
+  app.add_option("--ranks-per-host", ranks_per_host);
+  app.add_option("--placement", placement)->check(CLI::IsMember({"block", "cyclic"}));
+  app.add_option("--algo", o.algo)->check(CLI::IsMember({"ring", "rd", "hd", "oneshot", "auto"}));
+  app.add_option("--ring-order", ring_order)->check(CLI::IsMember({"topology", "rank"}));
+  app.add_option("--chunk-bytes", chunk_bytes);
+  app.add_option("--pipeline-depth", pipeline_depth);
+  app.add_option("--local-alpha", local_alpha);
+  app.add_option("--local-link", local_link);
+  app.add_option("--reduce-rate", reduce_rate);
+  app.add_option("--json", o.json);
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    usage(e.what());
   }
-  if (!have_ranks || o.machine.ranks < 1) usage("--ranks N (N >= 1) is required");
-  if (!have_size) usage("--size BYTES is required");
+  if (help) {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  try {
+    if (command_line.given("--ranks")) o.machine.ranks = static_cast<int>(rrsim::parse_count("--ranks", ranks));
+    if (command_line.given("--size")) o.min_bytes = rrsim::parse_bytes("--size", size);
+    if (command_line.given("-e")) o.max_bytes = rrsim::parse_bytes("-e", max_size);
+    if (command_line.given("-f")) o.factor = rrsim::parse_number("-f", factor);
+    if (command_line.given("--alpha")) o.machine.alpha_s = rrsim::parse_seconds("--alpha", alpha);
+    if (command_line.given("--link")) o.machine.link_Bps = rrsim::parse_rate("--link", link);
+    if (command_line.given("--ranks-per-host")) {
+      o.machine.ranks_per_host = static_cast<int>(rrsim::parse_count("--ranks-per-host", ranks_per_host));
+    }
+    if (command_line.given("--placement")) o.machine.cyclic = placement == "cyclic";
+    if (command_line.given("--ring-order")) o.engine.topology_order = ring_order == "topology";
+    if (command_line.given("--chunk-bytes")) o.engine.chunk_bytes = rrsim::parse_bytes("--chunk-bytes", chunk_bytes);
+    if (command_line.given("--pipeline-depth")) {
+      o.engine.pipeline_depth = static_cast<int>(rrsim::parse_count("--pipeline-depth", pipeline_depth));
+    }
+    if (command_line.given("--local-alpha")) o.machine.local_alpha_s = rrsim::parse_seconds("--local-alpha", local_alpha);
+    if (command_line.given("--local-link")) o.machine.local_Bps = rrsim::parse_rate("--local-link", local_link);
+    if (command_line.given("--reduce-rate")) o.machine.reduce_Bps = rrsim::parse_rate("--reduce-rate", reduce_rate);
+  } catch (const std::invalid_argument& e) {
+    usage(e.what());
+  }
+  if (no_check) o.engine.check_arguments = false;
+  if (!command_line.given("--ranks") || o.machine.ranks < 1) usage("--ranks N (N >= 1) is required");
+  if (!command_line.given("--size")) usage("--size BYTES is required");
   if (o.machine.ranks_per_host < 1) usage("--ranks-per-host must be at least 1");
   if (o.engine.chunk_bytes < 64) usage("--chunk-bytes must be at least 64");
   if (o.max_bytes < o.min_bytes) o.max_bytes = o.min_bytes;
@@ -170,30 +189,37 @@ int main(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   std::printf("# simulated in %.2f s\n", wall);
   if (!o.json.empty()) {
+    using Json = nlohmann::ordered_json;
+    Json doc{{"tool", "rr-sim"},
+             {"nranks", m.ranks},
+             {"hosts", m.hosts()},
+             {"ranks_per_host", m.ranks_per_host},
+             {"placement", m.cyclic ? "cyclic" : "block"},
+             {"alpha_s", m.alpha_s},
+             {"link_Bps", m.link_Bps},
+             {"ring_order", o.engine.topology_order ? "topology" : "rank"},
+             {"rows", Json::array()}};
+    for (const Row& row : rows) {
+      const double algbw = row.r.seconds > 0 ? static_cast<double>(row.bytes) / row.r.seconds / 1e9 : 0.0;
+      const double busbw = algbw * (m.ranks > 1 ? 2.0 * (m.ranks - 1) / m.ranks : 0.0);
+      doc["rows"].push_back(Json{{"backend", "rr-sim"},
+                                 {"algorithm", algorithm_name(row.algo)},
+                                 {"collective", "allreduce"},
+                                 {"size", row.bytes},
+                                 {"count", row.bytes / 4},
+                                 {"time_us", row.r.seconds * 1e6},
+                                 {"algbw_GBps", algbw},
+                                 {"busbw_GBps", busbw},
+                                 {"messages", row.r.messages},
+                                 {"bytes_between_hosts", row.r.bytes_between_hosts}});
+    }
     FILE* f = std::fopen(o.json.c_str(), "w");
     if (!f) {
       std::fprintf(stderr, "rr-sim: cannot write %s: %s\n", o.json.c_str(), std::strerror(errno));
       return 1;
     }
-    std::fprintf(f,
-                 "{\n  \"tool\": \"rr-sim\",\n  \"nranks\": %d,\n  \"hosts\": %d,\n  \"ranks_per_host\": %d,\n"
-                 "  \"placement\": \"%s\",\n  \"alpha_s\": %.9g,\n  \"link_Bps\": %.9g,\n  \"ring_order\": \"%s\",\n"
-                 "  \"rows\": [",
-                 m.ranks, m.hosts(), m.ranks_per_host, m.cyclic ? "cyclic" : "block", m.alpha_s, m.link_Bps,
-                 o.engine.topology_order ? "topology" : "rank");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& row = rows[i];
-      const double algbw = row.r.seconds > 0 ? static_cast<double>(row.bytes) / row.r.seconds / 1e9 : 0.0;
-      const double busbw = algbw * (m.ranks > 1 ? 2.0 * (m.ranks - 1) / m.ranks : 0.0);
-      std::fprintf(f,
-                   "%s\n    {\"backend\": \"rr-sim\", \"algorithm\": \"%s\", \"collective\": \"allreduce\", "
-                   "\"size\": %zu, \"count\": %zu, \"time_us\": %.6g, \"algbw_GBps\": %.6g, \"busbw_GBps\": %.6g, "
-                   "\"messages\": %llu, \"bytes_between_hosts\": %llu}",
-                   i ? "," : "", algorithm_name(row.algo), row.bytes, row.bytes / 4,
-                   row.r.seconds * 1e6, algbw, busbw, static_cast<unsigned long long>(row.r.messages),
-                   static_cast<unsigned long long>(row.r.bytes_between_hosts));
-    }
-    std::fprintf(f, "\n  ]\n}\n");
+    const std::string text = doc.dump(2) + "\n";
+    std::fputs(text.c_str(), f);
     std::fclose(f);
   }
   return 0;

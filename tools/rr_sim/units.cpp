@@ -51,6 +51,13 @@ size_t parse_count(const std::string& flag, const std::string& text) {
   return static_cast<size_t>(v);
 }
 
+double parse_number(const std::string& flag, const std::string& text) {
+  std::string rest;
+  const double v = leading_number(flag, text, &rest);
+  if (!rest.empty()) throw std::invalid_argument(flag + " " + text + ": expected a number");
+  return v;
+}
+
 double parse_rate(const std::string& flag, const std::string& text) {
   std::string rest;
   double v = leading_number(flag, text, &rest);

@@ -10,6 +10,7 @@ namespace rrsim {
 
 size_t parse_bytes(const std::string& flag, const std::string& text);
 size_t parse_count(const std::string& flag, const std::string& text);
+double parse_number(const std::string& flag, const std::string& text);  // a plain decimal number
 double parse_rate(const std::string& flag, const std::string& text);  // bytes per second
 double parse_seconds(const std::string& flag, const std::string& text);
 
