@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -28,41 +30,54 @@ struct Options {
   bool check = true;
 };
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "rr-allreduce-bench: %s\n"
-               "usage: rr-allreduce-bench [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
-               "  sizes take K, M, G suffixes; float32 sum; run under rr-run -n N\n",
-               why);
+constexpr const char* kUsage =
+    "usage: rr-allreduce-bench [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
+    "  sizes take K, M, G suffixes (default 1K to 256M, factor 4); 20 iterations after 3; float32\n"
+    "  sum; run under rr-run -n N\n";
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr, "rr-allreduce-bench: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
 }
 
-size_t parse_size(const char* text) {
+size_t parse_size(const std::string& flag, const std::string& text) {
   char* end = nullptr;
-  double v = std::strtod(text, &end);
+  const double v = std::strtod(text.c_str(), &end);
   size_t scale = 1;
   if (*end == 'K' || *end == 'k') scale = 1 << 10, ++end;
   else if (*end == 'M' || *end == 'm') scale = 1 << 20, ++end;
   else if (*end == 'G' || *end == 'g') scale = size_t{1} << 30, ++end;
-  if (end == text || *end != '\0' || v < 0) usage((std::string("bad size '") + text + "'").c_str());
+  if (end == text.c_str() || *end != '\0' || !(v >= 0) || !std::isfinite(v)) {
+    usage(flag + " takes a size such as 4096, 64K or 32M, not '" + text + "'");
+  }
   return static_cast<size_t>(v * static_cast<double>(scale));
 }
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (i + 1 >= argc) usage(("missing value after " + flag).c_str());
-    const char* value = argv[++i];
-    if (flag == "-b") o.min_bytes = parse_size(value);
-    else if (flag == "-e") o.max_bytes = parse_size(value);
-    else if (flag == "-f") o.factor = std::strtoul(value, nullptr, 10);
-    else if (flag == "-n") o.iters = std::atoi(value);
-    else if (flag == "-w") o.warmup = std::atoi(value);
-    else if (flag == "-c") o.check = std::atoi(value) != 0;
-    else usage(("unknown flag " + flag).c_str());
+  bool help = false;
+  std::string min_bytes, max_bytes;
+  rr::tools::CommandLine command_line("rr-allreduce-bench");
+  CLI::App& app = command_line.app;
+  app.add_flag("-h,--help", help);
+  app.add_option("-b,--minbytes", min_bytes);
+  app.add_option("-e,--maxbytes", max_bytes);
+  app.add_option("-f,--stepfactor", o.factor)->check(CLI::Range(size_t{2}, size_t{1} << 20));
+  app.add_option("-n,--iters", o.iters)->check(CLI::Range(1, 1 << 30));
+  app.add_option("-w,--warmup_iters", o.warmup)->check(CLI::Range(0, 1 << 30));
+  app.add_option("-c,--check", o.check);
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    usage(e.what());
   }
-  if (o.factor < 2 || o.iters < 1 || o.warmup < 0 || o.min_bytes > o.max_bytes) usage("bad option values");
+  if (help) {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  if (command_line.given("-b")) o.min_bytes = parse_size("-b", min_bytes);
+  if (command_line.given("-e")) o.max_bytes = parse_size("-e", max_bytes);
+  if (o.min_bytes > o.max_bytes) usage("-b is larger than -e");
   return o;
 }
 
