@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include "command_line.hpp"
+
 extern char** environ;
 
 namespace {
@@ -214,72 +216,57 @@ std::pair<std::string, std::string> parse_export(const std::string& text) {
 }
 
 Options parse_args(int argc, char** argv) {
-  Options options;
-  bool have_nranks = false;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') break;  // the program starts here
-
-    // Accept --name=value, and -n4 / -xVAR=VALUE as mpirun does.
-    std::string name = arg;
-    std::string value;
-    bool attached = false;
-    if (arg.compare(0, 2, "--") == 0) {
-      const auto eq = arg.find('=');
-      if (eq != std::string::npos) {
-        name = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        attached = true;
-      }
-    } else if (arg.size() > 2 && arg != "-np" && (arg[1] == 'n' || arg[1] == 'x')) {
-      name = arg.substr(0, 2);
-      value = arg.substr(2);
-      attached = true;
-    }
-    auto take_value = [&]() -> std::string {
-      if (attached) return value;
-      if (i + 1 >= argc) throw UsageError("option " + name + " needs a value");
-      return argv[++i];
-    };
-    auto no_value = [&] {
-      if (attached) throw UsageError("option " + name + " takes no value");
-    };
-
-    if (name == "-n" || name == "-np" || name == "--nproc") {
-      options.nranks = static_cast<int>(parse_long(name, take_value(), 1, kMaxRanks));
-      have_nranks = true;
-    } else if (name == "--master-addr") {
-      options.master_addr = take_value();
-      if (options.master_addr.empty()) throw UsageError("--master-addr needs a non-empty address");
-    } else if (name == "--master-port") {
-      options.master_port = static_cast<int>(parse_long(name, take_value(), 1, 65535));
-    } else if (name == "--grace-ms") {
-      options.grace_ms = static_cast<int>(parse_long(name, take_value(), 0, 3'600'000));
-    } else if (name == "--timeout") {
-      options.timeout_s = parse_seconds(name, take_value());
-    } else if (name == "-x") {
-      options.extra_env.push_back(parse_export(take_value()));
-    } else if (name == "--tag-output") {
-      no_value();
-      options.tag_output = true;
-    } else if (name == "--no-tag-output") {
-      no_value();
-      options.tag_output = false;
-    } else if (name == "-h" || name == "--help") {
-      no_value();
-      options.help = true;
-      return options;
-    } else {
-      throw UsageError("unknown option '" + arg + "'");
-    }
+  // mpirun's -np, a single-dash long option, is --nproc for CLI11; only
+  // before the program (whose own arguments are its business).
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i] == "-np") args[i] = "--nproc";
   }
-  if (!have_nranks) throw UsageError("missing -n N (the number of ranks)");
-  for (; i < argc; ++i) options.command.emplace_back(argv[i]);
+  std::vector<const char*> words;
+  for (const std::string& arg : args) words.push_back(arg.c_str());
+
+  Options options;
+  std::string nranks, master_port, grace_ms, timeout;
+  std::vector<std::string> exports;
+  bool no_tag_output = false;
+  rr::tools::CommandLine command_line("rr-run");
+  CLI::App& app = command_line.app;
+  app.add_flag("-h,--help", options.help);
+  app.add_option("-n,--nproc", nranks);
+  app.add_option("--master-addr", options.master_addr);
+  app.add_option("--master-port", master_port);
+  app.add_option("--grace-ms", grace_ms);
+  app.add_option("--timeout", timeout);
+  app.add_option("-x", exports);
+  app.add_flag("--tag-output", options.tag_output);
+  app.add_flag("--no-tag-output", no_tag_output);
+  try {
+    // Parsing stops at the program: what follows is its own.
+    command_line.parse(static_cast<int>(words.size()), words.data(), /*stop_at_program=*/true);
+  } catch (const rr::tools::CommandLineError& e) {
+    throw UsageError(e.what());
+  }
+  if (options.help) return options;
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-' && command.front() != "--") {
+    throw UsageError("unknown option '" + command.front() + "'");
+  }
+  if (command.size() == 1 && command.front() == "--") command.clear();  // "--" with nothing after it
+  if (!command_line.given("-n")) throw UsageError("missing -n N (the number of ranks)");
+  options.nranks = static_cast<int>(parse_long("-n", nranks, 1, kMaxRanks));
+  if (command_line.given("--master-addr") && options.master_addr.empty()) {
+    throw UsageError("--master-addr needs a non-empty address");
+  }
+  if (command_line.given("--master-port")) {
+    options.master_port = static_cast<int>(parse_long("--master-port", master_port, 1, 65535));
+  }
+  if (command_line.given("--grace-ms")) {
+    options.grace_ms = static_cast<int>(parse_long("--grace-ms", grace_ms, 0, 3'600'000));
+  }
+  if (command_line.given("--timeout")) options.timeout_s = parse_seconds("--timeout", timeout);
+  for (const std::string& text : exports) options.extra_env.push_back(parse_export(text));
+  if (no_tag_output) options.tag_output = false;
+  options.command = std::move(command);
   if (options.command.empty()) throw UsageError("no program given");
   return options;
 }

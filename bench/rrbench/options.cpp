@@ -116,9 +116,6 @@ Options parse_options(int argc, const char* const* argv) {
   app.add_option("--json", options.json_path);
   app.add_option("--csv", options.csv_path);
   app.add_option("--gloo-store", options.gloo_store);
-  for (CLI::Option* option : app.get_options()) {
-    if (option->get_expected_max() > 0) option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  }
   try {
     command_line.parse(argc, argv);
   } catch (const rr::tools::CommandLineError& e) {

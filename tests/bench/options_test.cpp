@@ -87,6 +87,12 @@ TEST(Options, SweepFollowsNcclTestsStepRule) {
   EXPECT_EQ(sweep_sizes(o), std::vector<std::size_t>{0});
 }
 
+TEST(Options, AFlagGivenAgainKeepsTheLastValueOrCollectsEach) {
+  const Options o = parse({"-b", "1K", "-b", "2K", "-e", "4K", "-d", "float", "--datatype=half"});
+  EXPECT_EQ(o.min_bytes, 2048u);
+  EXPECT_EQ(o.types, (std::vector<DataType>{DataType::kFloat32, DataType::kFloat16}));
+}
+
 TEST(Options, BadFlagsNameTheFault) {
   EXPECT_NE(usage_error({"-q", "1"}).find("unknown flag '-q'"), std::string::npos);
   EXPECT_NE(usage_error({"-b"}).find("--minbytes needs a value"), std::string::npos);

@@ -34,6 +34,16 @@ class CommandLine {
   // everything after it, are left in app.remaining() for the caller.
   void parse(int argc, const char* const* argv, bool stop_at_program = false) {
     if (stop_at_program) app.prefix_command(true);
+    // A flag takes the one value after it. Given again, a repeatable one
+    // (a vector: -x A=1 -x B=2) collects each value, without swallowing the
+    // words that follow it (rr-run's program); any other keeps the last.
+    for (CLI::Option* option : app.get_options()) {
+      if (option->get_expected_max() > 1) {
+        option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      } else if (option->get_expected_max() == 1) {
+        option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      }
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ArgumentMismatch& e) {

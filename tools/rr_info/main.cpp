@@ -87,9 +87,7 @@ int main(int argc, char** argv) {
   rr::tools::CommandLine command_line("rr-info");
   command_line.app.add_flag("-h,--help", help);
   command_line.app.add_flag("--json", json);
-  command_line.app.add_option("--config", assignments)
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command_line.app.add_option("--config", assignments);
   try {
     command_line.parse(argc, argv);
   } catch (const rr::tools::CommandLineError& e) {
