@@ -248,10 +248,11 @@ Options parse_args(int argc, char** argv) {
   }
   if (options.help) return options;
   std::vector<std::string> command = app.remaining();
-  if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-' && command.front() != "--") {
+  if (!command.empty() && command.front() == "--") {
+    command.erase(command.begin());  // "--" ends rr-run's flags: the program follows, whatever its name
+  } else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
     throw UsageError("unknown option '" + command.front() + "'");
   }
-  if (command.size() == 1 && command.front() == "--") command.clear();  // "--" with nothing after it
   if (!command_line.given("-n")) throw UsageError("missing -n N (the number of ranks)");
   options.nranks = static_cast<int>(parse_long("-n", nranks, 1, kMaxRanks));
   if (command_line.given("--master-addr") && options.master_addr.empty()) {

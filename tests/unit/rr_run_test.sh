@@ -111,6 +111,20 @@ else
   fail "--master-addr and --master-port are passed on unchanged"
 fi
 
+run_rr -n 2 --timeout 60 -- sh -c 'echo "after -- $RANK"'
+if [[ $rc -eq 0 && "$(sort "$TMP/out")" == $'[0] after -- 0\n[1] after -- 1' ]]; then
+  pass "-- ends rr-run's flags and the program follows"
+else
+  fail "-- ends rr-run's flags and the program follows"
+fi
+
+run_rr -n2 -np 3 --no-tag-output -xRR_TEST_C=gamma sh -c 'echo "$RR_TEST_C"'
+if [[ $rc -eq 0 && "$(cat "$TMP/out")" == $'gamma\ngamma\ngamma' ]]; then
+  pass "mpirun's spellings: -n2, -np 3 (the last -n wins), -xVAR=VALUE"
+else
+  fail "mpirun's spellings: -n2, -np 3 (the last -n wins), -xVAR=VALUE"
+fi
+
 run_rr -n 2 -x RR_TEST_A=alpha -x RR_TEST_B='two words' sh -c 'echo "$RR_TEST_A|$RR_TEST_B"'
 if [[ $rc -eq 0 && "$(sort "$TMP/out")" == $'[0] alpha|two words\n[1] alpha|two words' ]]; then
   pass "-x VAR=VALUE reaches every rank"
