@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "../../tests/common/fork_ranks.hpp"
+#include "command_line.hpp"
 
 namespace {
 
@@ -55,25 +56,20 @@ void check(rrResult_t result, const char* what, rrComm_t comm) {
 
 Options parse(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) die("missing value after " + arg);
-    const std::string value = argv[++i];
-    if (arg == "--ranks") {
-      options.ranks.clear();
-      std::istringstream list(value);
-      for (std::string item; std::getline(list, item, ',');) options.ranks.push_back(std::atoi(item.c_str()));
-    } else if (arg == "--min-mib") {
-      options.min_mib = std::strtoull(value.c_str(), nullptr, 10);
-    } else if (arg == "--max-mib") {
-      options.max_mib = std::strtoull(value.c_str(), nullptr, 10);
-    } else if (arg == "--iterations") {
-      options.iterations = std::atoi(value.c_str());
-    } else {
-      die("unknown option " + arg + " (--ranks, --min-mib, --max-mib, --iterations)");
-    }
+  std::vector<int> ranks;
+  rr::tools::CommandLine command_line("rr-gpu-allreduce-bench");
+  CLI::App& app = command_line.app;
+  app.add_option("--ranks", ranks)->delimiter(',')->check(CLI::Range(1, 4096));
+  app.add_option("--min-mib", options.min_mib)->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_option("--max-mib", options.max_mib)->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_option("--iterations", options.iterations)->check(CLI::Range(1, 1 << 20));
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    die(std::string(e.what()) + " (--ranks 2,4 --min-mib 1 --max-mib 1024 --iterations 5)");
   }
-  if (options.min_mib == 0 || options.max_mib < options.min_mib || options.iterations < 1) die("bad sizes or iterations");
+  if (!ranks.empty()) options.ranks = ranks;
+  if (options.max_mib < options.min_mib) die("--max-mib is below --min-mib");
   return options;
 }
 

@@ -29,6 +29,8 @@
 #include "kernels/device_reduce.hpp"
 #include "reduce/reduce.hpp"
 
+#include "command_line.hpp"
+
 namespace {
 
 using rr::reduce::dtype_name;
@@ -56,35 +58,24 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) die(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--sizes-mib") {
-      options.sizes_mib.clear();
-      std::string list = value();
-      for (size_t start = 0; start <= list.size();) {
-        size_t end = list.find(',', start);
-        if (end == std::string::npos) end = list.size();
-        long mib = std::atol(list.substr(start, end - start).c_str());
-        if (mib <= 0) die("--sizes-mib: \"" + list + "\" is not a list of positive sizes");
-        options.sizes_mib.push_back(size_t(mib));
-        start = end + 1;
-      }
-    } else if (arg == "--iterations") {
-      options.iterations = std::atoi(value().c_str());
-    } else if (arg == "--repeats") {
-      options.repeats = std::atoi(value().c_str());
-    } else if (arg == "--help" || arg == "-h") {
-      std::printf("usage: rr-gpu-bench [--sizes-mib 64,256] [--iterations 20] [--repeats 5]\n");
-      std::exit(0);
-    } else {
-      die("unknown argument " + arg + " (try --help)");
-    }
+  bool help = false;
+  std::vector<size_t> sizes_mib;
+  rr::tools::CommandLine command_line("rr-gpu-bench");
+  CLI::App& app = command_line.app;
+  app.add_flag("-h,--help", help);
+  app.add_option("--sizes-mib", sizes_mib)->delimiter(',')->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_option("--iterations", options.iterations)->check(CLI::Range(1, 1 << 20));
+  app.add_option("--repeats", options.repeats)->check(CLI::Range(1, 1 << 20));
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    die(std::string(e.what()) + " (try --help)");
   }
-  if (options.iterations < 1 || options.repeats < 1) die("--iterations and --repeats must be >= 1");
+  if (help) {
+    std::printf("usage: rr-gpu-bench [--sizes-mib 64,256] [--iterations 20] [--repeats 5]\n");
+    std::exit(0);
+  }
+  if (!sizes_mib.empty()) options.sizes_mib = sizes_mib;
   return options;
 }
 

@@ -50,6 +50,8 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
+
 namespace {
 
 constexpr uint16_t kQueueMessage(uint16_t type) { return static_cast<uint16_t>((NFNL_SUBSYS_QUEUE << 8) | type); }
@@ -163,20 +165,27 @@ int main(int argc, char** argv) {
   int64_t delay_ns = -1;
   uint64_t queue = 0;
   uint64_t limit = 65536;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") die_usage("holds each received packet for TIME");
-    if (i + 1 >= argc) die_usage(arg + " needs a value");
-    const std::string value = argv[++i];
-    if (arg == "--delay") {
-      if (!parse_time_ns(value, &delay_ns)) die_usage("--delay takes NUMBER{us,ms,s} up to 60s, not '" + value + "'");
-    } else if (arg == "--queue") {
-      if (!parse_uint(value, 65535, &queue)) die_usage("--queue takes 0..65535, not '" + value + "'");
-    } else if (arg == "--limit") {
-      if (!parse_uint(value, 1u << 24, &limit) || limit == 0) die_usage("--limit takes 1..16777216 packets, not '" + value + "'");
-    } else {
-      die_usage("unknown argument '" + arg + "'");
-    }
+  bool help = false;
+  std::string delay, queue_text, limit_text;
+  rr::tools::CommandLine command_line("rr-delay-line");
+  command_line.app.add_flag("-h,--help", help);
+  command_line.app.add_option("--delay", delay);
+  command_line.app.add_option("--queue", queue_text);
+  command_line.app.add_option("--limit", limit_text);
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    die_usage(e.what());
+  }
+  if (help) die_usage("holds each received packet for TIME");
+  if (command_line.given("--delay") && !parse_time_ns(delay, &delay_ns)) {
+    die_usage("--delay takes NUMBER{us,ms,s} up to 60s, not '" + delay + "'");
+  }
+  if (command_line.given("--queue") && !parse_uint(queue_text, 65535, &queue)) {
+    die_usage("--queue takes 0..65535, not '" + queue_text + "'");
+  }
+  if (command_line.given("--limit") && (!parse_uint(limit_text, 1u << 24, &limit) || limit == 0)) {
+    die_usage("--limit takes 1..16777216 packets, not '" + limit_text + "'");
   }
   if (delay_ns < 0) die_usage("--delay is required");
 

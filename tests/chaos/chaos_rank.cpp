@@ -67,6 +67,8 @@
 #include <thread>
 #include <vector>
 
+#include "command_line.hpp"
+
 namespace {
 
 enum class Phase { kInit, kSplit, kCollective, kP2p, kDestroy, kDone };
@@ -643,24 +645,23 @@ bool parse_name(const char* s, const char* const (&names)[N], int* out) {
 int main(int argc, char** argv) {
   int rounds = 2, victim = -1, kind = -1, moment = -1, delay_ms = 0;
   bool ok = true;
-  for (int i = 1; i < argc && ok; i += 2) {
-    const char* flag = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (!value) {
-      ok = false;
-    } else if (!std::strcmp(flag, "--rounds")) {
-      ok = parse_int(value, &rounds) && rounds >= 0;
-    } else if (!std::strcmp(flag, "--victim")) {
-      ok = parse_int(value, &victim);
-    } else if (!std::strcmp(flag, "--kind")) {
-      ok = parse_name(value, kKindNames, &kind);
-    } else if (!std::strcmp(flag, "--moment")) {
-      ok = parse_name(value, kPhaseNames, &moment) && moment <= static_cast<int>(Phase::kDestroy);
-    } else if (!std::strcmp(flag, "--delay-ms")) {
-      ok = parse_int(value, &delay_ms) && delay_ms >= 0;
-    } else {
-      ok = false;
-    }
+  std::string kind_name, moment_name;
+  rr::tools::CommandLine command_line("chaos_rank");
+  CLI::App& app = command_line.app;
+  app.add_option("--rounds", rounds)->check(CLI::Range(0, 1 << 30));
+  app.add_option("--victim", victim);
+  app.add_option("--kind", kind_name);
+  app.add_option("--moment", moment_name);
+  app.add_option("--delay-ms", delay_ms)->check(CLI::Range(0, 1 << 30));
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    std::fprintf(stderr, "chaos_rank: %s\n", e.what());
+    ok = false;
+  }
+  if (ok && command_line.given("--kind")) ok = parse_name(kind_name.c_str(), kKindNames, &kind);
+  if (ok && command_line.given("--moment")) {
+    ok = parse_name(moment_name.c_str(), kPhaseNames, &moment) && moment <= static_cast<int>(Phase::kDestroy);
   }
   int rank = -1, size = -1;
   const char* rank_env = std::getenv("RANK");

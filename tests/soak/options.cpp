@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "command_line.hpp"
+
 namespace soak {
 
 namespace {
@@ -82,39 +84,46 @@ std::string number(double v) {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (a == "--no-shm-entries-check") {
-      o.shm_entries_check = false;
-      continue;
-    }
-    if (a == "--random-shapes") {
-      o.random_shapes = true;
-      continue;
-    }
-    if (a == "--threads") {
-      o.threads = true;
-      continue;
-    }
-    if (i + 1 >= argc) usage_error(a + " needs a value (or is not an option)");
-    const char* v = argv[++i];
-    if (a == "--seconds") o.seconds = parse_number("--seconds", v);
-    else if (a == "--warmup-seconds") o.warmup_seconds = parse_number("--warmup-seconds", v);
-    else if (a == "--sample-seconds") o.sample_seconds = parse_number("--sample-seconds", v);
-    else if (a == "--seed") o.seed = parse_integer("--seed", v);
-    else if (a == "--max-bytes") o.max_bytes = parse_bytes(v);
-    else if (a == "--slots") o.slots = static_cast<int>(parse_number("--slots", v));
-    else if (a == "--json") o.json = v;
-    else if (a == "--rss-tolerance-mib") o.rss_tolerance_mib = parse_number("--rss-tolerance-mib", v);
-    else if (a == "--corrupt-reference") o.corrupt_call = parse_integer("--corrupt-reference", v);
-    else if (a == "--idle-max-ms") o.idle_max_ms = parse_number("--idle-max-ms", v);
-    else if (a == "--idle-chance") o.idle_chance = parse_number("--idle-chance", v);
-    else usage_error("unknown option " + a);
+  bool help = false, no_shm_entries_check = false;
+  std::string seconds, warmup, sample, seed, max_bytes, slots, rss, corrupt, idle_max, idle_chance;
+  rr::tools::CommandLine command_line("soak_rank");
+  CLI::App& app = command_line.app;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--no-shm-entries-check", no_shm_entries_check);
+  app.add_flag("--random-shapes", o.random_shapes);
+  app.add_flag("--threads", o.threads);
+  app.add_option("--seconds", seconds);
+  app.add_option("--warmup-seconds", warmup);
+  app.add_option("--sample-seconds", sample);
+  app.add_option("--seed", seed);
+  app.add_option("--max-bytes", max_bytes);
+  app.add_option("--slots", slots);
+  app.add_option("--json", o.json);
+  app.add_option("--rss-tolerance-mib", rss);
+  app.add_option("--corrupt-reference", corrupt);
+  app.add_option("--idle-max-ms", idle_max);
+  app.add_option("--idle-chance", idle_chance);
+  try {
+    command_line.parse(argc, argv);
+  } catch (const rr::tools::CommandLineError& e) {
+    usage_error(e.what());
   }
+  if (help) {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  if (no_shm_entries_check) o.shm_entries_check = false;
+  const auto given = [&](const char* name) { return command_line.given(name); };
+  if (given("--seconds")) o.seconds = parse_number("--seconds", seconds.c_str());
+  if (given("--warmup-seconds")) o.warmup_seconds = parse_number("--warmup-seconds", warmup.c_str());
+  if (given("--sample-seconds")) o.sample_seconds = parse_number("--sample-seconds", sample.c_str());
+  if (given("--seed")) o.seed = parse_integer("--seed", seed.c_str());
+  if (given("--max-bytes")) o.max_bytes = parse_bytes(max_bytes.c_str());
+  if (given("--slots")) o.slots = static_cast<int>(parse_number("--slots", slots.c_str()));
+  if (given("--rss-tolerance-mib")) o.rss_tolerance_mib = parse_number("--rss-tolerance-mib", rss.c_str());
+  if (given("--corrupt-reference")) o.corrupt_call = parse_integer("--corrupt-reference", corrupt.c_str());
+  if (given("--idle-max-ms")) o.idle_max_ms = parse_number("--idle-max-ms", idle_max.c_str());
+  if (given("--idle-chance")) o.idle_chance = parse_number("--idle-chance", idle_chance.c_str());
   if (o.slots < 1 || o.slots > 16) usage_error("--slots takes 1..16");
   if (o.warmup_seconds >= o.seconds) usage_error("--warmup-seconds must be less than --seconds");
   if (o.sample_seconds <= 0) usage_error("--sample-seconds must be positive");
