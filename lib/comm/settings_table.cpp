@@ -1,5 +1,6 @@
 #include "comm/settings_table.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -162,13 +163,66 @@ constexpr const char* kShmUcx[] = {"shm", "ucx"};
 
 constexpr int64_t kWeekMs = 7 * 24 * 3600 * 1000LL;
 
+// rrConfig_t fields. A caller built against an older, smaller struct lacks
+// the later ones: a field is read only when config.size covers it.
+template <typename T, T rrConfig_t::*Field>
+bool config_has(const rrConfig_t& c) {
+  const auto offset = static_cast<size_t>(reinterpret_cast<const char*>(&(c.*Field)) - reinterpret_cast<const char*>(&c));
+  return offset + sizeof(T) <= c.size;
+}
+
+Status config_refused(const SettingSpec& spec, int64_t value, const std::string& expected) {
+  return InvalidArgument(std::string("config.") + spec.config_field + "=" + std::to_string(value) + ": " + expected);
+}
+
+// A byte size in the chunk range; 0 keeps the default or the environment's value.
+template <size_t rrConfig_t::*Field, size_t Settings::*To, Source Settings::*From>
+Status config_bytes(const SettingSpec& spec, const rrConfig_t& c, Settings* s) {
+  if (!config_has<size_t, Field>(c) || c.*Field == 0) return Status::Ok();
+  const size_t value = c.*Field;
+  if (value < Settings::kMinChunkBytes || value > Settings::kMaxChunkBytes) {
+    return config_refused(spec, static_cast<int64_t>(value),
+                          "expected " + std::to_string(Settings::kMinChunkBytes) + ".." +
+                              std::to_string(Settings::kMaxChunkBytes));
+  }
+  s->*To = value;
+  s->*From = Source::config();
+  return Status::Ok();
+}
+
+// An int field in [Min, Max]; RR_CONFIG_UNDEF_INT keeps the default or the environment's value.
+template <int rrConfig_t::*Field, int64_t Min, int64_t Max>
+bool config_int(const SettingSpec& spec, const rrConfig_t& c, int* value, Status* refused) {
+  if (!config_has<int, Field>(c) || c.*Field == RR_CONFIG_UNDEF_INT) return false;
+  *value = c.*Field;
+  if (*value < Min || *value > Max) {
+    *refused = config_refused(spec, *value, Min == 0 && Max == 1 ? std::string("expected 0 or 1")
+                                                                  : "expected " + std::to_string(Min) + ".." +
+                                                                        std::to_string(Max));
+    return false;
+  }
+  return true;
+}
+
+template <size_t rrConfig_t::*Field>
+void set_config_size(rrConfig_t* c, int64_t value) {
+  c->*Field = static_cast<size_t>(value);
+}
+
+template <int rrConfig_t::*Field>
+void set_config_int(rrConfig_t* c, int64_t value) {
+  c->*Field = static_cast<int>(value);
+}
+
 // In a function: a static initialiser elsewhere may resolve settings.
 std::vector<SettingSpec> make_specs() {
   return {
     {"RR_CHUNK_BYTES", "chunk_bytes", Scope::kCommunicator, "512K",
      "largest piece of a ring segment moved as one message",
      bytes<&Settings::chunk_bytes, &Settings::chunk_bytes_source, Settings::kMinChunkBytes, Settings::kMaxChunkBytes>,
-     [](const Settings& s) { return std::to_string(s.chunk_bytes); }, from<&Settings::chunk_bytes_source>},
+     [](const Settings& s) { return std::to_string(s.chunk_bytes); }, from<&Settings::chunk_bytes_source>,
+     config_bytes<&rrConfig_t::chunk_bytes, &Settings::chunk_bytes, &Settings::chunk_bytes_source>,
+     set_config_size<&rrConfig_t::chunk_bytes>},
     {"RR_PIPELINE_DEPTH", "pipeline_depth", Scope::kCommunicator, "auto (≥ 4)",
      "chunk columns in flight; auto raises it for a long link", pipeline_depth,
      // Auto: the default is a floor; init raises it to cover the round trip
@@ -177,12 +231,30 @@ std::vector<SettingSpec> make_specs() {
        return s.pipeline_depth_auto ? "auto (>= " + std::to_string(s.pipeline_depth) + ")"
                                     : std::to_string(s.pipeline_depth);
      },
-     from<&Settings::pipeline_depth_source>},
+     from<&Settings::pipeline_depth_source>,
+     [](const SettingSpec& spec, const rrConfig_t& c, Settings* s) {
+       int value = 0;
+       Status refused;
+       if (config_int<&rrConfig_t::pipeline_depth, 1, Settings::kMaxPipelineDepth>(spec, c, &value, &refused)) {
+         s->pipeline_depth = value, s->pipeline_depth_auto = false, s->pipeline_depth_source = Source::config();
+       }
+       return refused;
+     },
+     set_config_int<&rrConfig_t::pipeline_depth>},
     {"RR_LINK_GBPS", nullptr, Scope::kCommunicator, "the NIC's speed", "the link rate the depth is sized for",
      link_gbps, link_gbps_value, from<&Settings::link_gbps_source>},
     {"RR_TIMEOUT_MS", "timeout_ms", Scope::kCommunicator, "300000", "deadline of init and of each operation",
      integer<&Settings::timeout_ms, &Settings::timeout_ms_source, 1, kWeekMs>,
-     [](const Settings& s) { return std::to_string(s.timeout_ms); }, from<&Settings::timeout_ms_source>},
+     [](const Settings& s) { return std::to_string(s.timeout_ms); }, from<&Settings::timeout_ms_source>,
+     [](const SettingSpec& spec, const rrConfig_t& c, Settings* s) {
+       int value = 0;
+       Status refused;
+       if (config_int<&rrConfig_t::timeout_ms, 1, INT32_MAX>(spec, c, &value, &refused)) {
+         s->timeout_ms = value, s->timeout_ms_source = Source::config();
+       }
+       return refused;
+     },
+     set_config_int<&rrConfig_t::timeout_ms>},
     {"RR_CHECK_ARGUMENTS", "check_arguments", Scope::kCommunicator, "1",
      "every rank checks that all called the same collective, count, type, op, root and cut",
      [](const SettingSpec& spec, Settings* s) {
@@ -193,7 +265,16 @@ std::vector<SettingSpec> make_specs() {
        return Status::Ok();
      },
      [](const Settings& s) { return std::string(s.check_arguments ? "1" : "0"); },
-     from<&Settings::check_arguments_source>},
+     from<&Settings::check_arguments_source>,
+     [](const SettingSpec& spec, const rrConfig_t& c, Settings* s) {
+       int value = 0;
+       Status refused;
+       if (config_int<&rrConfig_t::check_arguments, 0, 1>(spec, c, &value, &refused)) {
+         s->check_arguments = value != 0, s->check_arguments_source = Source::config();
+       }
+       return refused;
+     },
+     set_config_int<&rrConfig_t::check_arguments>},
     {"RR_ALGO", nullptr, Scope::kCommunicator, "auto", "allreduce schedule: `ring`, `rd`, `hd`, `oneshot` or `auto`",
      allreduce_algo, [](const Settings& s) { return std::string(algo::algo_name(s.allreduce_algo)); },
      from<&Settings::allreduce_algo_source>},
@@ -234,12 +315,22 @@ std::vector<SettingSpec> make_specs() {
     {"RR_GPU_SEGMENT_BYTES", "gpu_segment_bytes", Scope::kCommunicator, "8M", "staging segment of device buffers",
      bytes<&Settings::gpu_segment_bytes, &Settings::gpu_segment_bytes_source, Settings::kMinChunkBytes,
            Settings::kMaxChunkBytes>,
-     [](const Settings& s) { return std::to_string(s.gpu_segment_bytes); }, from<&Settings::gpu_segment_bytes_source>},
+     [](const Settings& s) { return std::to_string(s.gpu_segment_bytes); }, from<&Settings::gpu_segment_bytes_source>,
+     config_bytes<&rrConfig_t::gpu_segment_bytes, &Settings::gpu_segment_bytes, &Settings::gpu_segment_bytes_source>,
+     set_config_size<&rrConfig_t::gpu_segment_bytes>},
     {"RR_GPU_REDUCE", nullptr, Scope::kCommunicator, "host", "who reduces staged device chunks: `host` or `device`",
      either<&Settings::gpu_reduce_on_device, &Settings::gpu_reduce_source, kHostDevice>,
      either_value<&Settings::gpu_reduce_on_device, kHostDevice>, from<&Settings::gpu_reduce_source>},
     {"RR_WAIT_POLICY", nullptr, Scope::kProcess, "auto", "`sleep`, `yield`, `spin`; auto yields when ranks outnumber cores"},
-    {"RR_DEBUG", "debug_level", Scope::kProcess, "WARN", "`INFO` prints setup decisions"},
+    {"RR_DEBUG", "debug_level", Scope::kProcess, "WARN", "`INFO` prints setup decisions", nullptr, nullptr, nullptr,
+     // Recorded in the communicator's settings; the log level itself is the
+     // process's, from RR_DEBUG (common/log.cpp).
+     [](const SettingSpec&, const rrConfig_t& c, Settings* s) {
+       if (config_has<int, &rrConfig_t::debug_level>(c) && c.debug_level != RR_CONFIG_UNDEF_INT) {
+         s->debug_level = c.debug_level;
+       }
+       return Status::Ok();
+     }},
     {"RR_GPU_STREAM_MEMOPS", nullptr, Scope::kCuda, "auto", "stream memory operations or counter kernels"},
     {"RR_BOOTSTRAP_HOST", nullptr, Scope::kBootstrap, "first non-loopback IPv4", "what a unique id advertises"},
     {"RR_SOCKET_IFNAME", nullptr, Scope::kBootstrap, "—", "the interface whose address a unique id advertises"},

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/settings_table.hpp"
 #include "command_line.hpp"
 #include "sections.hpp"
 
@@ -46,7 +47,8 @@ bool parse_integer(const char* text, long long min, long long max, long long* va
 }
 
 // One --config FIELD=VALUE into *config; false with *why for a bad one. The
-// ranges are the C types'; resolve_settings() checks the engine's own.
+// fields are the settings table's (comm/settings_table.cpp); the ranges
+// here are the C types', resolve_settings() checks the engine's own.
 bool set_config_field(const std::string& assignment, rrConfig_t* config, std::string* why) {
   const size_t equals = assignment.find('=');
   if (equals == std::string::npos) {
@@ -60,22 +62,17 @@ bool set_config_field(const std::string& assignment, rrConfig_t* config, std::st
     *why = "--config " + assignment + ": expected a decimal integer from 0 to 2147483647";
     return false;
   }
-  if (field == "chunk_bytes") {
-    config->chunk_bytes = static_cast<size_t>(value);
-  } else if (field == "pipeline_depth") {
-    config->pipeline_depth = static_cast<int>(value);
-  } else if (field == "timeout_ms") {
-    config->timeout_ms = static_cast<int>(value);
-  } else if (field == "check_arguments") {
-    config->check_arguments = static_cast<int>(value);
-  } else if (field == "gpu_segment_bytes") {
-    config->gpu_segment_bytes = static_cast<size_t>(value);
-  } else {
-    *why = "--config: no field '" + field +
-           "' (chunk_bytes, pipeline_depth, timeout_ms, check_arguments, gpu_segment_bytes)";
-    return false;
+  std::string fields;
+  for (const rr::SettingSpec& spec : rr::setting_specs()) {
+    if (!spec.to_config) continue;
+    if (field == spec.config_field) {
+      spec.to_config(config, value);
+      return true;
+    }
+    fields += std::string(fields.empty() ? "" : ", ") + spec.config_field;
   }
-  return true;
+  *why = "--config: no field '" + field + "' (" + fields + ")";
+  return false;
 }
 
 }  // namespace
