@@ -55,26 +55,16 @@ size_t parse_size(const std::string& flag, const std::string& text) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  bool help = false;
   std::string min_bytes, max_bytes;
   rr::tools::CommandLine command_line("rr-allreduce-bench");
   CLI::App& app = command_line.app;
-  app.add_flag("-h,--help", help);
   app.add_option("-b,--minbytes", min_bytes);
   app.add_option("-e,--maxbytes", max_bytes);
   app.add_option("-f,--stepfactor", o.factor)->check(CLI::Range(size_t{2}, size_t{1} << 20));
   app.add_option("-n,--iters", o.iters)->check(CLI::Range(1, 1 << 30));
   app.add_option("-w,--warmup_iters", o.warmup)->check(CLI::Range(0, 1 << 30));
   app.add_option("-c,--check", o.check);
-  try {
-    command_line.parse(argc, argv);
-  } catch (const rr::tools::CommandLineError& e) {
-    usage(e.what());
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    std::exit(0);
-  }
+  command_line.parse_or_exit(argc, argv, kUsage);
   if (command_line.given("-b")) o.min_bytes = parse_size("-b", min_bytes);
   if (command_line.given("-e")) o.max_bytes = parse_size("-e", max_bytes);
   if (o.min_bytes > o.max_bytes) usage("-b is larger than -e");

@@ -66,6 +66,27 @@ bool parse_bool(const std::string& flag, const std::string& text) {
   throw UsageError(flag + " takes 0 or 1, not '" + text + "'");
 }
 
+// The values of a repeatable choice flag (-d, -o) in order: "all" stands
+// for every one (replacing those before it), another is read by `parse`, or
+// refused naming the flag and the `known` choices.
+template <typename T, std::size_t N>
+std::vector<T> choices(const char* flag, const char* what, const std::vector<std::string>& values,
+                       const T (&all)[N], bool (*parse)(const std::string&, T*), const char* known) {
+  std::vector<T> chosen;
+  for (const std::string& value : values) {
+    if (value == "all") {
+      chosen.assign(std::begin(all), std::end(all));
+      continue;
+    }
+    T choice;
+    if (!parse(value, &choice)) {
+      throw UsageError(std::string(flag) + ": unknown " + what + " '" + value + "' (" + known + ")");
+    }
+    chosen.push_back(choice);
+  }
+  return chosen;
+}
+
 }  // namespace
 
 std::size_t parse_size(const std::string& flag, const std::string& text) {
@@ -132,29 +153,11 @@ Options parse_options(int argc, const char* const* argv) {
   if (given("-r")) options.root = static_cast<int>(parse_integer("-r", root, 0, INT_MAX));
   if (given("-z")) options.blocking = parse_bool("-z", blocking);
   if (given("-T")) options.timeout_s = static_cast<int>(parse_integer("-T", timeout, 0, 24 * 3600));
-  if (!types.empty()) options.types.clear();
-  for (const std::string& value : types) {
-    if (value == "all") {
-      options.types.assign(std::begin(kAllTypes), std::end(kAllTypes));
-      continue;
-    }
-    DataType type;
-    if (!parse_type(value, &type)) {
-      throw UsageError("-d: unknown datatype '" + value +
-                       "' (int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all)");
-    }
-    options.types.push_back(type);
+  if (!types.empty()) {
+    options.types = choices("-d", "datatype", types, kAllTypes, parse_type,
+                            "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, or all");
   }
-  if (!ops.empty()) options.ops.clear();
-  for (const std::string& value : ops) {
-    if (value == "all") {
-      options.ops.assign(std::begin(kAllOps), std::end(kAllOps));
-      continue;
-    }
-    RedOp op;
-    if (!parse_op(value, &op)) throw UsageError("-o: unknown op '" + value + "' (sum prod max min avg band bor bxor, or all)");
-    options.ops.push_back(op);
-  }
+  if (!ops.empty()) options.ops = choices("-o", "op", ops, kAllOps, parse_op, "sum prod max min avg band bor bxor, or all");
   for (const std::string& value : collectives) {
     if (value == "all") {
       options.collectives = all_collectives();

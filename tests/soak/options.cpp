@@ -84,11 +84,10 @@ std::string number(double v) {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  bool help = false, no_shm_entries_check = false;
+  bool no_shm_entries_check = false;
   std::string seconds, warmup, sample, seed, max_bytes, slots, rss, corrupt, idle_max, idle_chance;
   rr::tools::CommandLine command_line("soak_rank");
   CLI::App& app = command_line.app;
-  app.add_flag("-h,--help", help);
   app.add_flag("--no-shm-entries-check", no_shm_entries_check);
   app.add_flag("--random-shapes", o.random_shapes);
   app.add_flag("--threads", o.threads);
@@ -103,15 +102,7 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--corrupt-reference", corrupt);
   app.add_option("--idle-max-ms", idle_max);
   app.add_option("--idle-chance", idle_chance);
-  try {
-    command_line.parse(argc, argv);
-  } catch (const rr::tools::CommandLineError& e) {
-    usage_error(e.what());
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    std::exit(0);
-  }
+  command_line.parse_or_exit(argc, argv, kUsage);
   if (no_shm_entries_check) o.shm_entries_check = false;
   const auto given = [&](const char* name) { return command_line.given(name); };
   if (given("--seconds")) o.seconds = parse_number("--seconds", seconds.c_str());

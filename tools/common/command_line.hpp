@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -61,10 +63,31 @@ class CommandLine {
       throw CommandLineError("unexpected argument '" + extra + "' (flags start with -)");
     }
   }
+  // For a tool that reads its whole command line here (rr-info, rr-sim,
+  // rr-allreduce-bench, soak_rank): adds -h / --help, reads argv, and exits
+  // on a bad command line ("<tool>: <why>" and `usage` on stderr, status 2)
+  // or on -h / --help (`usage` on stdout, status 0).
+  void parse_or_exit(int argc, const char* const* argv, const char* usage) {
+    app.add_flag("-h,--help", help_);
+    try {
+      parse(argc, argv);
+    } catch (const CommandLineError& e) {
+      std::fprintf(stderr, "%s: %s\n%s", app.get_name().c_str(), e.what(), usage);
+      std::exit(2);
+    }
+    if (help_) {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+  }
+
   // Whether the flag named `name` (any of its names) was given.
   bool given(const std::string& name) const { return app.count(name) > 0; }
 
   CLI::App app;
+
+ private:
+  bool help_ = false;  // parse_or_exit's -h / --help
 };
 
 }  // namespace rr::tools

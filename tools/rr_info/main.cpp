@@ -79,22 +79,11 @@ bool set_config_field(const std::string& assignment, rrConfig_t* config, std::st
 
 int main(int argc, char** argv) {
   bool json = false;
-  bool help = false;
   std::vector<std::string> assignments;
   rr::tools::CommandLine command_line("rr-info");
-  command_line.app.add_flag("-h,--help", help);
   command_line.app.add_flag("--json", json);
   command_line.app.add_option("--config", assignments);
-  try {
-    command_line.parse(argc, argv);
-  } catch (const rr::tools::CommandLineError& e) {
-    std::fprintf(stderr, "rr-info: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
+  command_line.parse_or_exit(argc, argv, kUsage);
   rrConfig_t config = RR_CONFIG_INITIALIZER;
   for (const std::string& assignment : assignments) {
     std::string why;

@@ -55,12 +55,11 @@ Options parse(int argc, char** argv) {
   Options o;
   o.machine.alpha_s = 5e-6;
   o.machine.link_Bps = 100e9 / 8;
-  bool help = false, no_check = false;
+  bool no_check = false;
   std::string ranks, size, max_size, factor, alpha, link, ranks_per_host, placement, ring_order, chunk_bytes,
       pipeline_depth, local_alpha, local_link, reduce_rate;
   rr::tools::CommandLine command_line("rr-sim");
   CLI::App& app = command_line.app;
-  app.add_flag("-h,--help", help);
   app.add_flag("--no-check", no_check);
   app.add_option("-n,--ranks", ranks);
   app.add_option("-b,--size", size);
@@ -78,15 +77,7 @@ Options parse(int argc, char** argv) {
   app.add_option("--local-link", local_link);
   app.add_option("--reduce-rate", reduce_rate);
   app.add_option("--json", o.json);
-  try {
-    command_line.parse(argc, argv);
-  } catch (const rr::tools::CommandLineError& e) {
-    usage(e.what());
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    std::exit(0);
-  }
+  command_line.parse_or_exit(argc, argv, kUsage);
   try {
     if (command_line.given("--ranks")) o.machine.ranks = static_cast<int>(rrsim::parse_count("--ranks", ranks));
     if (command_line.given("--size")) o.min_bytes = rrsim::parse_bytes("--size", size);
