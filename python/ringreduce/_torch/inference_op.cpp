@@ -16,6 +16,7 @@
 #include <string>
 
 #include "errors.hpp"
+#include "gil.hpp"
 #include "process_group.hpp"
 #include "tensors.hpp"
 
@@ -34,7 +35,7 @@ void all_reduce_cpu(at::Tensor tensor, std::string group_name, std::string op) {
   }
   std::vector<at::Tensor> tensors{tensor};
   std::optional<pybind11::gil_scoped_release> no_gil;
-  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  release_gil_if_held(&no_gil);
   backend->allreduce(tensors, opts)->wait();
 }
 

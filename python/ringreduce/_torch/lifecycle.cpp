@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "gil.hpp"
 #include "process_group.hpp"
 #include "tensors.hpp"
 
@@ -173,7 +174,7 @@ void ProcessGroupRingreduce::shutdown() {
     return;
   }
   std::optional<pybind11::gil_scoped_release> no_gil;
-  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  release_gil_if_held(&no_gil);
   end_communicator(State::kShutDown);
 }
 

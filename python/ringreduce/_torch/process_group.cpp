@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "gil.hpp"
 #include "tensors.hpp"
 
 namespace ringreduce_torch {
@@ -25,10 +26,8 @@ void ProcessGroupRingreduce::run_here(const c10::intrusive_ptr<CollectiveWork>& 
       --group->running_here_;
     }
   } ended{this};
-  // torch's bindings call in without the GIL; a caller that holds it (a
-  // backend method called from Python directly) lets it go while it waits.
   std::optional<pybind11::gil_scoped_release> no_gil;
-  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  release_gil_if_held(&no_gil);
   work->run_to_end();
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "gil.hpp"
 #include "process_group.hpp"
 
 #ifdef C10D_BACKEND_HAS_RECONFIGURE
@@ -160,7 +161,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reconfigure(const c10d::R
 
   // Every member waits here for the others: never with the GIL held.
   std::optional<pybind11::gil_scoped_release> no_gil;
-  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  release_gil_if_held(&no_gil);
   end_communicator(State::kUnconfigured);
   {
     // Receives an earlier monitored barrier left in flight were the old
