@@ -18,7 +18,7 @@ class ChainSchedule {
  public:
   // `order` (nranks entries, or null: rank order) as RingSchedule's.
   ChainSchedule(int nranks, int rank, int root, bool reduces, const int* order = nullptr)
-      : nranks_(nranks), order_(order) {
+      : nranks_(nranks), order_(order), reduces_(reduces) {
     const int me = ring_position(order, nranks, rank);
     left_ = rank_at_position(order, nranks, me - 1);
     right_ = rank_at_position(order, nranks, me + 1);
@@ -36,10 +36,20 @@ class ChainSchedule {
   // the left and sends to the right.
   int left() const { return left_; }
   int right() const { return right_; }
+  // What this rank does with every chunk: the head sends its input (the
+  // broadcast's root keeps it in its output too), the middle reduces in its
+  // own and sends on (reduce) or keeps and sends on (broadcast), the end
+  // makes the final result (reduce's root) or keeps the chunk.
+  Primitive primitive() const {
+    if (heads()) return reduces_ ? Primitive::kSend : Primitive::kCopySend;
+    if (ends()) return reduces_ ? Primitive::kRecvReduceCopy : Primitive::kRecv;
+    return reduces_ ? Primitive::kRecvReduceSend : Primitive::kRecvCopySend;
+  }
 
  private:
   int nranks_;
   const int* order_;
+  bool reduces_;
   int position_ = 0;
   int left_ = 0;
   int right_ = 0;

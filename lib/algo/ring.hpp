@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algo/primitive.hpp"
+
 namespace rr::algo {
 
 // The ring position of `rank` in `order` (nranks entries, or null: rank
@@ -79,6 +81,19 @@ class RingSchedule {
   // For messages: the half a step belongs to, and its number within that half.
   const char* phase_name(int step) const { return is_reduce_step(step) ? "reduce-scatter" : "all-gather"; }
   int phase_step(int step) const { return is_reduce_step(step) ? step : step - (nranks_ - 1); }
+  // What a column does with the chunk that arrives at `step` (first_step()
+  // <= step < end_step()); each column starts with a kSend of this rank's
+  // own chunk (send_segment(first_step())). Reduce steps reduce and send on,
+  // the last one keeping the final segment (and sending it on when the
+  // all-gather follows); gather steps keep and send on, the last one keeps.
+  Primitive primitive(int step) const {
+    const bool last = step + 1 == end_step();
+    if (is_reduce_step(step)) {
+      if (!is_last_reduce_step(step)) return Primitive::kRecvReduceSend;
+      return last ? Primitive::kRecvReduceCopy : Primitive::kRecvReduceCopySend;
+    }
+    return last ? Primitive::kRecv : Primitive::kRecvCopySend;
+  }
 
   // Chunk columns: every segment is cut into this many chunks.
   size_t columns() const { return columns_; }

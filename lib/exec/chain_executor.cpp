@@ -1,9 +1,7 @@
-#include "common/log.hpp"
 #include "exec/chain_executor.hpp"
 
 #include <sched.h>
 
-#include <cstring>
 #include <string>
 
 #include "algo/chain.hpp"
@@ -19,7 +17,35 @@ ChainExecutor::ChainExecutor(transport::Transport* transport, memory::StagingPoo
                              int rank)
     : transport_(transport), pool_(pool), nranks_(nranks), rank_(rank), columns_(static_cast<size_t>(depth)) {}
 
-Status ChainExecutor::start(Column& column, size_t slot, size_t chunk) {
+ChunkPlaces ChainExecutor::places(size_t slot, size_t chunk) const {
+  const algo::Range range = algo::split(call_->count, chunks_, chunk);
+  const size_t offset = range.offset * elem_bytes_;
+  ChunkPlaces at;
+  at.count = range.count;
+  at.mine = static_cast<const uint8_t*>(call_->send) + offset;
+  // Broadcast receives straight into the output and sends on from there; a
+  // reduction arrives in a staging slot and its partial result is sent on
+  // from the same slot.
+  void* output = call_->recv ? static_cast<uint8_t*>(call_->recv) + offset : nullptr;
+  if (algo::receives(primitive_)) at.arrived = algo::reduces(primitive_) ? pool_->slot(2 * slot) : output;
+  if (algo::keeps(primitive_)) at.keep = output;
+  if (algo::forwards(primitive_)) {
+    at.forward = algo::receives(primitive_) ? const_cast<void*>(algo::reduces(primitive_) ? at.arrived : output)
+                                            : const_cast<void*>(at.mine);
+  }
+  return at;
+}
+
+Status ChainExecutor::send_on(Column& column, const ChunkPlaces& at) {
+  Status s = transport_->post_send(right_, collective_tag(call_->sequence, 0, column.chunk), at.forward,
+                                   at.count * elem_bytes_, &column.send);
+  if (s.ok()) return s;
+  column.send.done = true;
+  return refused(s);
+}
+
+Status ChainExecutor::start(size_t slot, size_t chunk) {
+  Column& column = columns_[slot];
   column.chunk = chunk;
   column.active = true;
   column.received = false;
@@ -27,71 +53,43 @@ Status ChainExecutor::start(Column& column, size_t slot, size_t chunk) {
   column.recv.done = true;
   column.send.reset();
   column.send.done = true;
-  const algo::Range range = algo::split(call_->count, chunks_, chunk);
-  const size_t bytes = range.count * elem_bytes_;
-  const uint64_t tag = collective_tag(call_->sequence, 0, chunk);
-  const int left = left_;
-  const int right = right_;
-  if (position_ == 0) {
+  const ChunkPlaces at = places(slot, chunk);
+  if (!algo::receives(primitive_)) {
     // The head of the chain sends its own data and receives nothing.
     column.received = true;
-    const void* src = static_cast<const uint8_t*>(call_->send) + range.offset * elem_bytes_;
-    if (!reduces_ && call_->recv != call_->send) {
-      std::memcpy(static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_, src, bytes);
-    }
-    Status s = transport_->post_send(right, tag, src, bytes, &column.send);
-    if (s.ok()) return s;
-    column.send.done = true;
-    return refused(s);
+    RR_RETURN_IF_ERROR(run_primitive(primitive_, *call_, nranks_, at));
+    return send_on(column, at);
   }
-  void* dst = !reduces_ ? static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_
-                                                    : pool_->slot(2 * slot);
-  Status s = transport_->post_recv(left, tag, dst, bytes, &column.recv);
+  Status s = transport_->post_recv(left_, collective_tag(call_->sequence, 0, chunk), const_cast<void*>(at.arrived),
+                                   at.count * elem_bytes_, &column.recv);
   if (s.ok()) return s;
   column.recv.done = true;
   return refused(s);
 }
 
-Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
+Status ChainExecutor::advance(size_t slot, bool* moved, bool* finished) {
+  Column& column = columns_[slot];
+  *moved = false;
   *finished = false;
-  const algo::Range range = algo::split(call_->count, chunks_, column.chunk);
-  const size_t bytes = range.count * elem_bytes_;
-  const int left = left_;
   if (!column.received && column.recv.done) {
+    const ChunkPlaces at = places(slot, column.chunk);
+    const size_t bytes = at.count * elem_bytes_;
     if (column.recv.failed) {
       return call_->error(Code::kRemoteError, "rank " + std::to_string(rank_) + " failed to receive chunk " +
-                                                  std::to_string(column.chunk) + " from rank " + std::to_string(left) +
+                                                  std::to_string(column.chunk) + " from rank " + std::to_string(left_) +
                                                   ": " + transport_->describe_error(column.recv));
     }
     if (column.recv.bytes != bytes) {
       return call_->error(Code::kRemoteError,
-                          "rank " + std::to_string(left) + " sent " + std::to_string(column.recv.bytes) +
+                          "rank " + std::to_string(left_) + " sent " + std::to_string(column.recv.bytes) +
                               " bytes for chunk " + std::to_string(column.chunk) + ", rank " + std::to_string(rank_) +
                               " expected " + std::to_string(bytes) +
                               " (do the ranks pass the same count, datatype and root?)");
     }
     column.received = true;
-    const void* forward = static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_;
-    if (reduces_) {
-      void* staged = pool_->slot(2 * slot);
-      const void* mine = static_cast<const uint8_t*>(call_->send) + range.offset * elem_bytes_;
-      if (position_ == nranks_ - 1) {
-        // The root: the last addition, and avg's division, into its output.
-        reduce::reduce_last(static_cast<uint8_t*>(call_->recv) + range.offset * elem_bytes_, mine, staged,
-                            range.count, call_->dtype, call_->op, nranks_);
-      } else {
-        reduce::reduce(staged, mine, staged, range.count, call_->dtype, call_->op);
-      }
-      forward = staged;
-    }
-    if (position_ < nranks_ - 1) {
-      Status s = transport_->post_send(right_, collective_tag(call_->sequence, 0, column.chunk),
-                                       forward, bytes, &column.send);
-      if (!s.ok()) {
-        column.send.done = true;
-        return refused(s);
-      }
-    }
+    *moved = true;
+    RR_RETURN_IF_ERROR(run_primitive(primitive_, *call_, nranks_, at));
+    if (algo::forwards(primitive_)) RR_RETURN_IF_ERROR(send_on(column, at));
   }
   if (column.received && column.send.done) {
     if (column.send.failed) {
@@ -105,14 +103,30 @@ Status ChainExecutor::advance(Column& column, size_t slot, bool* finished) {
   return Status::Ok();
 }
 
-Status ChainExecutor::stall(Code code, const std::string& detail) const {
+void ChainExecutor::needs(bool more_columns, bool* left, bool* right) const {
+  // The head receives nothing, so its left neighbour (the tail) may have
+  // finished and left; the left one may also have sent its last chunk and
+  // left before this rank posted the receive that matches it. The end sends
+  // nothing, so its right neighbour (the head) may have left too.
+  const bool has_left = algo::receives(primitive_);
+  const bool has_right = algo::forwards(primitive_);
+  *left = false;
+  *right = has_right && more_columns;
+  for (const Column& column : columns_) {
+    if (!column.active) continue;
+    *left |= has_left && !column.received && !column.recv.done;
+    *right |= has_right && (!column.received || !column.send.done);
+  }
+}
+
+Status ChainExecutor::describe_stall(Code code, int /*failed_peer*/, const std::string& cause) const {
   const Column* oldest = nullptr;
   for (const Column& c : columns_) {
     if (c.active && (!oldest || c.chunk < oldest->chunk)) oldest = &c;
   }
   Stall stall;
   stall.rank = rank_;
-  stall.done = chunks_done_;
+  stall.done = columns_done();
   stall.total = chunks_;
   stall.unit = "chunks";
   if (oldest) {
@@ -120,7 +134,7 @@ Status ChainExecutor::stall(Code code, const std::string& detail) const {
     stall.peer = oldest->received ? right_ : left_;
     stall.chunk = oldest->chunk;
   }
-  return stalled(*call_, code, stall, detail);
+  return stalled(*call_, code, stall, cause);
 }
 
 void ChainExecutor::drain() {
@@ -147,65 +161,14 @@ Status ChainExecutor::refused(const Status& posted) const {
 
 Status ChainExecutor::run(Call& call, size_t chunk_elems) {
   call_ = &call;
-  reduces_ = call.collective == Collective::kReduce;
   elem_bytes_ = reduce::dtype_size(call.dtype);
   chunks_ = (call.count + chunk_elems - 1) / chunk_elems;
-  chunks_done_ = 0;
-  const algo::ChainSchedule schedule(nranks_, rank_, call.root, reduces_, call.order);
+  const algo::ChainSchedule schedule(nranks_, rank_, call.root, call.collective == Collective::kReduce, call.order);
   left_ = schedule.left();
   right_ = schedule.right();
-  position_ = schedule.position();
-
-  size_t next = 0;
-  Status status;
-  for (size_t slot = 0; slot < columns_.size() && next < chunks_ && status.ok(); ++slot) {
-    status = start(columns_[slot], slot, next++);
-  }
-  WaitPolicy wait(transport_, call.until(), call.interrupt);
-  while (status.ok() && chunks_done_ < chunks_) {
-    const bool transport_moved = transport_->progress();
-    bool moved = false;
-    for (size_t slot = 0; slot < columns_.size() && status.ok(); ++slot) {
-      Column& column = columns_[slot];
-      if (!column.active) continue;
-      const bool was_received = column.received;
-      bool finished = false;
-      status = advance(column, slot, &finished);
-      moved |= finished || column.received != was_received;
-      if (finished) {
-        ++chunks_done_;
-        if (next < chunks_ && status.ok()) status = start(column, slot, next++);
-      }
-    }
-    if (!status.ok()) break;
-    if (moved) {
-      wait.reset();
-      continue;
-    }
-    if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", stall(Code::kOk, "").message().c_str());
-    // Only a neighbour this rank still waits on can fail it. The head
-    // receives nothing, so its left neighbour (the tail) may have finished
-    // and left; the left one may also have sent its last chunk and left
-    // before this rank posted the receive that matches it. So the left
-    // counts only while a posted receive is pending, the right (which needs
-    // every chunk) while a send to it is in flight or still to come.
-    bool need_left = false;
-    bool need_right = position_ != nranks_ - 1 && next < chunks_;
-    for (const Column& column : columns_) {
-      if (!column.active) continue;
-      need_left |= position_ != 0 && !column.received && !column.recv.done;
-      need_right |= position_ != nranks_ - 1 && (!column.received || !column.send.done);
-    }
-    int failed_peer = -1;
-    Status cause = wait.after_still_round(need_left ? left_ : -1,
-                                          need_right ? right_ : -1, transport_moved, &failed_peer);
-    if (cause.code() == Code::kTimeout) {
-      status = stall(Code::kTimeout, "");
-    } else if (!cause.ok()) {
-      status = stall(cause.code(), cause.message());
-    }
-  }
-  if (!status.ok()) drain();
+  primitive_ = schedule.primitive();
+  for (Column& column : columns_) column.active = false;
+  Status status = run_columns(transport_, call, columns_.size(), chunks_, left_, right_);
   call_ = nullptr;
   return status;
 }

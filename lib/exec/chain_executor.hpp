@@ -10,13 +10,16 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "algo/primitive.hpp"
 #include "exec/call.hpp"
+#include "exec/column_loop.hpp"
+#include "exec/primitives.hpp"
 #include "memory/staging_pool.hpp"
 #include "transport/transport.hpp"
 
 namespace rr::exec {
 
-class ChainExecutor {
+class ChainExecutor final : private ColumnLoop {
  public:
   // `pool` must hold at least 2 x depth slots of chunk_bytes.
   ChainExecutor(transport::Transport* transport, memory::StagingPool* pool, int depth, int nranks, int rank);
@@ -34,12 +37,21 @@ class ChainExecutor {
     transport::Completion send;
   };
 
-  Status start(Column& column, size_t slot, size_t chunk);
-  Status advance(Column& column, size_t slot, bool* finished);
-  Status stall(Code code, const std::string& detail) const;
+  // ColumnLoop.
+  Status start(size_t slot, size_t chunk) override;
+  bool active(size_t slot) const override { return columns_[slot].active; }
+  Status advance(size_t slot, bool* moved, bool* finished) override;
+  void needs(bool more_columns, bool* left, bool* right) const override;
+  Status describe_stall(Code code, int failed_peer, const std::string& cause) const override;
+  void drain() override;
+
+  // Chunk `chunk`'s places in the call's buffers, `slot`'s staging slot
+  // standing in for what arrives when this rank reduces it.
+  ChunkPlaces places(size_t slot, size_t chunk) const;
+  // Posts the send of what `at` leaves to forward.
+  Status send_on(Column& column, const ChunkPlaces& at);
   // A post the transport refused, said as this call's error.
   Status refused(const Status& posted) const;
-  void drain();
 
   transport::Transport* transport_;
   memory::StagingPool* pool_;
@@ -47,14 +59,12 @@ class ChainExecutor {
   int rank_;
   std::vector<Column> columns_;
 
-  const Call* call_ = nullptr;
-  bool reduces_ = false;  // reduce, not broadcast
-  int position_ = 0;  // in the chain: 0 is its head
-  int left_ = 0;      // the ranks before and after this one in the ring order
+  Call* call_ = nullptr;
+  algo::Primitive primitive_ = algo::Primitive::kSend;  // what this rank does with every chunk
+  int left_ = 0;   // the ranks before and after this one in the ring order
   int right_ = 0;
   size_t chunks_ = 0;
   size_t elem_bytes_ = 0;
-  size_t chunks_done_ = 0;
 };
 
 }  // namespace rr::exec

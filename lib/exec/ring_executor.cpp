@@ -1,4 +1,3 @@
-#include "common/log.hpp"
 #include "exec/ring_executor.hpp"
 
 #include <sched.h>
@@ -8,7 +7,7 @@
 #include "exec/stall.hpp"
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
-#include "reduce/reduce.hpp"
+
 
 namespace rr::exec {
 
@@ -35,6 +34,16 @@ void* RingExecutor::staging(size_t slot, int step) const {
   return pool_->slot(2 * slot + static_cast<size_t>(step % 2));
 }
 
+void* RingExecutor::landing(size_t slot, int step, const algo::Range& chunk) const {
+  return algo::reduces(schedule_->primitive(step)) ? staging(slot, step) : buffers_->output(chunk);
+}
+
+void* RingExecutor::forwarded_from(size_t slot, int step, const algo::Range& chunk) const {
+  const bool partial = schedule_->primitive(step) == algo::Primitive::kRecvReduceSend;
+  return partial && schedule_->phases() == algo::RingPhases::kReduceScatter ? staging(slot, step)
+                                                                             : buffers_->output(chunk);
+}
+
 Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
   const algo::RingSchedule& s = *schedule_;
   transport::Completion& done = column.recv[step % 2];
@@ -44,12 +53,8 @@ Status RingExecutor::post_recv(Column& column, size_t slot, int step) {
     done.done = true;
     return Status::Ok();
   }
-  // Reduce steps land in a staging slot and are reduced from there; gather
-  // steps land directly in their final place.
-  void* dst = s.is_reduce_step(step) ? staging(slot, step)
-                                     : static_cast<uint8_t*>(call_->recv) + s.recv_offset(chunk) * elem_bytes_;
-  Status posted = transport_->post_recv(s.left(), collective_tag(call_->sequence, step, column.index), dst,
-                                        chunk.count * elem_bytes_, &done);
+  Status posted = transport_->post_recv(s.left(), collective_tag(call_->sequence, step, column.index),
+                                        landing(slot, step, chunk), buffers_->bytes(chunk), &done);
   if (posted.ok()) return posted;
   done.done = true;  // nothing in flight to wait for
   return refused(posted);
@@ -79,26 +84,20 @@ Status RingExecutor::post_send(Column& column, size_t slot, int step) {
     done.done = true;
     return Status::Ok();
   }
-  // The first step sends this rank's own input; later steps forward what the
-  // previous step reduced (in recv, or in staging for reduce-scatter) or
-  // received (in recv).
-  const void* src = nullptr;
-  if (step == s.first_step()) {
-    src = static_cast<const uint8_t*>(call_->send) + s.send_offset(chunk) * elem_bytes_;
-  } else if (s.is_reduce_step(step) && s.phases() == algo::RingPhases::kReduceScatter) {
-    src = staging(slot, step - 1);
-  } else {
-    src = static_cast<const uint8_t*>(call_->recv) + s.recv_offset(chunk) * elem_bytes_;
-  }
+  // The first step sends this rank's own input (the column's kSend); later
+  // steps send what the previous step's primitive left to forward (the
+  // chunk sent at step k is the one received at step k - 1).
+  const void* src = step == s.first_step() ? buffers_->input(chunk) : forwarded_from(slot, step - 1, chunk);
   Status posted = transport_->post_send(s.right(), collective_tag(call_->sequence, step, column.index), src,
-                                        chunk.count * elem_bytes_, &done);
+                                        buffers_->bytes(chunk), &done);
   if (posted.ok()) return posted;
   done.done = true;
   return refused(posted);
 }
 
-Status RingExecutor::start_column(Column& column, size_t slot, size_t index) {
+Status RingExecutor::start(size_t slot, size_t index) {
   const algo::RingSchedule& s = *schedule_;
+  Column& column = columns_[slot];
   column.index = index;
   column.step = s.first_step();
   column.next_recv = s.first_step();
@@ -124,9 +123,11 @@ bool RingExecutor::sends_done(const Column& column) const {
   return true;
 }
 
-Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
+Status RingExecutor::advance(size_t slot, bool* moved, bool* finished) {
   const algo::RingSchedule& s = *schedule_;
+  Column& column = columns_[slot];
   const int steps = s.end_step();
+  const int step_before = column.step;
   *finished = false;
   while (column.step < steps) {
     const int step = column.step;
@@ -144,46 +145,50 @@ Status RingExecutor::advance(Column& column, size_t slot, bool* finished) {
                                                   " step " + std::to_string(s.phase_step(step)) + " from rank " +
                                                   std::to_string(s.left()) + ": " + transport_->describe_error(done));
     }
-    if (chunk.count != 0 && done.bytes != chunk.count * elem_bytes_) {
-      return wrong_chunk_length(s, *call_, step, column.index, done.bytes, chunk.count * elem_bytes_);
+    if (chunk.count != 0 && done.bytes != buffers_->bytes(chunk)) {
+      return wrong_chunk_length(s, *call_, step, column.index, done.bytes, buffers_->bytes(chunk));
     }
-    if (s.is_reduce_step(step) && chunk.count != 0) {
-      // dst = mine op arrived. The last reduce step also finishes avg, so the
-      // owned segment leaves here final. Reduce-scatter keeps partial sums in
-      // the staging slot they arrived in (recv only holds the owned segment).
-      const bool scatter = s.phases() == algo::RingPhases::kReduceScatter;
-      const void* source = call_->reducer ? call_->reduce_source : call_->send;
-      const void* mine = static_cast<const uint8_t*>(source) + s.send_offset(chunk) * elem_bytes_;
-      void* arrived = staging(slot, step);
-      const bool last = s.is_last_reduce_step(step);
-      void* dst = nullptr;
-      if (last || !scatter) {
-        dst = static_cast<uint8_t*>(call_->recv) + s.recv_offset(chunk) * elem_bytes_;
-      } else {
-        dst = arrived;
-      }
-      if (call_->reducer) {
-        Status reduced = call_->reducer->reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op, last,
-                                                s.nranks());
-        if (!reduced.ok()) {
-          return call_->error(reduced.code(), "rank " + std::to_string(s.rank()) + ": reducing chunk " +
-                                                  std::to_string(column.index) + ": " + reduced.message());
-        }
-      } else if (last) {
-        reduce::reduce_last(dst, mine, arrived, chunk.count, call_->dtype, call_->op, s.nranks());
-      } else {
-        reduce::reduce(dst, mine, arrived, chunk.count, call_->dtype, call_->op);
+    if (chunk.count != 0) {
+      // The step's primitive, where the chunk landed. The last reduce step
+      // also finishes avg, so the owned segment leaves here final.
+      const algo::Primitive p = s.primitive(step);
+      ChunkPlaces at;
+      at.mine = buffers_->mine(chunk);
+      at.arrived = landing(slot, step, chunk);
+      if (algo::keeps(p)) at.keep = buffers_->output(chunk);
+      if (algo::forwards(p)) at.forward = forwarded_from(slot, step, chunk);
+      at.count = chunk.count;
+      Status ran = run_primitive(p, *call_, s.nranks(), at);
+      if (!ran.ok()) {
+        return call_->error(ran.code(), "rank " + std::to_string(s.rank()) + ": reducing chunk " +
+                                            std::to_string(column.index) + ": " + ran.message());
       }
     }
     column.step = step + 1;
     if (column.step < steps) RR_RETURN_IF_ERROR(post_send(column, slot, column.step));
     RR_RETURN_IF_ERROR(post_recvs(column, slot));
   }
+  *moved = column.step != step_before;
   if (column.step == steps && sends_done(column)) {
     column.active = false;
     *finished = true;
   }
   return Status::Ok();
+}
+
+void RingExecutor::needs(bool more_columns, bool* left, bool* right) const {
+  // A neighbour may have finished, returned and closed legitimately: the
+  // right one when this rank's last step only receives; the left one as
+  // soon as its last send left, which may sit here unmatched until this
+  // rank posts the receive for it (posting matches what already arrived).
+  *left = false;
+  *right = more_columns;
+  for (const Column& column : columns_) {
+    if (!column.active) continue;
+    const int step = column.step;
+    *left |= step < schedule_->end_step() && column.next_recv > step && !column.recv[step % 2].done;
+    *right |= step + 1 < schedule_->end_step() || !sends_done(column);
+  }
 }
 
 Status RingExecutor::describe_stall(Code code, int failed_peer, const std::string& cause) const {
@@ -195,7 +200,7 @@ Status RingExecutor::describe_stall(Code code, int failed_peer, const std::strin
   }
   Stall stall;
   stall.rank = s.rank();
-  stall.done = columns_done_;
+  stall.done = columns_done();
   stall.total = s.columns();
   if (oldest) {
     const bool receiving = oldest->step < s.end_step() && failed_peer != s.right();
@@ -246,69 +251,16 @@ Status RingExecutor::refused(const Status& posted) const {
 }
 
 Status RingExecutor::run(const algo::RingSchedule& schedule, Call& call) {
+  const RingBuffers buffers(schedule, call);
   schedule_ = &schedule;
   call_ = &call;
-  elem_bytes_ = reduce::dtype_size(call.dtype);
-  columns_done_ = 0;
-  const size_t total = schedule.columns();
-
-  size_t next = 0;
-  Status status;
-  for (size_t slot = 0; slot < columns_.size() && next < total && status.ok(); ++slot) {
-    status = start_column(columns_[slot], slot, next++);
-  }
-
-  WaitPolicy wait(transport_, call.until(), call.interrupt);
-  while (status.ok() && columns_done_ < total) {
-    const bool transport_moved = transport_->progress();
-    bool moved = false;
-    for (size_t slot = 0; slot < columns_.size() && status.ok(); ++slot) {
-      Column& column = columns_[slot];
-      if (!column.active) continue;
-      const int step_before = column.step;
-      bool finished = false;
-      status = advance(column, slot, &finished);
-      moved |= column.step != step_before || finished;
-      if (finished) {
-        ++columns_done_;
-        if (next < total && status.ok()) status = start_column(column, slot, next++);
-      }
-    }
-    if (!status.ok()) break;
-    if (moved) {
-      wait.reset();
-      continue;
-    }
-    // No chunk moved (UCX may still be busy with wire-up, keepalives or
-    // partial transfers, which must not hide a dead peer or the deadline).
-    if (wait.dump_requested()) RR_LOG(LogLevel::kWarn, "dump: %s", describe_stall(Code::kOk, -1).message().c_str());
-    // Only a neighbour this rank still waits on can fail it. A neighbour may
-    // have finished, returned and closed legitimately: the right one when
-    // this rank's last step only receives; the left one as soon as its last
-    // send left, which may sit here unmatched until this rank posts the
-    // receive for it. So the left counts only while a posted receive is
-    // pending (posting matches what already arrived), the right while a
-    // send to it is in flight or still to come (it needs every one).
-    bool need_left = false;
-    bool need_right = next < total;
-    for (const Column& column : columns_) {
-      if (!column.active) continue;
-      const int step = column.step;
-      need_left |= step < schedule.end_step() && column.next_recv > step && !column.recv[step % 2].done;
-      need_right |= step + 1 < schedule.end_step() || !sends_done(column);
-    }
-    int failed_peer = -1;
-    Status cause = wait.after_still_round(need_left ? schedule.left() : -1, need_right ? schedule.right() : -1,
-                                          transport_moved, &failed_peer);
-    if (cause.code() == Code::kTimeout) {
-      status = describe_stall(Code::kTimeout, -1);
-    } else if (!cause.ok()) {
-      status = describe_stall(cause.code(), failed_peer, cause.message());
-    }
-  }
-  if (!status.ok()) drain();
+  buffers_ = &buffers;
+  for (Column& column : columns_) column.active = false;
+  Status status = run_columns(transport_, call, columns_.size(), schedule.columns(), schedule.left(),
+                              schedule.right());
   schedule_ = nullptr;
   call_ = nullptr;
+  buffers_ = nullptr;
   return status;
 }
 

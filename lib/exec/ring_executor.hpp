@@ -14,6 +14,8 @@
 #include "ringreduce/ringreduce.h"
 #include "transport/transport.hpp"
 #include "exec/call.hpp"
+#include "exec/column_loop.hpp"
+#include "exec/primitives.hpp"
 #include "exec/reducer.hpp"
 #include "exec/wait_policy.hpp"
 
@@ -25,7 +27,7 @@ namespace rr::exec {
 Status wrong_chunk_length(const algo::RingSchedule& schedule, const Call& call, int step, size_t column,
                           size_t got, size_t expected);
 
-class RingExecutor {
+class RingExecutor final : private ColumnLoop {
  public:
   // `pool` must hold at least 2 x depth slots; the executor keeps per-column
   // state for `depth` columns and `max_steps` steps, made here, once.
@@ -49,19 +51,29 @@ class RingExecutor {
     transport::Completion* sends = nullptr;  // [step]
   };
 
-  Status start_column(Column& column, size_t slot, size_t index);
+  // ColumnLoop.
+  Status start(size_t slot, size_t index) override;
+  bool active(size_t slot) const override { return columns_[slot].active; }
+  Status advance(size_t slot, bool* moved, bool* finished) override;
+  void needs(bool more_columns, bool* left, bool* right) const override;
+  // The error for a stalled ring: the oldest chunk in flight, its step and the
+  // peer it waits on (`failed_peer`, when one is known to have failed).
+  Status describe_stall(Code code, int failed_peer, const std::string& cause) const override;
+  void drain() override;
+
   Status post_recv(Column& column, size_t slot, int step);
   Status post_recvs(Column& column, size_t slot);
   Status post_send(Column& column, size_t slot, int step);
+  // Where `step`'s chunk arrives: a staging slot when the step reduces it,
+  // else its place in the output. And what the next step sends it from: the
+  // output, except a reduce-scatter's partial result, which stays in the
+  // staging slot it was reduced in (recv holds only the owned segment).
+  void* landing(size_t slot, int step, const algo::Range& chunk) const;
+  void* forwarded_from(size_t slot, int step, const algo::Range& chunk) const;
   void* staging(size_t slot, int step) const;
-  Status advance(Column& column, size_t slot, bool* finished);
   bool sends_done(const Column& column) const;
-  // The error for a stalled ring: the oldest chunk in flight, its step and the
-  // peer it waits on (`failed_peer`, when one is known to have failed).
-  Status describe_stall(Code code, int failed_peer, const std::string& cause = {}) const;
   // A post the transport refused, said as this call's error.
   Status refused(const Status& posted) const;
-  void drain();
 
   transport::Transport* transport_;
   memory::StagingPool* pool_;
@@ -71,9 +83,8 @@ class RingExecutor {
 
   // The call being run.
   const algo::RingSchedule* schedule_ = nullptr;
-  const Call* call_ = nullptr;
-  size_t elem_bytes_ = 0;
-  size_t columns_done_ = 0;
+  Call* call_ = nullptr;
+  const RingBuffers* buffers_ = nullptr;
 };
 
 }  // namespace rr::exec

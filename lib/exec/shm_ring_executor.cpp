@@ -1,10 +1,9 @@
 #include "exec/shm_ring_executor.hpp"
 
-#include <cstring>
 #include <string>
 
 #include "exec/stall.hpp"
-#include "reduce/reduce.hpp"
+#include "exec/primitives.hpp"
 
 namespace rr::exec {
 
@@ -65,9 +64,7 @@ Status ShmRingExecutor::free_slot(WaitPolicy& wait, int step, size_t column, voi
 Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
   schedule_ = &s;
   call_ = &call;
-  const size_t elem = reduce::dtype_size(call.dtype);
-  const auto* send = static_cast<const uint8_t*>(call.send);
-  auto* recv = static_cast<uint8_t*>(call.recv);
+  const RingBuffers buffers(s, call);
   WaitPolicy wait(transport_, call.until(), call.interrupt, this);
   Status status;
 
@@ -76,59 +73,51 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
     // anyway, so that posts other threads handed over (transport::post_later)
     // are made while a long ring runs, not after it.
     transport_->progress();
-    // Send to the right: this rank's own chunk first (all-gather's send
-    // holds only this rank's segment).
+    // The column's kSend: this rank's own chunk into the right neighbour's
+    // ring (all-gather's send holds only this rank's segment).
     const int first = s.first_step();
     const algo::Range own = s.chunk(s.send_segment(first), column);
     if (own.count != 0) {
-      void* slot = nullptr;
-      status = free_slot(wait, first, column, &slot);
+      ChunkPlaces at;
+      at.mine = buffers.input(own);
+      at.count = own.count;
+      status = free_slot(wait, first, column, &at.forward);
       if (!status.ok()) break;
-      std::memcpy(slot, send + s.send_offset(own) * elem, own.count * elem);
-      to_right_->push(own.count * elem);
-      bytes_sent_ += own.count * elem;
+      status = run_primitive(algo::Primitive::kSend, call, s.nranks(), at);
+      if (!status.ok()) break;
+      to_right_->push(buffers.bytes(own));
+      bytes_sent_ += buffers.bytes(own);
     }
     for (int step = first; step < s.end_step(); ++step) {
       // What arrives at this step is what the next step forwards (the same
       // segment): an empty chunk is skipped on both sides.
       const algo::Range in = s.chunk(s.recv_segment(step), column);
       if (in.count == 0) continue;
-      const size_t bytes = in.count * elem;
-      // Wait for the left.
-      const void* arrived = nullptr;
+      const size_t bytes = buffers.bytes(in);
+      const algo::Primitive p = s.primitive(step);
+      // Wait for the left; the chunk is read where it lies in its slot.
+      ChunkPlaces at;
+      at.count = in.count;
       size_t arrived_bytes = 0;
-      status = take(wait, step, column, &arrived, &arrived_bytes);
+      status = take(wait, step, column, &at.arrived, &arrived_bytes);
       if (!status.ok()) break;
       if (arrived_bytes != bytes) {
         status = wrong_chunk_length(s, call, step, column, arrived_bytes, bytes);
         break;
       }
-      // A slot for the right, unless this is the last step.
-      const bool forward = step + 1 < s.end_step();
-      void* out = nullptr;
-      if (forward) {
-        status = free_slot(wait, step + 1, column, &out);
+      // The result goes straight into the right neighbour's slot: partial
+      // sums never touch DRAM, and only final chunks are written to the output.
+      if (algo::forwards(p)) {
+        status = free_slot(wait, step + 1, column, &at.forward);
         if (!status.ok()) break;
       }
-      if (s.is_reduce_step(step)) {
-        const uint8_t* mine = send + s.send_offset(in) * elem;
-        if (s.is_last_reduce_step(step)) {
-          // Reduce into the output: this segment is final here (avg divides now).
-          uint8_t* dst = recv + s.recv_offset(in) * elem;
-          reduce::reduce_last(dst, mine, arrived, in.count, call.dtype, call.op, s.nranks());
-          if (forward) std::memcpy(out, dst, bytes);
-        } else {
-          // Reduce straight into the right neighbour's slot: partial sums never touch DRAM.
-          reduce::reduce(out, mine, arrived, in.count, call.dtype, call.op);
-        }
-      } else {
-        // All-gather: keep it, and pass it on.
-        std::memcpy(recv + s.recv_offset(in) * elem, arrived, bytes);
-        if (forward) std::memcpy(out, arrived, bytes);
-      }
+      at.mine = buffers.mine(in);
+      if (algo::keeps(p)) at.keep = buffers.output(in);
+      status = run_primitive(p, call, s.nranks(), at);
+      if (!status.ok()) break;
       from_left_->pop();
       bytes_received_ += bytes;
-      if (forward) {
+      if (algo::forwards(p)) {
         to_right_->push(bytes);
         bytes_sent_ += bytes;
       }
