@@ -354,7 +354,7 @@ RR_API rrResult_t rrCommGetAlgorithm(const rrComm_t comm, const char* collective
   };
   for (const auto& entry : kNames) {
     if (std::strcmp(entry.name, collective) == 0) {
-      *algorithm = comm->impl->algorithm(entry.collective, count, datatype);
+      *algorithm = comm->impl->algorithm_name(entry.collective, count, datatype);
       return rrSuccess;
     }
   }

@@ -8,30 +8,13 @@
 #include <vector>
 
 #include "algo/ring_order.hpp"
+#include "algo/schedule.hpp"
 #include "algo/select.hpp"
 #include "comm/communicator.hpp"
 #include "common/log.hpp"
 #include "reduce/reduce.hpp"
 
 namespace rr {
-
-namespace {
-
-// The ring over the same-host slot rings is named apart (rr-bench's rows).
-constexpr const char* kSameHostRing = "ring (shared memory)";
-constexpr const char* kOneShot = "one-shot (shared memory)";
-
-// How rrCommGetAlgorithm and the log name each allreduce schedule.
-const char* display_name(algo::AllreduceAlgo chosen) {
-  switch (chosen) {
-    case algo::AllreduceAlgo::kRecursiveDoubling: return "recursive doubling";
-    case algo::AllreduceAlgo::kHalvingDoubling: return "halving-doubling";
-    case algo::AllreduceAlgo::kOneShot: return kOneShot;
-    default: return "ring";
-  }
-}
-
-}  // namespace
 
 algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer) {
   // The staged (device) path reduces through its own reducer, chunk by
@@ -47,7 +30,8 @@ algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer)
     RR_LOG(LogLevel::kInfo,
            "rank %d: allreduce of %zu bytes on %d ranks (%d hosts, up to %d per host): %s (model: ring %.1f us, "
            "rd %.1f us, hd %.1f us, one-shot %.1f us%s; RR_ALGO=%s)",
-           rank_, bytes, size_, host_shape_.hosts, host_shape_.ranks_per_host, display_name(chosen),
+           rank_, bytes, size_, host_shape_.hosts, host_shape_.ranks_per_host,
+           algo::schedule_name(algo::allreduce_schedule(chosen, false)),
            algo::ring_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
            algo::recursive_doubling_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
            algo::halving_doubling_seconds(settings_.model, size_, bytes, host_shape_) * 1e6,
@@ -71,32 +55,32 @@ bool Communicator::reduce_by_tree(size_t bytes) const {
   return size_ > 2 && bytes <= tree_bytes() && most_children + 1 <= pool_.slots();
 }
 
-const char* Communicator::algorithm(exec::Collective collective, size_t count, rrDataType_t dtype) const {
+algo::Schedule Communicator::algorithm(exec::Collective collective, size_t count, rrDataType_t dtype) const {
   const size_t bytes = count * reduce::dtype_size(dtype);
-  if (size_ == 1) return "local copy";
+  if (size_ == 1) return algo::Schedule::kLocalCopy;
   switch (collective) {
-    case exec::Collective::kAllReduce: {
-      const algo::AllreduceAlgo chosen = algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
-      if (chosen == algo::AllreduceAlgo::kRing && uses_same_host_path()) return kSameHostRing;
-      return display_name(chosen);
-    }
+    case exec::Collective::kAllReduce:
+      return algo::allreduce_schedule(
+          algo::choose_allreduce(settings_.allreduce_algo, settings_.model, size_, bytes, host_shape_),
+          uses_same_host_path());
     case exec::Collective::kReduceScatter:
     case exec::Collective::kAllGather:
-      return uses_same_host_path() ? kSameHostRing : "ring";
+      return uses_same_host_path() ? algo::Schedule::kSameHostRing : algo::Schedule::kRing;
     case exec::Collective::kBroadcast:
-      return broadcast_by_tree(bytes) ? "binomial tree" : "chain";
+      return broadcast_by_tree(bytes) ? algo::Schedule::kBinomialTree : algo::Schedule::kChain;
     case exec::Collective::kReduce:
-      return reduce_by_tree(bytes) ? "binomial tree" : "chain";
+      return reduce_by_tree(bytes) ? algo::Schedule::kBinomialTree : algo::Schedule::kChain;
     case exec::Collective::kGather:
     case exec::Collective::kScatter:
     case exec::Collective::kAllToAll:
     case exec::Collective::kAllToAllv:
-      return "direct";
+      return algo::Schedule::kDirect;
     case exec::Collective::kBarrier:
-      return has_board() && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling ? kOneShot
-                                                                                                : "recursive doubling";
+      return has_board() && settings_.allreduce_algo != algo::AllreduceAlgo::kRecursiveDoubling
+                 ? algo::Schedule::kOneShot
+                 : algo::Schedule::kRecursiveDoubling;
   }
-  return "unknown";
+  return algo::Schedule::kNone;
 }
 
 void Communicator::choose_ring_order() {

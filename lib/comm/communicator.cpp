@@ -387,9 +387,12 @@ Status Communicator::ring_shape(const exec::Call& call, size_t count, bool stage
 Status Communicator::run_ring(exec::Call& call, size_t count, int shift, algo::RingPhases phases,
                               const wire::RingShape& shape) {
   algo::RingSchedule schedule(size_, rank_, count, shape.chunk_elems, shift, phases, call.order);
-  call.schedule = "ring";
   // On failure peers may be mid-operation: this ring is no longer in step.
-  if (shm_ring_ && call.reducer == nullptr) return fail_operation(shm_ring_->run(schedule, call));
+  if (shm_ring_ && call.reducer == nullptr) {
+    call.schedule = algo::Schedule::kSameHostRing;
+    return fail_operation(shm_ring_->run(schedule, call));
+  }
+  call.schedule = algo::Schedule::kRing;
   return fail_operation(ring_->run(schedule, call));
 }
 
@@ -474,7 +477,7 @@ Status Communicator::chain_shape(const exec::Call& call, wire::RingShape* shape)
 }
 
 Status Communicator::run_chain(exec::Call& call, const wire::RingShape& shape) {
-  call.schedule = "chain";
+  call.schedule = algo::Schedule::kChain;
   return fail_operation(chain_->run(call, shape.chunk_elems));
 }
 
@@ -493,7 +496,7 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
   RR_RETURN_IF_ERROR(agree(call, shape));
   if (!by_tree) return run_chain(call, shape);
   // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
-  call.schedule = "binomial tree";
+  call.schedule = algo::Schedule::kBinomialTree;
   const algo::BinomialTree tree(size_, rank_, root);
   const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   if (tree.parent() < 0) {
@@ -520,7 +523,7 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   if (!by_tree) RR_RETURN_IF_ERROR(chain_shape(call, &shape));
   RR_RETURN_IF_ERROR(agree(call, shape));
   if (!by_tree) return run_chain(call, shape);
-  call.schedule = "binomial tree";
+  call.schedule = algo::Schedule::kBinomialTree;
   const algo::BinomialTree tree(size_, rank_, root);
   const std::vector<int> children = tree.children();
   // Small: a binomial tree. Gather the children's partial results, add them

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algo/ring.hpp"
+#include "algo/schedule.hpp"
 #include "algo/select.hpp"
 #include "comm/control.hpp"
 #include "comm/operation_queue.hpp"
@@ -159,9 +160,12 @@ class Communicator final : public exec::Interrupt {
   rrResult_t async_error() const { return static_cast<rrResult_t>(async_error_.load(std::memory_order_relaxed)); }
 
   // The schedule `collective` takes for `count` elements of `dtype` on this
-  // communicator (comm/algorithm_choice.cpp): "ring", "recursive doubling",
-  // "binomial tree", "chain", "direct" or, on one rank, "local copy".
-  const char* algorithm(exec::Collective collective, size_t count, rrDataType_t dtype) const;
+  // communicator (comm/algorithm_choice.cpp); algo::schedule_name() says it.
+  algo::Schedule algorithm(exec::Collective collective, size_t count, rrDataType_t dtype) const;
+  // Its name: "ring (shared memory)", "binomial tree", ... (rrCommGetAlgorithm).
+  const char* algorithm_name(exec::Collective collective, size_t count, rrDataType_t dtype) const {
+    return algo::schedule_name(algorithm(collective, count, dtype));
+  }
   // Bytes this rank sent to and received from `peer`: the transport's and
   // the same-host slot rings' together (rrCommGetPeerBytes).
   uint64_t bytes_sent(int peer) const;

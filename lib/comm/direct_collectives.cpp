@@ -30,7 +30,7 @@ Status Communicator::gather(const void* send, void* recv, size_t count, rrDataTy
   if (bytes == 0) return Status::Ok();
   exec::Call call = issue(exec::Collective::kGather, send, recv, count, dtype, rrSum, root);
   RR_RETURN_IF_ERROR(agree(call));
-  call.schedule = "direct";
+  call.schedule = algo::Schedule::kDirect;
   const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   if (rank_ != root) {
     batch_->add_send(root, tag, send, bytes);
@@ -53,7 +53,7 @@ Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataT
   if (bytes == 0) return Status::Ok();
   exec::Call call = issue(exec::Collective::kScatter, send, recv, count, dtype, rrSum, root);
   RR_RETURN_IF_ERROR(agree(call));
-  call.schedule = "direct";
+  call.schedule = algo::Schedule::kDirect;
   const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   if (rank_ != root) {
     batch_->add_recv(root, tag, recv, bytes);
@@ -76,7 +76,7 @@ Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDa
   if (bytes == 0) return Status::Ok();
   exec::Call call = issue(exec::Collective::kAllToAll, send, recv, count, dtype);
   RR_RETURN_IF_ERROR(agree(call));
-  call.schedule = "direct";
+  call.schedule = algo::Schedule::kDirect;
   const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   const uint8_t* in = static_cast<const uint8_t*>(send);
   uint8_t* out = static_cast<uint8_t*>(recv);
@@ -144,7 +144,7 @@ Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, co
   uint8_t* out = static_cast<uint8_t*>(recv);
   if (sendcounts[self] > 0) std::memcpy(out + rdispls[self] * elem, in + sdispls[self] * elem, sendcounts[self] * elem);
   if (size_ == 1) return Status::Ok();
-  call.schedule = "direct";
+  call.schedule = algo::Schedule::kDirect;
   const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   // Every pair exchanges a message, empty ones too: without the count check
   // (RR_CHECK_ARGUMENTS=0) the receiver still sees a count that disagrees,

@@ -27,7 +27,7 @@ Status Communicator::allreduce_halving_doubling(exec::Call& call) {
   const size_t elem = reduce::dtype_size(dtype);
   const algo::HalvingDoubling plan(size_, rank_);
   const uint64_t sequence = call.sequence;
-  call.schedule = "halving-doubling";
+  call.schedule = algo::Schedule::kHalvingDoubling;
   const std::string& name = label(call);
   const exec::Clock::time_point until = call.until();
   uint8_t* data = static_cast<uint8_t*>(recv);

@@ -38,7 +38,7 @@ constexpr uint32_t kFramesThroughUcx = Board::kNoData - 1;
 // own from its first wait, as agree()'s exchange through the transport has.
 exec::Call argument_check(const exec::Call& call) {
   exec::Call check = call;
-  check.schedule = "argument check";
+  check.schedule = algo::Schedule::kArgumentCheck;
   check.deadline = {};
   return check;
 }
@@ -120,7 +120,7 @@ Status Communicator::allreduce_one_shot(exec::Call& call, const wire::OpHeader& 
   const rrDataType_t dtype = call.dtype;
   const rrRedOp_t op = call.op;
   const size_t elem = reduce::dtype_size(dtype);
-  call.schedule = "one-shot";
+  call.schedule = algo::Schedule::kOneShot;
   // A call larger than a publication (RR_ALGO=oneshot forces any size)
   // goes in publications of the board's capacity, one after another.
   const size_t piece_elems = std::max<size_t>(1, board_exec_->capacity() / elem);

@@ -27,7 +27,7 @@ Status Communicator::allreduce_recursive_doubling(exec::Call& call, const wire::
   const size_t elem = reduce::dtype_size(dtype);
   const algo::RecursiveDoubling plan(size_, rank_);
   const uint64_t sequence = call.sequence;
-  call.schedule = "recursive doubling";
+  call.schedule = algo::Schedule::kRecursiveDoubling;
   const std::string& name = label(call);
   const exec::Clock::time_point until = call.until();  // one clock read per call
   // Each message is a frame: this call's operation header, then the data.

@@ -46,7 +46,7 @@ std::string Call::name() const { return call_name(collective, sequence); }
 void Call::write_label(std::string* out) const {
   out->clear();
   append_name(collective, sequence, out);
-  if (schedule[0] != '\0') out->append(" (").append(schedule).append(")");
+  if (schedule != algo::Schedule::kNone) out->append(" (").append(algo::schedule_word(schedule)).append(")");
 }
 
 std::string Call::label() const {

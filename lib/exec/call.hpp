@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "algo/schedule.hpp"
 #include "common/status.hpp"
 #include "ringreduce/ringreduce.h"
 
@@ -45,9 +46,9 @@ std::string call_name(Collective c, uint64_t sequence);
 struct Call {
   Collective collective = Collective::kAllReduce;
   uint64_t sequence = 0;  // the communicator's operation number
-  // The schedule that runs it, for messages that say how ("ring",
-  // "one-shot", "binomial tree", ...); empty until chosen.
-  const char* schedule = "";
+  // The schedule that runs it, for messages that say how (algo/schedule.hpp:
+  // "one-shot", "binomial tree", ...); kNone until chosen.
+  algo::Schedule schedule = algo::Schedule::kNone;
 
   // Buffers, as the collective reads them. The ring, by its phases: both
   // (allreduce) send and recv hold all `count` elements; reduce-scatter:

@@ -9,30 +9,21 @@ table). A file of a layer may include its own layer's headers, the public
 header (ringreduce/...), the system's and the third parties' (<...>), and
 the headers of the layers it uses; any other project include (an upward
 one, or one into a layer not listed) fails, naming the file, the line and
-the layers it may use. The table is read from the document, so the rule
-and its description cannot drift apart.
+the layers it may use. The table is read from the document (lib/layers.py,
+which the build reads too, to give each layer an include root holding only
+the layers below it), so the rule and its description cannot drift apart.
 """
 
 import pathlib
 import re
 import sys
 
+sys.dont_write_bytecode = True  # nothing written into lib/
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "lib"))
+from layers import allowed_uses  # noqa: E402  (lib/layers.py: the build reads the table the same way)
+
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 PUBLIC = "ringreduce"
-
-
-def allowed_uses(design: str) -> dict[str, set[str]]:
-    """Each layer's allowed includes, from docs/design.md's table and its kernels/ sentence."""
-    section = design.split("## The layers in lib/", 1)[1].split("\n## ", 1)[0]
-    uses: dict[str, set[str]] = {}
-    for row in re.findall(r"^\| `(\w+)/` \|.*\| (.*) \|$", section, flags=re.M):
-        layer, used = row
-        uses[layer] = set(re.findall(r"`(\w+)`", used))
-    kernels = re.search(r"`kernels/` sits beside `memory/`:\s+it\s+includes\s+only\s+(.*?),\s+and", section, flags=re.S)
-    if not uses or kernels is None:
-        sys.exit("check_layers: docs/design.md's layer table (or its kernels/ sentence) is not where it was")
-    uses["kernels"] = set(re.findall(r"`(\w+)/`", kernels.group(1)))
-    return uses
 
 
 def main() -> int:

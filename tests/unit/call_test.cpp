@@ -28,17 +28,50 @@ TEST(Call, NameAndLabel) {
   call.sequence = 18446744073709551615ull;
   EXPECT_EQ(call.name(), "reduce-scatter #18446744073709551615");
   EXPECT_EQ(call.label(), "reduce-scatter #18446744073709551615");  // no schedule yet
-  call.schedule = "ring";
-  EXPECT_EQ(call.label(), "reduce-scatter #18446744073709551615 (ring)");
+  call.schedule = algo::Schedule::kSameHostRing;
+  EXPECT_EQ(call.label(), "reduce-scatter #18446744073709551615 (ring)");  // errors say "ring" for both rings
   std::string reused = "something longer than the label, whose storage is reused";
   call.collective = Collective::kBarrier;
   call.sequence = 7;
-  call.schedule = "one-shot";
+  call.schedule = algo::Schedule::kOneShot;
   call.write_label(&reused);
   EXPECT_EQ(reused, "barrier #7 (one-shot)");
   const Status error = call.error(Code::kTimeout, "rank 2 waited");
   EXPECT_EQ(error.code(), Code::kTimeout);
   EXPECT_EQ(error.message(), "barrier #7: rank 2 waited");
+}
+
+// One row per schedule, in the enum's order (schedule.cpp asserts that at
+// compile time), with the names rrCommGetAlgorithm and the errors have said.
+TEST(Call, ScheduleTable) {
+  const struct {
+    algo::Schedule schedule;
+    const char* word;
+    const char* name;
+  } rows[] = {
+      {algo::Schedule::kNone, "", "unknown"},
+      {algo::Schedule::kLocalCopy, "local copy", "local copy"},
+      {algo::Schedule::kRing, "ring", "ring"},
+      {algo::Schedule::kSameHostRing, "ring", "ring (shared memory)"},
+      {algo::Schedule::kRecursiveDoubling, "recursive doubling", "recursive doubling"},
+      {algo::Schedule::kHalvingDoubling, "halving-doubling", "halving-doubling"},
+      {algo::Schedule::kOneShot, "one-shot", "one-shot (shared memory)"},
+      {algo::Schedule::kBinomialTree, "binomial tree", "binomial tree"},
+      {algo::Schedule::kChain, "chain", "chain"},
+      {algo::Schedule::kDirect, "direct", "direct"},
+      {algo::Schedule::kArgumentCheck, "argument check", "argument check"},
+  };
+  static_assert(sizeof(rows) / sizeof(rows[0]) == static_cast<size_t>(algo::Schedule::kLast) + 1);
+  for (const auto& row : rows) {
+    EXPECT_STREQ(algo::schedule_word(row.schedule), row.word);
+    EXPECT_STREQ(algo::schedule_name(row.schedule), row.name);
+  }
+  using algo::AllreduceAlgo;
+  EXPECT_EQ(algo::allreduce_schedule(AllreduceAlgo::kRing, true), algo::Schedule::kSameHostRing);
+  EXPECT_EQ(algo::allreduce_schedule(AllreduceAlgo::kAuto, false), algo::Schedule::kRing);
+  EXPECT_EQ(algo::allreduce_schedule(AllreduceAlgo::kOneShot, true), algo::Schedule::kOneShot);
+  EXPECT_EQ(algo::allreduce_schedule(AllreduceAlgo::kRecursiveDoubling, true), algo::Schedule::kRecursiveDoubling);
+  EXPECT_EQ(algo::allreduce_schedule(AllreduceAlgo::kHalvingDoubling, false), algo::Schedule::kHalvingDoubling);
 }
 
 TEST(Call, EveryCollectiveHasItsNameAndTheHeaderNamesItAlike) {
