@@ -29,10 +29,9 @@ ChunkPlaces ChainExecutor::places(size_t slot, size_t chunk) const {
   void* output = call_->recv ? static_cast<uint8_t*>(call_->recv) + offset : nullptr;
   if (algo::receives(primitive_)) at.arrived = algo::reduces(primitive_) ? pool_->slot(2 * slot) : output;
   if (algo::keeps(primitive_)) at.keep = output;
-  if (algo::forwards(primitive_)) {
-    at.forward = algo::receives(primitive_) ? const_cast<void*>(algo::reduces(primitive_) ? at.arrived : output)
-                                            : const_cast<void*>(at.mine);
-  }
+  // What is sent on is what arrived (in the output, or the partial result
+  // in the staging slot), or at the head this rank's input.
+  if (algo::forwards(primitive_)) at.forward = const_cast<void*>(algo::receives(primitive_) ? at.arrived : at.mine);
   return at;
 }
 
