@@ -22,7 +22,11 @@ ChunkPlaces ChainExecutor::places(size_t slot, size_t chunk) const {
   const size_t offset = range.offset * elem_bytes_;
   ChunkPlaces at;
   at.count = range.count;
-  at.mine = static_cast<const uint8_t*>(call_->send) + offset;
+  // This rank's input is read by the head's send and by reductions (a
+  // broadcast's other ranks have none).
+  if (!algo::receives(primitive_) || algo::reduces(primitive_)) {
+    at.mine = static_cast<const uint8_t*>(call_->send) + offset;
+  }
   // Broadcast receives straight into the output and sends on from there; a
   // reduction arrives in a staging slot and its partial result is sent on
   // from the same slot.

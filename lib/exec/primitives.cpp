@@ -9,8 +9,11 @@ namespace rr::exec {
 
 namespace {
 
+// Nothing to copy where the places are one buffer, there is no such place,
+// or the chunk is empty (an empty chunk's places may be null, which memcpy
+// may not be given even for zero bytes).
 void copy(void* dst, const void* src, size_t bytes) {
-  if (dst != src && dst != nullptr) std::memcpy(dst, src, bytes);
+  if (bytes != 0 && dst != src && dst != nullptr) std::memcpy(dst, src, bytes);
 }
 
 }  // namespace

@@ -153,7 +153,7 @@ Status RingExecutor::advance(size_t slot, bool* moved, bool* finished) {
       // also finishes avg, so the owned segment leaves here final.
       const algo::Primitive p = s.primitive(step);
       ChunkPlaces at;
-      at.mine = buffers_->mine(chunk);
+      if (algo::reduces(p)) at.mine = buffers_->mine(chunk);  // all-gather's input: its own segment only
       at.arrived = landing(slot, step, chunk);
       if (algo::keeps(p)) at.keep = buffers_->output(chunk);
       if (algo::forwards(p)) at.forward = forwarded_from(slot, step, chunk);

@@ -111,7 +111,9 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
         status = free_slot(wait, step + 1, column, &at.forward);
         if (!status.ok()) break;
       }
-      at.mine = buffers.mine(in);
+      // Only a reduction reads this rank's values (an all-gather's input
+      // holds its own segment alone: other chunks have no place there).
+      if (algo::reduces(p)) at.mine = buffers.mine(in);
       if (algo::keeps(p)) at.keep = buffers.output(in);
       status = run_primitive(p, call, s.nranks(), at);
       if (!status.ok()) break;

@@ -224,7 +224,7 @@ void simulate(int n, size_t count, size_t chunk_elems, RingPhases phases, rrRedO
         const Primitive p = s.primitive(step);
         next[r].assign(in.count, -77);
         exec::ChunkPlaces at;
-        at.mine = buffers[r].mine(in);
+        if (algo::reduces(p)) at.mine = buffers[r].mine(in);
         at.arrived = arrived.data();
         if (algo::keeps(p)) at.keep = buffers[r].output(in);
         if (algo::forwards(p)) at.forward = next[r].data();
