@@ -11,21 +11,27 @@ namespace {
 
 // Nothing to copy where the places are one buffer, there is no such place,
 // or the chunk is empty (an empty chunk's places may be null, which memcpy
-// may not be given even for zero bytes).
-void copy(void* dst, const void* src, size_t bytes) {
-  if (bytes != 0 && dst != src && dst != nullptr) std::memcpy(dst, src, bytes);
+// may not be given even for zero bytes). True when it copied.
+bool copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src || dst == nullptr) return false;
+  std::memcpy(dst, src, bytes);
+  return true;
 }
 
 }  // namespace
 
-Status run_primitive(algo::Primitive p, const Call& call, int nranks, const ChunkPlaces& at) {
+Status run_primitive(algo::Primitive p, const Call& call, int nranks, const ChunkPlaces& at, Traffic* traffic) {
   using algo::Primitive;
   const size_t bytes = at.count * reduce::dtype_size(call.dtype);
+  Traffic moved;
   if (algo::reduces(p)) {
-    // A partial result is reduced where it is sent from; a final one into
-    // the output, then copied to where it is sent from, if that differs.
+    // The result goes where it is sent on from (a partial result always is;
+    // over UCX that is the output), else into the output. A final result
+    // sent on is then copied to the output, if that is another place: the
+    // sent copy stays in the caches, the output is written once.
     const bool last = algo::finishes(p);
-    void* dst = last ? at.keep : at.forward;
+    const bool forwarded = algo::forwards(p);
+    void* dst = forwarded ? at.forward : at.keep;
     if (call.reducer) {
       RR_RETURN_IF_ERROR(call.reducer->reduce(dst, at.mine, at.arrived, at.count, call.dtype, call.op, last, nranks));
     } else if (last) {
@@ -33,13 +39,35 @@ Status run_primitive(algo::Primitive p, const Call& call, int nranks, const Chun
     } else {
       reduce::reduce(dst, at.mine, at.arrived, at.count, call.dtype, call.op);
     }
-    if (p == Primitive::kRecvReduceCopySend) copy(at.forward, at.keep, bytes);
-    return Status::Ok();
+    moved.buffer_read = bytes;
+    moved.shared_read = bytes;
+    moved.reduced = bytes;
+    (forwarded ? moved.shared_written : moved.buffer_written) = bytes;
+    if (p == Primitive::kRecvReduceCopySend && copy(at.keep, at.forward, bytes)) {
+      moved.shared_read += bytes;
+      moved.buffer_written += bytes;
+    }
+  } else {
+    // Copies only: what is passed on is this rank's input or what arrived.
+    const bool received = algo::receives(p);
+    const void* chunk = received ? at.arrived : at.mine;
+    uint64_t& read = received ? moved.shared_read : moved.buffer_read;
+    if (algo::keeps(p) && copy(at.keep, chunk, bytes)) {
+      read += bytes;
+      moved.buffer_written += bytes;
+    }
+    if (algo::forwards(p) && copy(at.forward, chunk, bytes)) {
+      read += bytes;
+      moved.shared_written += bytes;
+    }
   }
-  // Copies only: what is passed on is this rank's input or what arrived.
-  const void* chunk = algo::receives(p) ? at.arrived : at.mine;
-  if (algo::keeps(p)) copy(at.keep, chunk, bytes);
-  if (algo::forwards(p)) copy(at.forward, chunk, bytes);
+  if (traffic) {
+    traffic->buffer_read += moved.buffer_read;
+    traffic->buffer_written += moved.buffer_written;
+    traffic->shared_read += moved.shared_read;
+    traffic->shared_written += moved.shared_written;
+    traffic->reduced += moved.reduced;
+  }
   return Status::Ok();
 }
 

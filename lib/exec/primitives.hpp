@@ -30,11 +30,27 @@ struct ChunkPlaces {
   size_t count = 0;  // elements
 };
 
+// What primitives read and wrote, in bytes, by place: `mine` and `keep` are
+// the call's buffers, `arrived` and `forward` the places between ranks
+// (slots, staging). A copy skipped because its places are one is not
+// counted. The slot rings' executor keeps one: the memory-traffic model
+// (algo/memory_traffic.hpp) is checked against it.
+struct Traffic {
+  uint64_t buffer_read = 0;
+  uint64_t buffer_written = 0;
+  uint64_t shared_read = 0;
+  uint64_t shared_written = 0;
+  uint64_t reduced = 0;  // results of reductions
+};
+
 // Runs `p` for `call` (its dtype, op and reducer; a final reduction divides
-// rrAvg by `nranks`) on `places`. Reductions go through call.reducer when it
-// has one, else run on the host; copies are memcpy (host memory). Not ok
-// only when the reducer fails.
-Status run_primitive(algo::Primitive p, const Call& call, int nranks, const ChunkPlaces& places);
+// rrAvg by `nranks`) on `places`, adding what it moved to `traffic` when
+// given. A reduction writes where the chunk is sent on from, when it is
+// sent on, and the kept copy is taken from there. Reductions go through
+// call.reducer when it has one, else run on the host; copies are memcpy
+// (host memory). Not ok only when the reducer fails.
+Status run_primitive(algo::Primitive p, const Call& call, int nranks, const ChunkPlaces& places,
+                     Traffic* traffic = nullptr);
 
 // Where the ring's chunks sit in a call's buffers (call.hpp lays them out by
 // phase, algo::RingSchedule's send_offset / recv_offset place a chunk in them).

@@ -83,7 +83,7 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
       at.count = own.count;
       status = free_slot(wait, first, column, &at.forward);
       if (!status.ok()) break;
-      status = run_primitive(algo::Primitive::kSend, call, s.nranks(), at);
+      status = run_primitive(algo::Primitive::kSend, call, s.nranks(), at, &traffic_);
       if (!status.ok()) break;
       to_right_->push(buffers.bytes(own));
       bytes_sent_ += buffers.bytes(own);
@@ -106,7 +106,8 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
         break;
       }
       // The result goes straight into the right neighbour's slot: partial
-      // sums never touch DRAM, and only final chunks are written to the output.
+      // sums never touch DRAM, and only final chunks are written to the
+      // output, each once (algo/memory_traffic.hpp counts it).
       if (algo::forwards(p)) {
         status = free_slot(wait, step + 1, column, &at.forward);
         if (!status.ok()) break;
@@ -115,7 +116,7 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
       // holds its own segment alone: other chunks have no place there).
       if (algo::reduces(p)) at.mine = buffers.mine(in);
       if (algo::keeps(p)) at.keep = buffers.output(in);
-      status = run_primitive(p, call, s.nranks(), at);
+      status = run_primitive(p, call, s.nranks(), at, &traffic_);
       if (!status.ok()) break;
       from_left_->pop();
       bytes_received_ += bytes;

@@ -23,6 +23,7 @@
 #include "algo/ring.hpp"
 #include "common/status.hpp"
 #include "exec/ring_executor.hpp"
+#include "exec/primitives.hpp"
 #include "exec/wait_policy.hpp"
 #include "transport/shm/slot_ring.hpp"
 #include "transport/transport.hpp"
@@ -48,6 +49,8 @@ class ShmRingExecutor final : private Sleeper {
   // Bytes pushed to the right neighbour and taken from the left, ever.
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
+  // What the primitives moved, ever (algo/memory_traffic.hpp is its model).
+  const Traffic& traffic() const { return traffic_; }
 
  private:
   // Waits for the next chunk from the left; *bytes is its length.
@@ -64,6 +67,7 @@ class ShmRingExecutor final : private Sleeper {
   bool sleeping_on_left_ = true;  // which ring sleep() waits on
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;
+  Traffic traffic_;
 
   // The call being run (for error messages).
   const algo::RingSchedule* schedule_ = nullptr;
