@@ -1,6 +1,7 @@
 // rr-allreduce-bench: allreduce throughput of ringreduce across message sizes,
 // in nccl-tests' terms (algbw = bytes / time, busbw = algbw x 2(N-1)/N), beside
-// this machine's single-thread memcpy bandwidth measured in the same run.
+// this machine's single-thread memcpy bandwidth and the busbw the memory
+// traffic allows (rrbench/machine_rates.h), both measured in the same run.
 // Run it under rr-run or any launcher that sets the env:// variables:
 //   rr-run -n 4 rr-allreduce-bench -b 1K -e 256M -f 4
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "command_line.hpp"
+#include "machine_rates.h"
 
 namespace {
 
@@ -78,21 +80,6 @@ void check_rr(rrResult_t r, rrComm_t comm, const char* what) {
   }
 }
 
-// Single-thread memcpy bandwidth (bytes copied / s) over a buffer far larger than cache.
-double memcpy_bandwidth() {
-  const size_t bytes = size_t{256} << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 2);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = Clock::now();
-    std::memcpy(b.data(), a.data(), bytes);
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, bytes / s);
-    std::swap(a, b);
-  }
-  return best;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,9 +93,18 @@ int main(int argc, char** argv) {
   // Measured by rank 0 before the sweep while the others wait in the first
   // allreduce: the physical reference for shared-memory busbw.
   double memcpy_bw = 0;
-  if (rank == 0) memcpy_bw = memcpy_bandwidth();
+  if (rank == 0) memcpy_bw = rrbench::measure_memcpy_gbps() * 1e9;
   float token = 0;
   check_rr(rrAllReduce(&token, &token, 1, rrFloat32, rrSum, comm, nullptr), comm, "rrAllReduce");
+  // Then every rank at once (the allreduce of a token is the barrier); the
+  // slowest rank's rates price the bound.
+  const rr::algo::MachineRates mine = rrbench::measure_rates_at_once(
+      [&] { check_rr(rrAllReduce(&token, &token, 1, rrFloat32, rrSum, comm, nullptr), comm, "rrAllReduce"); });
+  double seconds_per_byte[2] = {1 / mine.copy_bytes_per_s, 1 / mine.reduce_bytes_per_s};
+  check_rr(rrAllReduce(seconds_per_byte, seconds_per_byte, 2, rrFloat64, rrMax, comm, nullptr), comm, "rrAllReduce");
+  rr::algo::MachineRates rates;
+  rates.copy_bytes_per_s = 1 / seconds_per_byte[0];
+  rates.reduce_bytes_per_s = 1 / seconds_per_byte[1];
 
   const size_t max_count = o.max_bytes / sizeof(float);
   std::vector<float> send(std::max<size_t>(max_count, 1)), recv(std::max<size_t>(max_count, 1));
@@ -116,7 +112,11 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("# ringreduce allreduce, float32 sum, %d ranks, %d iterations (+%d warm-up)\n", nranks, o.iters, o.warmup);
     std::printf("# single-thread memcpy bandwidth: %.2f GB/s\n", memcpy_bw / 1e9);
-    std::printf("# %12s %12s %12s %10s %10s %8s %8s\n", "size(B)", "count", "time(us)", "algbw", "busbw", "bus/cpy", "#wrong");
+    std::printf("# every rank at once: copying %.2f GB/s, reducing %.2f GB/s each (the slowest rank's); bus/bound = "
+                "busbw / the busbw that memory traffic allows (docs/algorithms.md, \"Memory traffic on one host\")\n",
+                rates.copy_bytes_per_s / 1e9, rates.reduce_bytes_per_s / 1e9);
+    std::printf("# %12s %12s %12s %10s %10s %8s %9s %8s\n", "size(B)", "count", "time(us)", "algbw", "busbw", "bus/cpy",
+                "bus/bound", "#wrong");
   }
   double bus_sum = 0;
   int rows = 0;
@@ -148,8 +148,9 @@ int main(int argc, char** argv) {
     const double algbw = bytes / slowest / 1e9;
     const double busbw = algbw * factor;
     if (rank == 0) {
-      std::printf("  %12zu %12zu %12.1f %10.3f %10.3f %8.3f %8.0f\n", bytes, count, slowest * 1e6, algbw, busbw,
-                  busbw * 1e9 / memcpy_bw, wrong);
+      const double bound = rrbench::allreduce_bound_busbw(bytes, nranks, rates);
+      std::printf("  %12zu %12zu %12.1f %10.3f %10.3f %8.3f %9.3f %8.0f\n", bytes, count, slowest * 1e6, algbw, busbw,
+                  busbw * 1e9 / memcpy_bw, bound > 0 ? busbw / bound : 0.0, wrong);
       std::fflush(stdout);
     }
     bus_sum += busbw;

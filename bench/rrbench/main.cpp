@@ -21,7 +21,7 @@
 
 #include "backend.h"
 #include "collective.h"
-#include "memcpy_reference.h"
+#include "machine_rates.h"
 #include "options.h"
 #include "report.h"
 #include "watchdog.h"
@@ -337,6 +337,13 @@ int run(const Options& options, std::vector<Variant> variants, Launcher launcher
     // Rank 0 copies alone while the others wait: the reference is one core's.
     if (rank == 0) info.memcpy_gbps = measure_memcpy_gbps();
     control->barrier();
+    // Then every rank at once: what each gets when all copy, or all reduce,
+    // together; the slowest rank's rates price the allreduce bound.
+    const rr::algo::MachineRates mine = measure_rates_at_once([control] { control->barrier(); });
+    double seconds_per_byte[2] = {1 / mine.copy_bytes_per_s, 1 / mine.reduce_bytes_per_s};
+    control->allreduce_max(seconds_per_byte, 2);
+    info.rates.copy_bytes_per_s = 1 / seconds_per_byte[0];
+    info.rates.reduce_bytes_per_s = 1 / seconds_per_byte[1];
   } catch (const BackendError& e) {
     fail(rank, e.what());
   }
@@ -385,6 +392,9 @@ int run(const Options& options, std::vector<Variant> variants, Launcher launcher
               row.type = type;
               row.op = op;
               row.root = coll->has_root ? options.root : -1;
+              if (coll->kind == CollKind::kAllReduce) {
+                row.bound_busbw = allreduce_bound_busbw(row.size, nranks, info.rates);
+              }
               Measurement* results[] = {&row.out_of_place, &row.in_place};
               for (int p = 0; p < 2; ++p) {
                 if (kPlacements[p].in_place && !(coll->has_in_place && able[b]->runs_in_place(*coll))) {

@@ -15,6 +15,19 @@ namespace {
 
 const char* redop_column(const Row& row) { return row.coll->has_op ? op_name(row.op) : "none"; }
 
+// Out-of-place busbw over the bound's; 0 where the row has no bound.
+double over_bound(const Row& row) {
+  return row.bound_busbw > 0 && row.out_of_place.measured ? row.out_of_place.busbw / row.bound_busbw : 0.0;
+}
+
+// The bus/bound column: "-" where the row has no bound.
+std::string format_bound(const Row& row) {
+  if (!(row.bound_busbw > 0 && row.out_of_place.measured)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", over_bound(row));
+  return text;
+}
+
 std::string format_wrong(double wrong) {
   if (wrong < 0) return "N/A";
   char text[32];
@@ -104,8 +117,12 @@ void Report::print_header(const RunInfo& info) {
   }
   std::fprintf(out_, "# physical reference: single-thread memcpy %.2f GB/s (rank 0, 256 MiB, best of 5)\n",
                info.memcpy_gbps);
+  std::fprintf(out_, "# memory at once: every rank copying %.2f GB/s, reducing %.2f GB/s (the slowest rank's, "
+                     "256 MiB copies, float32 sums in the caches)\n",
+               info.rates.copy_bytes_per_s / 1e9, info.rates.reduce_bytes_per_s / 1e9);
   std::fprintf(out_, "# time: the slowest rank's mean per call; algbw = size / time; busbw = algbw x the "
-                     "collective's factor; bus/cpy = out-of-place busbw / memcpy\n");
+                     "collective's factor; bus/cpy = out-of-place busbw / memcpy; bus/bound = out-of-place busbw / "
+                     "the busbw the memory traffic allows (allreduce)\n");
   std::fprintf(out_, "#\n");
   // The placement labels centred over their four columns (33 characters
   // each, after the 52 of size..root), as nccl-tests lays them out.
@@ -116,11 +133,11 @@ void Report::print_header(const RunInfo& info) {
     groups += std::string(left, ' ') + label + std::string(width - left - length, ' ');
   }
   std::fprintf(out_, "%s\n", groups.c_str());
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %s\n", "size",
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %9s  %s\n", "size",
                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-               "#wrong", "bus/cpy", "backend (algorithm)");
-  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %s\n", "(B)",
-               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "");
+               "#wrong", "bus/cpy", "bus/bound", "backend (algorithm)");
+  std::fprintf(out_, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %9s  %s\n", "(B)",
+               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "", "");
   std::fflush(out_);
 }
 
@@ -141,8 +158,8 @@ void Report::add_row(const Row& row) {
       std::fprintf(out_, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
     }
   }
-  std::fprintf(out_, "  %7.3f  %s%s%s%s\n", memcpy_gbps_ > 0 ? row.out_of_place.busbw / memcpy_gbps_ : 0.0,
-               row.backend.c_str(), row.algorithm.empty() ? "" : " (", row.algorithm.c_str(),
+  std::fprintf(out_, "  %7.3f  %9s  %s%s%s%s\n", memcpy_gbps_ > 0 ? row.out_of_place.busbw / memcpy_gbps_ : 0.0,
+               format_bound(row).c_str(), row.backend.c_str(), row.algorithm.empty() ? "" : " (", row.algorithm.c_str(),
                row.algorithm.empty() ? "" : ")");
   std::fflush(out_);
 }
@@ -177,6 +194,8 @@ void Report::write_json(const std::string& path, const RunInfo& info) const {
   doc["warmup_iters"] = info.warmup_iters;
   doc["check"] = info.check;
   doc["memcpy_GBps"] = json_number(info.memcpy_gbps);
+  doc["copy_at_once_GBps"] = json_number(info.rates.copy_bytes_per_s / 1e9);
+  doc["reduce_at_once_GBps"] = json_number(info.rates.reduce_bytes_per_s / 1e9);
   doc["built"] = info.built;
   Json& libraries = doc["libraries"] = Json::object();
   for (const auto& [name, version] : info.libraries) libraries[name] = version;
@@ -196,7 +215,9 @@ void Report::write_json(const std::string& path, const RunInfo& info) const {
                         {"bus_factor", json_number(row.coll->bus_factor(info.nranks))},
                         {"out_of_place", json_measurement(row.out_of_place)},
                         {"in_place", json_measurement(row.in_place)},
-                        {"busbw_over_memcpy", json_number(ratio)}});
+                        {"busbw_over_memcpy", json_number(ratio)},
+                        {"bound_busbw_GBps", json_number(row.bound_busbw)},
+                        {"busbw_over_bound", json_number(over_bound(row))}});
   }
   Json& averages = doc["avg_busbw_GBps"] = Json::object();
   for (const auto& [backend, busbw] : average_busbw(rows_)) averages[backend] = json_number(busbw);
@@ -213,7 +234,8 @@ void Report::write_csv(const std::string& path, const RunInfo& info) const {
   std::fprintf(file,
                "backend,collective,nranks,size,count,type,redop,root,"
                "oop_time_us,oop_algbw_GBps,oop_busbw_GBps,oop_wrong,"
-               "ip_time_us,ip_algbw_GBps,ip_busbw_GBps,ip_wrong,memcpy_GBps,busbw_over_memcpy,algorithm\n");
+               "ip_time_us,ip_algbw_GBps,ip_busbw_GBps,ip_wrong,memcpy_GBps,busbw_over_memcpy,"
+               "bound_busbw_GBps,busbw_over_bound,algorithm\n");
   for (const Row& row : rows_) {
     std::fprintf(file, "%s,%s,%d,%zu,%zu,%s,%s,%d", row.backend.c_str(), row.coll->name, info.nranks, row.size,
                  row.count, type_name(row.type), redop_column(row), row.root);
@@ -225,8 +247,9 @@ void Report::write_csv(const std::string& path, const RunInfo& info) const {
         std::fprintf(file, ",,,,");
       }
     }
-    std::fprintf(file, ",%.3f,%.4f,%s\n", info.memcpy_gbps,
-                 info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0, row.algorithm.c_str());
+    std::fprintf(file, ",%.3f,%.4f,%.4f,%.4f,%s\n", info.memcpy_gbps,
+                 info.memcpy_gbps > 0 ? row.out_of_place.busbw / info.memcpy_gbps : 0.0, row.bound_busbw,
+                 over_bound(row), row.algorithm.c_str());
   }
   close_or_throw(file, path);
 }

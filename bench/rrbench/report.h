@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "algo/memory_traffic.hpp"
 #include "collective.h"
 #include "dtype.h"
 
@@ -33,6 +34,9 @@ struct Row {
   int root = -1;
   Measurement out_of_place;
   Measurement in_place;
+  // The busbw the memory traffic allows (GB/s; machine_rates.h), 0 where
+  // there is no model (every collective but allreduce, one rank).
+  double bound_busbw = 0;
 };
 
 struct RunInfo {
@@ -40,6 +44,7 @@ struct RunInfo {
   std::string launcher;
   int nranks = 0;
   double memcpy_gbps = 0;  // single-thread memcpy, bytes copied per second / 1e9
+  rr::algo::MachineRates rates;  // the slowest rank's, every rank copying or reducing at once
   std::vector<std::string> built;  // backends this binary was built with
   std::vector<std::pair<std::string, std::string>> libraries;  // name, description
   std::vector<std::pair<std::string, std::string>> backends;   // name, settings

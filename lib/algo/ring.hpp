@@ -97,6 +97,8 @@ class RingSchedule {
 
   // Chunk columns: every segment is cut into this many chunks.
   size_t columns() const { return columns_; }
+  // Elements of the whole buffer the ring runs over (N segments).
+  size_t count() const { return count_; }
 
   int send_segment(int step) const { return mod(position_ - step + shift_); }
   int recv_segment(int step) const { return mod(position_ - step - 1 + shift_); }

@@ -194,6 +194,7 @@ Status Communicator::setup_same_host_path() {
   shm_left_ = left;
   shm_right_ = right;
   shm_ring_ = std::make_unique<exec::ShmRingExecutor>(transport_.get(), shm_from_left_.get(), shm_to_right_.get());
+  shm_ring_->set_stream_bytes(settings_.shm_stream_bytes);
   // The allreduce selector prices the ring by its slot hand-overs now.
   host_shape_.slot_rings = true;
   host_shape_.shares_cores = any_shares_cores;

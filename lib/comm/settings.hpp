@@ -100,6 +100,12 @@ struct Settings {
   // 64; 0: no board, small calls take recursive doubling over UCX).
   // RR_SHM_BOARD_BYTES. Two buffers per rank: 64 KiB a rank by default.
   size_t shm_board_bytes = size_t{32} << 10;
+  // From how many bytes a same-host ring out of place writes its output with
+  // non-temporal stores (reduce/stream_copy.hpp; 0: never).
+  // RR_SHM_STREAM_BYTES. An output that no longer fits the caches is not
+  // read back by the call: a streamed line is written without being read
+  // first (bench/RESULTS.md, "Memory traffic on one host").
+  size_t shm_stream_bytes = size_t{32} << 20;
 
   // Where each value came from.
   Source chunk_bytes_source;
@@ -116,6 +122,7 @@ struct Settings {
   Source shm_slot_bytes_source;
   Source shm_slots_source;
   Source shm_board_bytes_source;
+  Source shm_stream_bytes_source;
 
   static constexpr size_t kMinChunkBytes = 64;
   static constexpr size_t kMaxChunkBytes = size_t{1} << 30;
@@ -124,6 +131,7 @@ struct Settings {
   static constexpr double kDefaultLinkGbps = 10;
   static constexpr int kMaxShmSlots = 64;
   static constexpr size_t kMaxShmBoardBytes = size_t{16} << 20;
+  static constexpr size_t kMaxShmStreamBytes = size_t{1} << 50;
 };
 
 // Resolves the settings for a new communicator; `config` may be null.

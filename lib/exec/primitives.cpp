@@ -4,6 +4,7 @@
 
 #include "exec/reducer.hpp"
 #include "reduce/reduce.hpp"
+#include "reduce/stream_copy.hpp"
 
 namespace rr::exec {
 
@@ -12,9 +13,13 @@ namespace {
 // Nothing to copy where the places are one buffer, there is no such place,
 // or the chunk is empty (an empty chunk's places may be null, which memcpy
 // may not be given even for zero bytes). True when it copied.
-bool copy(void* dst, const void* src, size_t bytes) {
+bool copy(void* dst, const void* src, size_t bytes, bool stream = false) {
   if (bytes == 0 || dst == src || dst == nullptr) return false;
-  std::memcpy(dst, src, bytes);
+  if (stream) {
+    reduce::stream_copy(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
   return true;
 }
 
@@ -43,7 +48,7 @@ Status run_primitive(algo::Primitive p, const Call& call, int nranks, const Chun
     moved.shared_read = bytes;
     moved.reduced = bytes;
     (forwarded ? moved.shared_written : moved.buffer_written) = bytes;
-    if (p == Primitive::kRecvReduceCopySend && copy(at.keep, at.forward, bytes)) {
+    if (p == Primitive::kRecvReduceCopySend && copy(at.keep, at.forward, bytes, at.stream_keep)) {
       moved.shared_read += bytes;
       moved.buffer_written += bytes;
     }
@@ -52,7 +57,7 @@ Status run_primitive(algo::Primitive p, const Call& call, int nranks, const Chun
     const bool received = algo::receives(p);
     const void* chunk = received ? at.arrived : at.mine;
     uint64_t& read = received ? moved.shared_read : moved.buffer_read;
-    if (algo::keeps(p) && copy(at.keep, chunk, bytes)) {
+    if (algo::keeps(p) && copy(at.keep, chunk, bytes, at.stream_keep)) {
       read += bytes;
       moved.buffer_written += bytes;
     }

@@ -28,6 +28,9 @@ struct ChunkPlaces {
   // (a send of the input) or `arrived` (a partial result reduced in place).
   void* forward = nullptr;
   size_t count = 0;  // elements
+  // The copy into `keep` is written with non-temporal stores
+  // (reduce/stream_copy.hpp): a large output nobody reads soon.
+  bool stream_keep = false;
 };
 
 // What primitives read and wrote, in bytes, by place: `mine` and `keep` are

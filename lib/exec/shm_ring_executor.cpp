@@ -4,6 +4,7 @@
 
 #include "exec/stall.hpp"
 #include "exec/primitives.hpp"
+#include "reduce/reduce.hpp"
 
 namespace rr::exec {
 
@@ -67,6 +68,10 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
   const RingBuffers buffers(s, call);
   WaitPolicy wait(transport_, call.until(), call.interrupt, this);
   Status status;
+  // A large output written out of place is not read by this call again:
+  // written past the caches, it costs no read before each line's write.
+  const bool stream = stream_bytes_ != 0 && call.send != call.recv &&
+                      s.count() * reduce::dtype_size(call.dtype) >= stream_bytes_;
 
   for (size_t column = 0; column < s.columns() && status.ok(); ++column) {
     // The slots move without the transport: progress it once a column
@@ -116,6 +121,7 @@ Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
       // holds its own segment alone: other chunks have no place there).
       if (algo::reduces(p)) at.mine = buffers.mine(in);
       if (algo::keeps(p)) at.keep = buffers.output(in);
+      at.stream_keep = stream;
       status = run_primitive(p, call, s.nranks(), at, &traffic_);
       if (!status.ok()) break;
       from_left_->pop();

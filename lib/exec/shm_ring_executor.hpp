@@ -41,6 +41,10 @@ class ShmRingExecutor final : private Sleeper {
   // element size must not exceed it.
   size_t chunk_bytes() const { return to_right_->slot_bytes(); }
 
+  // Out of place, a ring over at least `bytes` (0: never) writes its output
+  // with non-temporal stores (RR_SHM_STREAM_BYTES).
+  void set_stream_bytes(size_t bytes) { stream_bytes_ = bytes; }
+
   // Runs `schedule` (any phases) on `call`, whose reductions happen on the
   // host (call.reducer is null). A failure leaves the rings out of step:
   // the communicator must not run on them again.
@@ -65,6 +69,7 @@ class ShmRingExecutor final : private Sleeper {
   transport::shm::SlotRing* from_left_;
   transport::shm::SlotRing* to_right_;
   bool sleeping_on_left_ = true;  // which ring sleep() waits on
+  size_t stream_bytes_ = 0;
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;
   Traffic traffic_;

@@ -32,10 +32,12 @@ def main(argv):
     except (OSError, ValueError) as e:
         fail(f"{path} is not valid JSON: {e}")
 
-    for key in ("tool", "command", "nranks", "memcpy_GBps", "built", "backends", "rows", "avg_busbw_GBps", "wrong"):
+    for key in ("tool", "command", "nranks", "memcpy_GBps", "copy_at_once_GBps", "reduce_at_once_GBps", "built",
+                "backends", "rows", "avg_busbw_GBps", "wrong"):
         if key not in doc:
             fail(f"{path} has no '{key}'")
-    if doc["tool"] != "rr-bench" or doc["nranks"] < 1 or not doc["memcpy_GBps"] > 0:
+    if doc["tool"] != "rr-bench" or doc["nranks"] < 1 or not doc["memcpy_GBps"] > 0 \
+            or not doc["copy_at_once_GBps"] > 0 or not doc["reduce_at_once_GBps"] > 0:
         fail(f"{path}: bad header {doc['tool']!r} nranks={doc['nranks']} memcpy={doc['memcpy_GBps']}")
     rows = doc["rows"]
     if not rows:
@@ -49,9 +51,18 @@ def main(argv):
     wrong = 0
     for row in rows:
         for key in ("backend", "algorithm", "collective", "size", "count", "type", "redop", "root", "bus_factor",
-                    "out_of_place", "in_place", "busbw_over_memcpy"):
+                    "out_of_place", "in_place", "busbw_over_memcpy", "bound_busbw_GBps", "busbw_over_bound"):
             if key not in row:
                 fail(f"row {row} has no '{key}'")
+        # The memory-traffic bound prices allreduce on more than one rank, nothing else.
+        bounded = row["collective"] == "allreduce" and doc["nranks"] > 1
+        if bounded != (row["bound_busbw_GBps"] > 0):
+            fail(f"row {row['backend']} {row['collective']} {row['size']} B: bound {row['bound_busbw_GBps']}")
+        if bounded and row["out_of_place"] is not None:
+            ratio = row["out_of_place"]["busbw_GBps"] / row["bound_busbw_GBps"]
+            if abs(ratio - row["busbw_over_bound"]) > 1e-3 * max(1.0, ratio):
+                fail(f"row {row['backend']} {row['size']} B: busbw_over_bound {row['busbw_over_bound']}, "
+                     f"busbw / bound {ratio}")
         # ringreduce names the schedule each row took (rrCommGetAlgorithm).
         if row["backend"] == "ringreduce" and row["algorithm"] not in (
                 "ring", "ring (shared memory)", "one-shot (shared memory)", "recursive doubling", "halving-doubling", "binomial tree", "chain", "direct", "local copy",
