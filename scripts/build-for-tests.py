@@ -28,6 +28,11 @@ def main() -> int:
                              text=True).stdout
         return json.loads(out)
 
+    # A folder configured before the sources changed (a meson.build that now
+    # adds a test) is configured again first: the introspection is what it records.
+    regenerated = subprocess.run(["ninja", "-C", args.build_dir, "build.ninja"])
+    if regenerated.returncode != 0:
+        return regenerated.returncode
     tests = introspect("--tests")
     chosen = [t for t in tests
               if t["name"] in args.names
