@@ -26,7 +26,9 @@ TEST(StreamCopy, CopiesEveryLengthAtEveryAlignment) {
         ASSERT_EQ(std::memcmp(dst.data() + dst_off, src.data() + src_off, bytes), 0)
             << bytes << " bytes, offsets " << src_off << "/" << dst_off;
         for (size_t i = 0; i < dst.size(); ++i) {
-          if (i < dst_off || i >= dst_off + bytes) ASSERT_EQ(dst[i], 0xEE) << "byte " << i << " written";
+          if (i < dst_off || i >= dst_off + bytes) {
+            ASSERT_EQ(dst[i], 0xEE) << "byte " << i << " written";
+          }
         }
       }
     }
