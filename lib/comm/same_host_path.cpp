@@ -63,6 +63,17 @@ Status Communicator::setup_same_host_path() {
   const int right = ring.right();
   const std::string name = "rank " + std::to_string(rank_) + ": setting up the same-host path";
   const bool shares_cores = size_ > exec::usable_cores();
+  // Each rank's NUMA node as the transport heard it (-1 unknown): the
+  // shared memory lives where the rank that reads it (a slot ring) or writes
+  // it (a board cell) runs.
+  std::vector<int> nodes = transport_->numa_of_ranks();
+  if (nodes.size() != static_cast<size_t>(size_)) nodes.assign(static_cast<size_t>(size_), -1);
+  const int my_node = nodes[static_cast<size_t>(rank_)];
+  // A placement that fails leaves the memory where the kernel puts it: slower
+  // across sockets, never wrong.
+  auto unplaced = [&](const char* what, const Status& placed) {
+    RR_LOG(LogLevel::kWarn, "rank %d: %s left unplaced: %s", rank_, what, placed.message().c_str());
+  };
 
   // This rank's ring, for its left neighbour to send on.
   std::string why_not;  // this rank's reason to stay on UCX, for the log
@@ -87,6 +98,8 @@ Status Communicator::setup_same_host_path() {
   } else {
     Status made = transport::shm::SlotRing::create(mine.slots, mine.slot_bytes, &from_left);
     if (made.ok()) {
+      Status placed = from_left->place(my_node);
+      if (!placed.ok()) unplaced("the slot ring", placed);
       mine.usable = 1;
       mine.fd = from_left->fd();
     } else {
@@ -104,6 +117,8 @@ Status Communicator::setup_same_host_path() {
   } else if (rank_ == 0) {
     Status made = transport::shm::Board::create(size_, settings_.shm_board_bytes, &board);
     if (made.ok()) {
+      Status placed = board->place_cells(nodes);
+      if (!placed.ok()) unplaced("the board", placed);
       board_offer = {kBoardMagic, 1, static_cast<int32_t>(getpid()), board->fd(), settings_.shm_board_bytes};
     } else {
       board_why_not = "rank 0: " + made.message();
@@ -199,8 +214,10 @@ Status Communicator::setup_same_host_path() {
   host_shape_.slot_rings = true;
   host_shape_.shares_cores = any_shares_cores;
   if (rank_ == 0) {
-    RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s)",
-           settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.text().c_str());
+    const bool placed = std::all_of(nodes.begin(), nodes.end(), [](int node) { return node >= 0; });
+    RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s), %s",
+           settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.text().c_str(),
+           placed ? "each on its reader's NUMA node" : "where the kernel puts them (the ranks' NUMA nodes are not all known)");
   }
   return Status::Ok();
 }

@@ -71,6 +71,19 @@ Status Board::create(int ranks, size_t capacity, std::unique_ptr<Board>* out) {
   return Status::Ok();
 }
 
+Status Board::place_cells(const std::vector<int>& nodes) {
+  if (nodes.size() != static_cast<size_t>(ranks_)) {
+    return InvalidArgument(std::string(kWhat) + ": " + std::to_string(nodes.size()) + " NUMA nodes for " +
+                           std::to_string(ranks_) + " cells");
+  }
+  RR_RETURN_IF_ERROR(place_pages(kWhat, mapping_, kHeaderBytes, nodes[0]));
+  for (int r = 0; r < ranks_; ++r) {
+    Status placed = place_pages(kWhat, cell(r), cell_bytes_, nodes[static_cast<size_t>(r)]);
+    if (!placed.ok()) return Status(placed.code(), placed.message() + " (rank " + std::to_string(r) + "'s cell)");
+  }
+  return Status::Ok();
+}
+
 Status Board::attach(int pid, int fd, int ranks, size_t capacity, std::unique_ptr<Board>* out) {
   if (!shape_ok(ranks, capacity) || pid <= 0 || fd < 0) {
     return InvalidArgument(std::string(kWhat) + ": rank 0 offered pid " + std::to_string(pid) + " fd " +

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/status.hpp"
 
@@ -50,6 +51,15 @@ class Board {
   // The others: maps the board that process `pid` made as its descriptor `fd`,
   // which must have `ranks` cells of `capacity`.
   [[nodiscard]] static Status attach(int pid, int fd, int ranks, size_t capacity, std::unique_ptr<Board>* out);
+
+  // The maker, before it offers the board: each rank's cell on that rank's
+  // NUMA node (`nodes`, one per rank, -1 unknown: left where the kernel
+  // puts it; the header on rank 0's), every page touched now
+  // (segment.hpp's place_pages). The cell's rank writes it, every rank
+  // reads it: it lives where its one writer runs.
+  [[nodiscard]] Status place_cells(const std::vector<int>& nodes);
+  // Where rank `rank`'s cell starts (page-aligned), for the placement's tests.
+  const void* cell_address(int rank) const { return cells_ + static_cast<size_t>(rank) * cell_bytes_; }
 
   // The maker's descriptor, until close_fd() (-1 after, and on the others).
   int fd() const { return fd_; }
@@ -92,7 +102,7 @@ class Board {
   void sleep_until_published(int rank, uint64_t n, int timeout_ms);
 
  private:
-  static constexpr uint64_t kMagic = 0x72722d626f617232;  // "rr-boar2"
+  static constexpr uint64_t kMagic = 0x72722d626f617233;  // "rr-boar3": cells of whole pages
   static constexpr size_t kHeaderBytes = 4096;
   static constexpr size_t kLine = 64;
   static constexpr int kMaxRanks = 1 << 15;
@@ -115,8 +125,11 @@ class Board {
   Board() = default;
   static bool shape_ok(int ranks, size_t capacity);
   static size_t slot_bytes(size_t capacity) { return (sizeof(Slot) + capacity + kLine - 1) / kLine * kLine; }
-  // A line of waiters' count, then the two slots.
-  static size_t cell_bytes(size_t capacity) { return kLine + 2 * slot_bytes(capacity); }
+  // A line of waiters' count, then the two slots; whole pages, so that
+  // each cell can live on its own NUMA node.
+  static size_t cell_bytes(size_t capacity) {
+    return (kLine + 2 * slot_bytes(capacity) + kHeaderBytes - 1) / kHeaderBytes * kHeaderBytes;
+  }
   static size_t total_bytes(int ranks, size_t capacity) {
     return kHeaderBytes + static_cast<size_t>(ranks) * cell_bytes(capacity);
   }

@@ -1,6 +1,7 @@
 #include "transport/shm/segment.hpp"
 
 #include <linux/futex.h>
+#include <linux/mempolicy.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -60,6 +61,50 @@ Status map_segment(const char* what, int fd, size_t bytes, void** mapping) {
   if (mapped == MAP_FAILED) return errno_error(what, "mmap");
   *mapping = mapped;
   return Status::Ok();
+}
+
+Status place_pages(const char* what, void* address, size_t bytes, int node) {
+  if (node < 0 || bytes == 0) return Status::Ok();
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  constexpr size_t kMaskBits = 8 * sizeof(unsigned long);
+  if (static_cast<size_t>(node) >= 64 * kMaskBits) {
+    return InvalidArgument(std::string(what) + ": NUMA node " + std::to_string(node) + " is out of range");
+  }
+  unsigned long mask[64] = {};
+  mask[static_cast<size_t>(node) / kMaskBits] = 1UL << (static_cast<size_t>(node) % kMaskBits);
+  const size_t length = (bytes + page - 1) / page * page;
+  // maxnode counts bits, and the kernel reads one fewer than it is told.
+  if (syscall(SYS_mbind, address, length, MPOL_PREFERRED, mask, 64 * kMaskBits + 1, 0) != 0) {
+    if (errno == ENOSYS) return Status::Ok();  // a kernel without NUMA: one node, nothing to place
+    return InternalError(std::string(what) + ": placing " + std::to_string(bytes) + " bytes on NUMA node " +
+                         std::to_string(node) + ": mbind: " + std::strerror(errno));
+  }
+  // A fresh segment reads as zeros: writing a zero allocates each page where
+  // the policy says, and changes nothing else.
+  auto* bytes_at = static_cast<volatile uint8_t*>(address);
+  for (size_t offset = 0; offset < bytes; offset += page) bytes_at[offset] = bytes_at[offset];
+  return Status::Ok();
+}
+
+int node_of_page(const void* address) {
+  int node = -1;
+  if (syscall(SYS_get_mempolicy, &node, nullptr, 0, address, MPOL_F_NODE | MPOL_F_ADDR) != 0) return -1;
+  return node;
+}
+
+bool preferred_node(const void* address, int* node) {
+  int mode = 0;
+  constexpr size_t kMaskBits = 8 * sizeof(unsigned long);
+  unsigned long mask[64] = {};
+  if (syscall(SYS_get_mempolicy, &mode, mask, 64 * kMaskBits, address, MPOL_F_ADDR) != 0) return false;
+  if (mode != MPOL_PREFERRED) return false;
+  for (size_t bit = 0; bit < 64 * kMaskBits; ++bit) {
+    if (mask[bit / kMaskBits] & (1UL << (bit % kMaskBits))) {
+      *node = static_cast<int>(bit);
+      return true;
+    }
+  }
+  return false;
 }
 
 void futex_wake_all(std::atomic<uint32_t>* word) {

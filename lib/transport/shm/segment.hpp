@@ -22,6 +22,19 @@ namespace rr::transport::shm {
 // Maps all of segment `fd`, which must hold exactly `bytes`.
 [[nodiscard]] Status map_segment(const char* what, int fd, size_t bytes, void** mapping);
 
+// Asks that the `bytes` at `address` (a mapping of a segment, page-aligned)
+// live on NUMA node `node`: a preferred policy on the segment itself (so it
+// holds for whichever process touches a page first; another node when that
+// one is full), then touches every page so that they are placed now, before
+// any peer uses them. Call it on a segment no peer writes yet. `node` < 0,
+// or a kernel without NUMA support: nothing. `what` starts each error.
+[[nodiscard]] Status place_pages(const char* what, void* address, size_t bytes, int node);
+// The NUMA node the page at `address` lives on, -1 when the kernel cannot
+// say (no NUMA support) or the page is not there yet.
+int node_of_page(const void* address);
+// Whether the pages at `address` have a preferred-node policy (place_pages
+// set one), and *node that node.
+bool preferred_node(const void* address, int* node);
 // Wakes every process sleeping on `word`.
 void futex_wake_all(std::atomic<uint32_t>* word);
 // Sleeps while `word` holds `seen`, at most `timeout_ms`; spurious returns happen.

@@ -71,6 +71,8 @@ Status SlotRing::create(size_t slots, size_t slot_bytes, std::unique_ptr<SlotRin
   return mapped;
 }
 
+Status SlotRing::place(int node) { return place_pages(kWhat, mapping_, mapping_bytes_, node); }
+
 Status SlotRing::attach(int pid, int fd, size_t slots, size_t slot_bytes, std::unique_ptr<SlotRing>* out) {
   if (!shape_ok(slots, slot_bytes) || pid <= 0 || fd < 0) {
     return InvalidArgument("shared-memory ring: a peer offered pid " + std::to_string(pid) + " fd " +

@@ -39,6 +39,14 @@ class SlotRing {
   // descriptor `fd`, which must have `slots` x `slot_bytes`.
   [[nodiscard]] static Status attach(int pid, int fd, size_t slots, size_t slot_bytes, std::unique_ptr<SlotRing>* out);
 
+  // The receiving side, before it offers the ring: the ring on NUMA node
+  // `node` (-1: left where the kernel puts it), every page touched now
+  // (segment.hpp's place_pages). The receiver reads each chunk where it
+  // lies, so the ring lives where the reader runs.
+  [[nodiscard]] Status place(int node);
+  // The first slot, for the placement's tests.
+  const void* data() const { return data_; }
+
   // The receiving side's descriptor, until close_fd() (-1 after).
   int fd() const { return fd_; }
   // Once the sender has attached: the mapping is all either side needs.
