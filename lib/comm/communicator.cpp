@@ -95,11 +95,12 @@ Status Communicator::init() {
   RR_RETURN_IF_ERROR(setup_same_host_path());
   // How ranks wait (exec/wait_policy.hpp): yield the core while this host
   // runs more ranks than there are cores, unless RR_WAIT_POLICY says.
-  exec::note_host_ranks(transport_->same_host_ranks());
+  exec::note_host_ranks(transport_->same_host_ranks(), host_cpus_);
   if (rank_ == 0) {
-    RR_LOG(LogLevel::kInfo, "rank 0: wait policy %s (RR_WAIT_POLICY=%s; %d ranks on this host, %d usable cores)",
+    RR_LOG(LogLevel::kInfo, "rank 0: wait policy %s (RR_WAIT_POLICY=%s; %d ranks on this host, %d CPUs %s)",
            exec::wait_mode_name(exec::effective_wait_mode()), exec::wait_mode_name(exec::wait_mode()),
-           exec::host_ranks(), exec::usable_cores());
+           transport_->same_host_ranks(), host_cpus_ > 0 ? host_cpus_ : exec::usable_cores(),
+           host_cpus_ > 0 ? "for them together" : "for this rank");
   }
   return Status::Ok();
 }

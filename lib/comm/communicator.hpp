@@ -344,6 +344,9 @@ class Communicator final : public exec::Interrupt {
   std::unique_ptr<transport::shm::SlotRing> shm_to_right_;
   std::unique_ptr<exec::ShmRingExecutor> shm_ring_;
   int shm_left_ = -1, shm_right_ = -1;
+  // The CPUs this host's ranks may use together (the union of their
+  // affinity masks, comm/same_host_path.cpp); 0: unknown (ranks on several hosts).
+  int host_cpus_ = 0;
   // The board of the one-shot schedules, when set up (comm/same_host_path.cpp).
   std::unique_ptr<transport::shm::Board> board_;
   std::unique_ptr<exec::BoardExecutor> board_exec_;

@@ -44,14 +44,12 @@ struct BoardOffer {
 };
 constexpr uint32_t kBoardMagic = 0x7272626f;  // "rrbo"
 
-// A rank's vote: a bit for each part it can use (all must), and whether it
-// shares cores with the others (any may: the selector must price alike on
-// every rank, whatever each one's CPU binding says).
+// A rank's vote: a bit for each part it can use (all must).
 constexpr uint8_t kVoteRings = 1;
 constexpr uint8_t kVoteBoard = 2;
-constexpr uint8_t kVoteSharesCores = 4;
 
-using exec::setup_tag;  // 0: the offers, 1: the votes to rank 0, 2: its answer, 3: its board offer
+using exec::setup_tag;  // 0: the offers, 1: the votes to rank 0, 2: its answer, 3: its board offer,
+                        // 8: each rank's CPU mask to rank 0, 9: the CPUs of them all
 
 }  // namespace
 
@@ -62,7 +60,34 @@ Status Communicator::setup_same_host_path() {
   const int left = ring.left();
   const int right = ring.right();
   const std::string name = "rank " + std::to_string(rank_) + ": setting up the same-host path";
-  const bool shares_cores = size_ > exec::usable_cores();
+  // Whether the ranks share cores: more of them than the CPUs they may use
+  // together. Each rank's affinity alone would say so of ranks a launcher
+  // bound to a CPU each (mpirun -np 2 does by default), which share none.
+  // Rank 0 unites the masks and tells every rank the count.
+  uint64_t cpu_mask[exec::kCpuMaskWords];
+  exec::usable_cpu_mask(cpu_mask);
+  int32_t host_cpus = 0;
+  if (rank_ == 0) {
+    std::vector<uint64_t> masks(static_cast<size_t>(size_) * exec::kCpuMaskWords);
+    for (int r = 1; r < size_; ++r) {
+      batch_->add_recv(r, setup_tag(8), &masks[static_cast<size_t>(r) * exec::kCpuMaskWords], sizeof(cpu_mask));
+    }
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+    std::copy(cpu_mask, cpu_mask + exec::kCpuMaskWords, masks.begin());
+    for (int w = 0; w < exec::kCpuMaskWords; ++w) {
+      uint64_t all = 0;
+      for (int r = 0; r < size_; ++r) all |= masks[static_cast<size_t>(r) * exec::kCpuMaskWords + static_cast<size_t>(w)];
+      host_cpus += __builtin_popcountll(all);
+    }
+    for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(9), &host_cpus, sizeof(host_cpus));
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  } else {
+    batch_->add_send(0, setup_tag(8), cpu_mask, sizeof(cpu_mask));
+    batch_->add_recv(0, setup_tag(9), &host_cpus, sizeof(host_cpus));
+    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
+  }
+  host_cpus_ = host_cpus;
+  const bool shares_cores = size_ > host_cpus;
   // Each rank's NUMA node as the transport heard it (-1 unknown): the
   // shared memory lives where the rank that reads it (a slot ring) or writes
   // it (a board cell) runs.
@@ -82,15 +107,11 @@ Status Communicator::setup_same_host_path() {
   mine.magic = kOfferMagic;
   mine.pid = static_cast<int32_t>(getpid());
   mine.slots = static_cast<uint64_t>(settings_.shm_slots);
-  // RR_SHM_SLOT_BYTES when set. Else the default, four times larger when
-  // ranks share cores (each hand-over then waits for a context switch:
-  // 256 KiB measured 1.2-1.9 x faster than 64 KiB at 4 ranks on 2 cores,
-  // bench/RESULTS.md, "Shared memory, 2 and 4 ranks"), or the communicator's
+  // RR_SHM_SLOT_BYTES when set. Else the default, or the communicator's
   // chunk when that is smaller (a small chunk_bytes is how tests reach many
   // chunk columns with small buffers, on either path).
   mine.slot_bytes = settings_.shm_slot_bytes;
   if (settings_.shm_slot_bytes_source.is_default()) {
-    if (shares_cores) mine.slot_bytes *= 4;
     mine.slot_bytes = std::min<uint64_t>(mine.slot_bytes, (settings_.chunk_bytes + 63) / 64 * 64);
   }
   if (!settings_.same_host_shm) {
@@ -163,15 +184,12 @@ Status Communicator::setup_same_host_path() {
   }
 
   // Every rank or none: rank 0 collects the votes and answers with what all can use.
-  if (shares_cores) vote |= kVoteSharesCores;
   uint8_t all = vote;
   if (rank_ == 0) {
     std::vector<uint8_t> votes(static_cast<size_t>(size_), vote);
     for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(1), &votes[static_cast<size_t>(r)], 1);
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-    uint8_t any = 0;
-    for (uint8_t v : votes) all &= v, any |= v;
-    all = static_cast<uint8_t>((all & (kVoteRings | kVoteBoard)) | (any & kVoteSharesCores));
+    for (uint8_t v : votes) all &= v;
     for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(2), &all, 1);
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   } else {
@@ -181,12 +199,11 @@ Status Communicator::setup_same_host_path() {
   }
   // Every rank has its copy of the board's descriptor by now.
   if (board) board->close_fd();
-  const bool any_shares_cores = (all & kVoteSharesCores) != 0;
   if (all & kVoteBoard) {
     board_ = std::move(board);
     board_exec_ = std::make_unique<exec::BoardExecutor>(transport_.get(), board_.get(), rank_);
     host_shape_.board_bytes = board_->capacity();
-    host_shape_.shares_cores = any_shares_cores;
+    host_shape_.shares_cores = shares_cores;
     if (rank_ == 0) {
       RR_LOG(LogLevel::kInfo, "rank 0: same-host small calls: one-shot on a shared-memory board, %zu bytes per call "
              "(RR_SHM_BOARD_BYTES, %s)", board_->capacity(), settings_.shm_board_bytes_source.text().c_str());
@@ -212,7 +229,7 @@ Status Communicator::setup_same_host_path() {
   shm_ring_->set_stream_bytes(settings_.shm_stream_bytes);
   // The allreduce selector prices the ring by its slot hand-overs now.
   host_shape_.slot_rings = true;
-  host_shape_.shares_cores = any_shares_cores;
+  host_shape_.shares_cores = shares_cores;
   if (rank_ == 0) {
     const bool placed = std::all_of(nodes.begin(), nodes.end(), [](int node) { return node >= 0; });
     RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s), %s",

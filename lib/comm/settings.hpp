@@ -87,13 +87,12 @@ struct Settings {
   // between hosts). RR_SAME_HOST=shm|ucx.
   bool same_host_shm = true;
   // Each rank's ring from its left neighbour: RR_SHM_SLOTS slots of
-  // RR_SHM_SLOT_BYTES. 4 x 64 KiB: a chunk large enough that handing it
-  // over (two cache lines of counters) is noise beside reducing it, few
-  // enough that a rank's two rings (512 KiB) stay in its L2 cache, so the
-  // chunks go from one core's cache to the next without touching DRAM.
-  // Unset, the slots are 256 KiB where ranks share cores (fewer hand-overs,
-  // each a context switch; comm/same_host_path.cpp).
-  size_t shm_slot_bytes = size_t{64} << 10;
+  // RR_SHM_SLOT_BYTES. 4 x 256 KiB: a chunk large enough that handing it
+  // over (two cache lines of counters between cores, and a context switch
+  // where ranks share cores) is noise beside reducing it; 64 KiB slots
+  // measured 1.5-4 x slower from 512 KiB to 32 MiB at 2 ranks on an EPYC,
+  // and as fast on a Xeon (bench/RESULTS.md, "Slot size").
+  size_t shm_slot_bytes = size_t{256} << 10;
   int shm_slots = 4;
   // The same-host board of the one-shot schedules (comm/one_shot.cpp): each
   // rank publishes up to this many bytes of data at a time (a multiple of

@@ -285,7 +285,7 @@ std::vector<SettingSpec> make_specs() {
     {"RR_SAME_HOST", nullptr, Scope::kCommunicator, "shm", "ranks of one host: `shm` slot rings or `ucx`",
      either<&Settings::same_host_shm, &Settings::same_host_source, kShmUcx, true>,
      either_value<&Settings::same_host_shm, kShmUcx, true>, from<&Settings::same_host_source>},
-    {"RR_SHM_SLOT_BYTES", nullptr, Scope::kCommunicator, "64K", "each rank's shared-memory slot ring: slot size",
+    {"RR_SHM_SLOT_BYTES", nullptr, Scope::kCommunicator, "256K", "each rank's shared-memory slot ring: slot size",
      bytes<&Settings::shm_slot_bytes, &Settings::shm_slot_bytes_source, Settings::kMinChunkBytes,
            Settings::kMaxChunkBytes, 64>,
      [](const Settings& s) { return std::to_string(s.shm_slot_bytes); }, from<&Settings::shm_slot_bytes_source>},

@@ -12,6 +12,7 @@ namespace rr::exec {
 
 namespace {
 std::atomic<int> g_host_ranks{1};
+std::atomic<bool> g_oversubscribed{false};
 }  // namespace
 
 bool parse_wait_mode(const char* text, WaitMode* out) {
@@ -56,13 +57,27 @@ WaitMode wait_mode() {
   return mode;
 }
 
-void note_host_ranks(int ranks) {
+void note_host_ranks(int ranks, int cpus) {
   int seen = g_host_ranks.load(std::memory_order_relaxed);
   while (ranks > seen && !g_host_ranks.compare_exchange_weak(seen, ranks, std::memory_order_relaxed)) {
   }
+  if (ranks > (cpus > 0 ? cpus : usable_cores())) g_oversubscribed.store(true, std::memory_order_relaxed);
 }
 
 int host_ranks() { return g_host_ranks.load(std::memory_order_relaxed); }
+
+bool host_oversubscribed() { return g_oversubscribed.load(std::memory_order_relaxed); }
+
+void usable_cpu_mask(uint64_t (&mask)[kCpuMaskWords]) {
+  static_assert(kCpuMaskWords * 64 == CPU_SETSIZE, "the mask holds a cpu_set_t");
+  for (uint64_t& word : mask) word = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+  }
+}
 
 int usable_cores() {
   static const int cores = [] {
@@ -78,7 +93,7 @@ int usable_cores() {
 WaitMode effective_wait_mode() {
   const WaitMode mode = wait_mode();
   if (mode != WaitMode::kAuto) return mode;
-  return host_ranks() > usable_cores() ? WaitMode::kYield : WaitMode::kSleep;
+  return host_oversubscribed() ? WaitMode::kYield : WaitMode::kSleep;
 }
 
 }  // namespace rr::exec

@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstdint>
 
 #include "transport/transport.hpp"
 
@@ -38,9 +39,10 @@ constexpr auto kDrainLimit = std::chrono::milliseconds(100);
 
 // How a rank with nothing to do waits inside a call (RR_WAIT_POLICY, read
 // once per process):
-//   kAuto (default)   kYield while this host runs more ranks than this
-//                     process may use cores (oversubscribed, as Open MPI's
-//                     mpi_yield_when_idle), kSleep otherwise;
+//   kAuto (default)   kYield while a communicator's ranks on this host
+//                     outnumber the CPUs they may use together
+//                     (oversubscribed, as Open MPI's mpi_yield_when_idle),
+//                     kSleep otherwise;
 //   kSleep            spins and yields its core briefly (64 rounds each),
 //                     then sleeps on the transport's event descriptor;
 //   kYield            spins briefly, then yields for as long as it waits
@@ -82,13 +84,24 @@ const char* wait_mode_name(WaitMode mode);
 // comm/settings.cpp refuses every init then, and wait_mode() says kAuto.
 Status read_wait_mode(WaitMode* out);
 WaitMode wait_mode();
-// The most ranks any communicator of this process found on this host
-// (comm/communicator.cpp reports each one's at init), and the cores this
-// process may run on (its affinity mask).
-void note_host_ranks(int ranks);
+// At each communicator's init (comm/communicator.cpp): its `ranks` on this
+// host and the CPUs they may use together (`cpus`: the union of their
+// affinity masks, 0 where unknown: then this process's own count). The
+// process waits as oversubscribed once any communicator was: ranks that a
+// launcher bound to one CPU each (mpirun -np 2 binds by default) are not
+// sharing one, ranks bound to the same CPU are.
+void note_host_ranks(int ranks, int cpus = 0);
+// The most ranks any communicator of this process found on this host.
 int host_ranks();
+// Whether any communicator's ranks here outnumber their CPUs.
+bool host_oversubscribed();
+// The CPUs this process may run on (its affinity mask).
 int usable_cores();
-// What a rank waits by: wait_mode(), with kAuto resolved from the two above.
+// The CPUs in this process's affinity mask, as 64-bit words (bit c of word
+// c / 64: CPU c), for ranks to unite theirs (comm/same_host_path.cpp).
+constexpr int kCpuMaskWords = 16;  // 1024 CPUs, glibc's cpu_set_t
+void usable_cpu_mask(uint64_t (&mask)[kCpuMaskWords]);
+// What a rank waits by: wait_mode(), with kAuto resolved from host_oversubscribed().
 WaitMode effective_wait_mode();
 
 class WaitPolicy {

@@ -252,6 +252,46 @@ else
   fail "SIGTERM to rr-run reaches the ranks and rr-run exits 143"
 fi
 
+# --- where the ranks run -----------------------------------------------------
+
+# The CPUs this test may use, as rr-run sees them (its own affinity).
+mapfile -t cpus < <(python3 -c 'import os; print("\n".join(str(c) for c in sorted(os.sched_getaffinity(0))))')
+ncpus=${#cpus[@]}
+allowed=$(grep Cpus_allowed_list /proc/self/status | awk '{print $2}')
+affinity='echo "$RANK $(grep Cpus_allowed_list /proc/self/status | awk "{print \$2}")"'
+
+# --bind-to core: rank r on the (r mod CPUs)-th CPU alone, with more ranks than CPUs too.
+n=$((ncpus + 1))
+run_rr -n "$n" --bind-to core --no-tag-output sh -c "$affinity"
+expected=""
+for ((r = 0; r < n; r++)); do expected+="$r ${cpus[$((r % ncpus))]}"$'\n'; done
+if [[ $rc -eq 0 && "$(sort -n "$TMP/out")"$'\n' == "$expected" ]]; then
+  pass "--bind-to core: $n ranks on $ncpus CPUs, one each, round robin"
+else
+  fail "--bind-to core: $n ranks on $ncpus CPUs, one each, round robin (expected: $(echo "$expected" | tr '\n' ';'))"
+fi
+
+# The default binds nothing: every rank may run on rr-run's CPUs.
+run_rr -n "$n" --no-tag-output sh -c "$affinity"
+if [[ $rc -eq 0 && $(wc -l <"$TMP/out") -eq $n ]] && awk -v all="$allowed" '$2 != all { bad = 1 } END { exit bad }' "$TMP/out"; then
+  pass "by default no rank is bound: each keeps rr-run's CPUs ($allowed)"
+else
+  fail "by default no rank is bound: each keeps rr-run's CPUs ($allowed)"
+fi
+
+# rr-run's own affinity is what it shares out: under taskset, one CPU for all.
+if command -v taskset >/dev/null; then
+  start=$(date +%s%N)
+  timeout 20 taskset -c "${cpus[-1]}" "$RR" -n 2 --bind-to core --no-tag-output sh -c "$affinity" >"$TMP/out" 2>"$TMP/err" </dev/null
+  rc=$?
+  elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  if [[ $rc -eq 0 && "$(sort -n "$TMP/out")" == "0 ${cpus[-1]}"$'\n'"1 ${cpus[-1]}" ]]; then
+    pass "under taskset -c ${cpus[-1]}, --bind-to core binds both ranks to it"
+  else
+    fail "under taskset -c ${cpus[-1]}, --bind-to core binds both ranks to it"
+  fi
+fi
+
 # --- usage and exec errors -------------------------------------------------
 
 usage_cases=(
@@ -265,6 +305,7 @@ usage_cases=(
   "-n 2 --bogus true"      # unknown option
   "--timeout -1 -n 2 true"
   "-x RANK=7 -n 2 true"    # rr-run owns RANK
+  "--bind-to auto -n 2 true"
 )
 for args in "${usage_cases[@]}"; do
   # Word splitting of $args is the point here.

@@ -7,39 +7,41 @@
 // env:// program (PyTorch, Gloo tests, rr-bench) and works while the engine
 // does not build.
 //
-// Linux only: signalfd, prctl(PR_SET_PDEATHSIG), pipe2, execvpe.
+// Linux only: signalfd, prctl(PR_SET_PDEATHSIG), pipe2, execvpe,
+// sched_setaffinity. Beside this file: the command line (options.hpp), the
+// port it picks (ports.hpp), the ranks' output (output.hpp) and where they
+// run (binding.hpp).
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "command_line.hpp"
+#include "binding.hpp"
+#include "fd.hpp"
+#include "options.hpp"
+#include "output.hpp"
+#include "ports.hpp"
 
 extern char** environ;
 
+namespace rr::run {
 namespace {
 
 constexpr int kExitLaunchError = 1;
@@ -47,15 +49,6 @@ constexpr int kExitUsage = 2;
 constexpr int kExitTimeout = 124;  // what timeout(1) returns
 constexpr int kExitNotExecutable = 126;  // shell convention: found but exec failed
 constexpr int kExitNotFound = 127;  // shell convention: no such program
-
-// Local ranks only: a few thousand already exhausts the default fd limit (two
-// pipes per rank), so anything larger is a typo.
-constexpr long kMaxRanks = 4096;
-
-// A rank that never writes a newline must not grow our memory without bound;
-// past this size its pending bytes go out as a line of their own.
-constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
-constexpr std::size_t kReadBytes = std::size_t{64} << 10;
 
 // After SIGKILL the kernel tears processes down at once; this bounds the wait
 // for ones stuck in uninterruptible sleep and for pipe ends held by processes
@@ -78,342 +71,6 @@ constexpr const char* kAuthTokenVariable = "RR_AUTH_TOKEN";
 constexpr std::size_t kAuthTokenBytes = 32;
 
 using Clock = std::chrono::steady_clock;
-
-constexpr const char kUsage[] =
-    "usage: rr-run -n N [options] [--] program [args...]\n"
-    "\n"
-    "Start N local ranks of program with the torch.distributed env:// variables\n"
-    "MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE.\n"
-    "If a rank fails, the others get SIGTERM, then SIGKILL after the grace period.\n"
-    "SIGUSR1 is forwarded to every rank (ringreduce ranks then dump their state);\n"
-    "ranks start with SIGUSR1 ignored, so it cannot kill one that has no handler.\n"
-    "\n"
-    "options:\n"
-    "  -n, -np, --nproc N   number of ranks (required, 1 to 4096)\n"
-    "  --master-addr ADDR   rendezvous address (default 127.0.0.1)\n"
-    "  --master-port PORT   rendezvous port (default: a free port picked on ADDR)\n"
-    "  -x VAR=VALUE         set VAR in every rank (repeatable); -x VAR passes on\n"
-    "                       rr-run's own value of VAR\n"
-    "  --tag-output         prefix each output line with \"[rank] \" (default)\n"
-    "  --no-tag-output      pass lines through untagged (still whole lines)\n"
-    "  --timeout SECONDS    stop all ranks after SECONDS and exit 124\n"
-    "  --grace-ms MS        wait between SIGTERM and SIGKILL (default 2000)\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "Every rank also gets RR_AUTH_TOKEN, a random secret that admits it to the\n"
-    "rendezvous, unless RR_AUTH_TOKEN is already set (here or with -x).\n"
-    "\n"
-    "exit status: 0 when every rank exits 0; else the first failing rank's status\n"
-    "(128+signal if it was killed); 124 on timeout; 126/127 when program cannot be\n"
-    "executed / is not found; 128+signal when rr-run is interrupted; 2 on bad usage;\n"
-    "1 when rr-run itself fails.\n";
-
-// Owns one file descriptor; closes it on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-struct Pipe {
-  Fd read_end;
-  Fd write_end;
-};
-
-// Close-on-exec so that rank k never inherits rank j's pipe ends: an inherited
-// write end would hold rank j's stream open after rank j exits.
-std::optional<Pipe> make_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-  return Pipe{Fd(fds[0]), Fd(fds[1])};
-}
-
-std::string errno_text(int err) { return std::strerror(err); }
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-struct Options {
-  int nranks = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // 0: pick a free one
-  int grace_ms = 2000;
-  std::optional<double> timeout_s;
-  bool tag_output = true;
-  std::vector<std::pair<std::string, std::string>> extra_env;  // -x, in order
-  std::vector<std::string> command;
-  bool help = false;
-};
-
-long parse_long(const std::string& option, const std::string& text, long min, long max) {
-  errno = 0;
-  char* end = nullptr;
-  const long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
-    throw UsageError("invalid value '" + text + "' for " + option + ": expected an integer from " +
-                     std::to_string(min) + " to " + std::to_string(max));
-  }
-  return value;
-}
-
-double parse_seconds(const std::string& option, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  // The upper bound keeps the deadline arithmetic in steady_clock's range.
-  if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0 || value > 1e9) {
-    throw UsageError("invalid value '" + text + "' for " + option +
-                     ": expected a positive number of seconds");
-  }
-  return value;
-}
-
-bool is_variable_name(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
-std::pair<std::string, std::string> parse_export(const std::string& text) {
-  const auto eq = text.find('=');
-  std::string name = text.substr(0, eq);
-  if (!is_variable_name(name)) throw UsageError("-x " + text + ": '" + name + "' is not a variable name");
-  for (const char* owned : kLauncherVariables) {
-    if (name == owned) {
-      std::string hint = name == "MASTER_ADDR"   ? " (use --master-addr)"
-                         : name == "MASTER_PORT" ? " (use --master-port)"
-                                                 : "";
-      throw UsageError("-x " + text + ": rr-run sets " + name + " itself" + hint);
-    }
-  }
-  if (eq != std::string::npos) return {name, text.substr(eq + 1)};
-  // mpirun's -x VAR exports the launcher's own value.
-  const char* value = std::getenv(name.c_str());
-  if (value == nullptr) throw UsageError("-x " + name + ": " + name + " is not set");
-  return {name, value};
-}
-
-Options parse_args(int argc, char** argv) {
-  // mpirun's -np, a single-dash long option, is --nproc for CLI11; only
-  // before the program (whose own arguments are its business).
-  std::vector<std::string> args(argv, argv + argc);
-  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
-    if (args[i] == "-np") args[i] = "--nproc";
-  }
-  std::vector<const char*> words;
-  for (const std::string& arg : args) words.push_back(arg.c_str());
-
-  Options options;
-  std::string nranks, master_port, grace_ms, timeout;
-  std::vector<std::string> exports;
-  bool no_tag_output = false;
-  rr::tools::CommandLine command_line("rr-run");
-  CLI::App& app = command_line.app;
-  app.add_flag("-h,--help", options.help);
-  app.add_option("-n,--nproc", nranks);
-  app.add_option("--master-addr", options.master_addr);
-  app.add_option("--master-port", master_port);
-  app.add_option("--grace-ms", grace_ms);
-  app.add_option("--timeout", timeout);
-  app.add_option("-x", exports);
-  app.add_flag("--tag-output", options.tag_output);
-  app.add_flag("--no-tag-output", no_tag_output);
-  try {
-    // Parsing stops at the program: what follows is its own.
-    command_line.parse(static_cast<int>(words.size()), words.data(), /*stop_at_program=*/true);
-  } catch (const rr::tools::CommandLineError& e) {
-    throw UsageError(e.what());
-  }
-  if (options.help) return options;
-  std::vector<std::string> command = app.remaining();
-  if (!command.empty() && command.front() == "--") {
-    command.erase(command.begin());  // "--" ends rr-run's flags: the program follows, whatever its name
-  } else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
-    throw UsageError("unknown option '" + command.front() + "'");
-  }
-  if (!command_line.given("-n")) throw UsageError("missing -n N (the number of ranks)");
-  options.nranks = static_cast<int>(parse_long("-n", nranks, 1, kMaxRanks));
-  if (command_line.given("--master-addr") && options.master_addr.empty()) {
-    throw UsageError("--master-addr needs a non-empty address");
-  }
-  if (command_line.given("--master-port")) {
-    options.master_port = static_cast<int>(parse_long("--master-port", master_port, 1, 65535));
-  }
-  if (command_line.given("--grace-ms")) {
-    options.grace_ms = static_cast<int>(parse_long("--grace-ms", grace_ms, 0, 3'600'000));
-  }
-  if (command_line.given("--timeout")) options.timeout_s = parse_seconds("--timeout", timeout);
-  for (const std::string& text : exports) options.extra_env.push_back(parse_export(text));
-  if (no_tag_output) options.tag_output = false;
-  options.command = std::move(command);
-  if (options.command.empty()) throw UsageError("no program given");
-  return options;
-}
-
-// The lowest port of the kernel's ephemeral range (ip_local_port_range).
-int ephemeral_low() {
-  int low = 32768;
-  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
-    std::fclose(f);
-  }
-  return low;
-}
-
-// Whether `port` can be bound on every address `addr` resolves to now.
-bool can_bind(const std::string& addr, int port, std::string& error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
-    error = gai_strerror(rc);
-    return false;
-  }
-  bool ok = found != nullptr;
-  for (addrinfo* ai = found; ai != nullptr && ok; ai = ai->ai_next) {
-    Fd sock(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-    if (!sock.valid() || ::bind(sock.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
-      error = "port " + std::to_string(port) + ": " + errno_text(errno);
-      ok = false;
-    }
-  }
-  ::freeaddrinfo(found);
-  return ok;
-}
-
-// A port on the master address that nothing listens on, or 0. It is free
-// again before rank 0 binds it, so it is drawn at random from below the
-// kernel's ephemeral range: a bind to port 0 would hand out one from that
-// range, where every other bind(0) and every outgoing connection (UCX's
-// listeners, the store's clients, any program on the host) may take it first,
-// and rank 0 then fails to listen. Below it, only another launcher drawing the
-// same port within that moment can; --master-port exists for when even that
-// matters. 29500 and up is left to ports derived from job ids.
-int pick_free_port(const std::string& addr, std::string& error) {
-  const int high = std::min(29500, ephemeral_low());
-  const int low = std::max(1024, high - 14000);
-  uint64_t draw = 0;
-  error = "no port tried";
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    if (::getrandom(&draw, sizeof draw, 0) != static_cast<ssize_t>(sizeof draw)) draw = draw * 6364136223846793005ull + 1;
-    const int port = low + static_cast<int>(draw % static_cast<uint64_t>(high - low));
-    if (can_bind(addr, port, error)) return port;
-  }
-  return 0;
-}
-
-// One of rr-run's own output streams. Each write is a batch of whole lines, so
-// lines of different ranks never interleave mid-line.
-class Sink {
- public:
-  explicit Sink(int fd) : fd_(fd) {}
-
-  void write(const std::string& bytes) {
-    std::size_t done = 0;
-    while (!broken_ && done < bytes.size()) {
-      const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n >= 0) {
-        done += static_cast<std::size_t>(n);
-      } else if (errno == EAGAIN) {
-        // Our stdout may be a non-blocking description shared with the caller.
-        pollfd writable{fd_, POLLOUT, 0};
-        ::poll(&writable, 1, -1);
-      } else if (errno != EINTR) {
-        broken_ = true;  // EPIPE (`rr-run ... | head`) or worse: nobody reads it any more
-      }
-    }
-  }
-
-  bool broken() const { return broken_; }
-
- private:
-  int fd_;
-  bool broken_ = false;
-};
-
-// One rank's stdout or stderr: bytes in from its pipe, whole tagged lines out.
-class LineStream {
- public:
-  LineStream() = default;
-  LineStream(Fd pipe, std::string prefix, Sink* sink)
-      : pipe_(std::move(pipe)), prefix_(std::move(prefix)), sink_(sink) {}
-
-  bool open() const { return pipe_.valid(); }
-  int fd() const { return pipe_.get(); }
-
-  // One read per readiness report, so a chatty rank cannot starve the others;
-  // poll is level-triggered and comes back for the rest.
-  void read_some() {
-    char buffer[kReadBytes];
-    ssize_t n;
-    do {
-      n = ::read(pipe_.get(), buffer, sizeof buffer);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && errno == EAGAIN) return;
-    if (n <= 0) {  // end of file, or an error that ends the stream just the same
-      emit(/*at_eof=*/true);
-      pipe_.reset();
-      return;
-    }
-    pending_.append(buffer, static_cast<std::size_t>(n));
-    emit(/*at_eof=*/false);
-    // Pass a broken pipe on: once we stop reading, the rank's own next write
-    // fails with SIGPIPE, just as if it wrote to `head` directly. Dropping the
-    // output instead would let `rr-run -n 2 yes | head` run forever.
-    if (sink_->broken()) pipe_.reset();
-  }
-
- private:
-  void emit(bool at_eof) {
-    std::string out;
-    std::size_t start = 0;
-    for (std::size_t newline; (newline = pending_.find('\n', start)) != std::string::npos;
-         start = newline + 1) {
-      out += prefix_;
-      out.append(pending_, start, newline + 1 - start);
-    }
-    const std::size_t rest = pending_.size() - start;
-    // A trailing partial line still gets its own line, so the next rank's tag
-    // starts at the beginning of one.
-    if (rest > 0 && (at_eof || rest >= kMaxLineBytes)) {
-      out += prefix_;
-      out.append(pending_, start, rest);
-      out += '\n';
-      start = pending_.size();
-    }
-    pending_.erase(0, start);
-    if (!out.empty()) sink_->write(out);
-  }
-
-  Fd pipe_;
-  std::string prefix_;
-  Sink* sink_ = nullptr;
-  std::string pending_;
-};
 
 struct Rank {
   int index = 0;
@@ -465,7 +122,7 @@ void set_variable(std::vector<std::string>& env, const std::string& name, const 
 
 // What the child reports through its status pipe when it cannot become the rank.
 struct ChildFailure {
-  enum class Stage : int { kJoinGroup, kExec };
+  enum class Stage : int { kJoinGroup, kBind, kExec };
   Stage stage;
   int error;
 };
@@ -483,6 +140,7 @@ struct ChildSetup {
   const struct sigaction* sigpipe_action = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
+  int cpu = -1;  // the CPU to bind to (binding.hpp); -1: none
 };
 
 [[noreturn]] void report_child_failure(int status_fd, ChildFailure::Stage stage, int error) {
@@ -512,6 +170,14 @@ struct ChildSetup {
   ignore_usr1.sa_handler = SIG_IGN;
   ::sigaction(SIGUSR1, &ignore_usr1, nullptr);
 
+  if (setup.cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(setup.cpu, &one);
+    if (::sched_setaffinity(0, sizeof(one), &one) != 0) {
+      report_child_failure(setup.status_fd, ChildFailure::Stage::kBind, errno);
+    }
+  }
   ::dup2(setup.stdin_fd, STDIN_FILENO);
   ::dup2(setup.stdout_fd, STDOUT_FILENO);
   ::dup2(setup.stderr_fd, STDERR_FILENO);
@@ -575,6 +241,13 @@ class Launcher {
       fail(kExitLaunchError, "cannot open /dev/null: " + errno_text(errno));
       return;
     }
+    std::string cpus_error;
+    const std::vector<int> cpus = allowed_cpus(&cpus_error);
+    if (cpus.empty() && options_.bind_to != BindTo::kNone) {
+      fail(kExitLaunchError, "--bind-to core: cannot read rr-run's CPUs: sched_getaffinity: " + cpus_error);
+      return;
+    }
+    binding_ = plan_binding(options_.bind_to, options_.nranks, cpus);
     ranks_.reserve(static_cast<std::size_t>(options_.nranks));
     for (int index = 0; index < options_.nranks; ++index) {
       set_variable(env, "RANK", std::to_string(index));
@@ -616,6 +289,7 @@ class Launcher {
     setup.sigpipe_action = &child_sigpipe_;
     setup.argv = argv.data();
     setup.envp = envp.data();
+    setup.cpu = binding_[static_cast<std::size_t>(index)];
 
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -651,6 +325,10 @@ class Launcher {
     if (failure.stage == ChildFailure::Stage::kJoinGroup) {
       fail(kExitLaunchError, "rank " + std::to_string(index) +
                                  " cannot join the ranks' process group: " + errno_text(failure.error));
+    } else if (failure.stage == ChildFailure::Stage::kBind) {
+      fail(kExitLaunchError, "rank " + std::to_string(index) + " cannot be bound to CPU " +
+                                 std::to_string(setup.cpu) + " (without --bind-to core it runs unbound): " +
+                                 errno_text(failure.error));
     } else {
       const bool not_found = failure.error == ENOENT || failure.error == ENOTDIR;
       fail(not_found ? kExitNotFound : kExitNotExecutable,
@@ -836,6 +514,7 @@ class Launcher {
   Sink stderr_sink_;
   Fd dev_null_;
   std::vector<Rank> ranks_;
+  std::vector<int> binding_;  // each rank's CPU (binding.hpp), -1: none
   // Rank 0's pid. Linux never reuses a pid while it names a live process group,
   // so signalling -pgid_ cannot reach strangers while any member remains.
   pid_t pgid_ = 0;
@@ -846,8 +525,10 @@ class Launcher {
 };
 
 }  // namespace
+}  // namespace rr::run
 
 int main(int argc, char** argv) {
+  using namespace rr::run;
   Options options;
   try {
     options = parse_args(argc, argv);
