@@ -100,7 +100,9 @@ TEST(ShmPlacement, EachBoardCellLivesOnItsWritersNode) {
     EXPECT_EQ(address % static_cast<uintptr_t>(sysconf(_SC_PAGESIZE)), 0u) << "rank " << r << "'s cell";
     int preferred = -1;
     EXPECT_EQ(preferred_node(board->cell_address(r), &preferred), r != 1) << "rank " << r << "'s cell";
-    if (r != 1) EXPECT_EQ(preferred, node) << "rank " << r << "'s cell";
+    if (r != 1) {
+      EXPECT_EQ(preferred, node) << "rank " << r << "'s cell";
+    }
   }
   EXPECT_FALSE(board->place_cells({node, node}).ok()) << "two nodes for three cells";
 }
