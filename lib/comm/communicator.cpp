@@ -93,8 +93,8 @@ Status Communicator::init() {
            settings_.gpu_reduce_on_device ? "device" : "host", settings_.gpu_reduce_source.text().c_str());
   }
   RR_RETURN_IF_ERROR(setup_same_host_path());
-  // How ranks wait (exec/wait_policy.hpp): yield the core while this host
-  // runs more ranks than there are cores, unless RR_WAIT_POLICY says.
+  // How ranks wait (exec/wait_policy.hpp): yield the core while this host's
+  // ranks outnumber the CPUs they may use together, unless RR_WAIT_POLICY says.
   exec::note_host_ranks(transport_->same_host_ranks(), host_cpus_);
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo, "rank 0: wait policy %s (RR_WAIT_POLICY=%s; %d ranks on this host, %d CPUs %s)",
