@@ -10,7 +10,7 @@
 
 namespace rr::run {
 
-extern const char kUsage[] =
+const char kUsage[] =
     "usage: rr-run -n N [options] [--] program [args...]\n"
     "\n"
     "Start N local ranks of program with the torch.distributed env:// variables\n"

@@ -2,6 +2,10 @@
 // rr-run's output: each rank's stdout and stderr read from its pipes and
 // written on as whole lines, tagged with the rank.
 
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstddef>
 #include <string>
 
