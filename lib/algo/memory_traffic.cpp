@@ -57,4 +57,9 @@ double traffic_bound_seconds(const MemoryTraffic& traffic, size_t bytes, const M
   return std::max(moving, reducing);
 }
 
+size_t stream_threshold(size_t llc_bytes, int ranks, size_t cap) {
+  if (llc_bytes == 0 || ranks < 1) return cap;
+  return std::min(cap, llc_bytes / (2 * static_cast<size_t>(ranks)));
+}
+
 }  // namespace rr::algo

@@ -48,4 +48,13 @@ struct MachineRates {
 // traffic or the rates are unknown.
 double traffic_bound_seconds(const MemoryTraffic& traffic, size_t bytes, const MachineRates& rates);
 
+// From how many bytes a same-host ring writes its output with non-temporal
+// stores when RR_SHM_STREAM_BYTES is unset: once the host's `ranks` inputs
+// and outputs together (2 x ranks x the buffer) outgrow the last-level
+// cache of `llc_bytes`, the output is not in the caches when the call
+// ends anyway, and writing it past them saves reading each line first;
+// at most `cap` (the setting's default, measured where the cache the
+// machine reports is implausibly large). `llc_bytes` 0 (unknown): `cap`.
+size_t stream_threshold(size_t llc_bytes, int ranks, size_t cap);
+
 }  // namespace rr::algo

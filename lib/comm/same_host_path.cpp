@@ -12,11 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "algo/memory_traffic.hpp"
 #include "algo/ring.hpp"
 #include "comm/communicator.hpp"
 #include "common/log.hpp"
 #include "exec/tags.hpp"
 #include "exec/wait_policy.hpp"
+#include "topo/caches.hpp"
 
 namespace rr {
 
@@ -226,15 +228,23 @@ Status Communicator::setup_same_host_path() {
   shm_left_ = left;
   shm_right_ = right;
   shm_ring_ = std::make_unique<exec::ShmRingExecutor>(transport_.get(), shm_from_left_.get(), shm_to_right_.get());
-  shm_ring_->set_stream_bytes(settings_.shm_stream_bytes);
+  // Unset, streaming starts where the ranks' buffers outgrow the last-level
+  // cache (a rank's own choice: it changes only how it writes its output).
+  const size_t stream_bytes =
+      settings_.shm_stream_bytes_source.is_default()
+          ? algo::stream_threshold(topo::last_level_cache_bytes(), size_, settings_.shm_stream_bytes)
+          : settings_.shm_stream_bytes;
+  shm_ring_->set_stream_bytes(stream_bytes);
   // The allreduce selector prices the ring by its slot hand-overs now.
   host_shape_.slot_rings = true;
   host_shape_.shares_cores = shares_cores;
   if (rank_ == 0) {
     const bool placed = std::all_of(nodes.begin(), nodes.end(), [](int node) { return node >= 0; });
-    RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s), %s",
+    RR_LOG(LogLevel::kInfo, "rank 0: same-host ring data path: shared-memory slot rings, %d x %zu bytes per rank (RR_SAME_HOST, %s), %s; "
+           "outputs of %zu bytes and more streamed (RR_SHM_STREAM_BYTES, %s)",
            settings_.shm_slots, shm_from_left_->slot_bytes(), settings_.same_host_source.text().c_str(),
-           placed ? "each on its reader's NUMA node" : "where the kernel puts them (the ranks' NUMA nodes are not all known)");
+           placed ? "each on its reader's NUMA node" : "where the kernel puts them (the ranks' NUMA nodes are not all known)",
+           stream_bytes, settings_.shm_stream_bytes_source.is_default() ? "the last-level cache's share" : settings_.shm_stream_bytes_source.text().c_str());
   }
   return Status::Ok();
 }

@@ -103,7 +103,10 @@ struct Settings {
   // non-temporal stores (reduce/stream_copy.hpp; 0: never).
   // RR_SHM_STREAM_BYTES. An output that no longer fits the caches is not
   // read back by the call: a streamed line is written without being read
-  // first (bench/RESULTS.md, "Memory traffic on one host").
+  // first (bench/RESULTS.md, "Memory traffic on one host"). Unset, this is
+  // the cap: streaming starts where the ranks' buffers outgrow the
+  // last-level cache (algo::stream_threshold; bench/RESULTS.md,
+  // "Streaming from the last-level cache's share").
   size_t shm_stream_bytes = size_t{32} << 20;
 
   // Where each value came from.

@@ -297,7 +297,8 @@ std::vector<SettingSpec> make_specs() {
      bytes<&Settings::shm_board_bytes, &Settings::shm_board_bytes_source, 0, Settings::kMaxShmBoardBytes, 64>,
      [](const Settings& s) { return std::to_string(s.shm_board_bytes); }, from<&Settings::shm_board_bytes_source>},
     {"RR_SHM_STREAM_BYTES", nullptr, Scope::kCommunicator, "32M",
-     "same-host ring out of place: from this size the output is written with non-temporal stores (0: never)",
+     "same-host ring out of place: from this size the output is written with non-temporal stores (0: never; "
+     "unset: at most this, less where the ranks' buffers outgrow the last-level cache)",
      bytes<&Settings::shm_stream_bytes, &Settings::shm_stream_bytes_source, 0, Settings::kMaxShmStreamBytes, 1>,
      [](const Settings& s) { return std::to_string(s.shm_stream_bytes); }, from<&Settings::shm_stream_bytes_source>},
     {"RR_MODEL_ALPHA_US", nullptr, Scope::kCommunicator, "2", "the selector's α-β-γ model: µs per message",

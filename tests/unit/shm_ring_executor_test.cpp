@@ -151,5 +151,17 @@ TEST(MemoryTraffic, BoundIsTheSlowerOfCopyingAndReducing) {
   EXPECT_DOUBLE_EQ(one_shot4.reduced, 3.0);
 }
 
+TEST(MemoryTraffic, StreamingStartsWhereTheRanksBuffersOutgrowTheLastLevelCache) {
+  constexpr size_t kCap = size_t{32} << 20;
+  // 32 MiB of L3: 2 ranks' inputs and outputs fill it at 8 MiB each, 4 ranks' at 4.
+  EXPECT_EQ(algo::stream_threshold(size_t{32} << 20, 2, kCap), size_t{8} << 20);
+  EXPECT_EQ(algo::stream_threshold(size_t{32} << 20, 4, kCap), size_t{4} << 20);
+  // A cache reported larger than anything measured: the cap.
+  EXPECT_EQ(algo::stream_threshold(size_t{480} << 20, 2, kCap), kCap);
+  // Unknown cache, or no ranks: the cap.
+  EXPECT_EQ(algo::stream_threshold(0, 2, kCap), kCap);
+  EXPECT_EQ(algo::stream_threshold(size_t{32} << 20, 0, kCap), kCap);
+}
+
 }  // namespace
 }  // namespace rr::exec
