@@ -46,12 +46,24 @@ struct BoardOffer {
 };
 constexpr uint32_t kBoardMagic = 0x7272626f;  // "rrbo"
 
-// A rank's vote: a bit for each part it can use (all must).
+// A rank's vote: a bit for each part it can use (all must), and the CPUs
+// it may run on, which rank 0 unites: the ranks share cores when they
+// outnumber those CPUs together. Each rank's affinity alone would say so of
+// ranks a launcher bound to a CPU each (mpirun -np 2 does by default),
+// which share none.
 constexpr uint8_t kVoteRings = 1;
 constexpr uint8_t kVoteBoard = 2;
+struct Vote {
+  uint64_t cpus[exec::kCpuMaskWords] = {};
+  uint8_t parts = 0;
+};
+// Rank 0's answer: the parts every rank can use, and the CPUs of them all.
+struct Answer {
+  int32_t cpus = 0;
+  uint8_t parts = 0;
+};
 
-using exec::setup_tag;  // 0: the offers, 1: the votes to rank 0, 2: its answer, 3: its board offer,
-                        // 8: each rank's CPU mask to rank 0, 9: the CPUs of them all
+using exec::setup_tag;  // 0: the offers, 1: the votes to rank 0, 2: its answer, 3: its board offer
 
 }  // namespace
 
@@ -62,34 +74,6 @@ Status Communicator::setup_same_host_path() {
   const int left = ring.left();
   const int right = ring.right();
   const std::string name = "rank " + std::to_string(rank_) + ": setting up the same-host path";
-  // Whether the ranks share cores: more of them than the CPUs they may use
-  // together. Each rank's affinity alone would say so of ranks a launcher
-  // bound to a CPU each (mpirun -np 2 does by default), which share none.
-  // Rank 0 unites the masks and tells every rank the count.
-  uint64_t cpu_mask[exec::kCpuMaskWords];
-  exec::usable_cpu_mask(cpu_mask);
-  int32_t host_cpus = 0;
-  if (rank_ == 0) {
-    std::vector<uint64_t> masks(static_cast<size_t>(size_) * exec::kCpuMaskWords);
-    for (int r = 1; r < size_; ++r) {
-      batch_->add_recv(r, setup_tag(8), &masks[static_cast<size_t>(r) * exec::kCpuMaskWords], sizeof(cpu_mask));
-    }
-    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-    std::copy(cpu_mask, cpu_mask + exec::kCpuMaskWords, masks.begin());
-    for (int w = 0; w < exec::kCpuMaskWords; ++w) {
-      uint64_t all = 0;
-      for (int r = 0; r < size_; ++r) all |= masks[static_cast<size_t>(r) * exec::kCpuMaskWords + static_cast<size_t>(w)];
-      host_cpus += __builtin_popcountll(all);
-    }
-    for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(9), &host_cpus, sizeof(host_cpus));
-    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-  } else {
-    batch_->add_send(0, setup_tag(8), cpu_mask, sizeof(cpu_mask));
-    batch_->add_recv(0, setup_tag(9), &host_cpus, sizeof(host_cpus));
-    RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-  }
-  host_cpus_ = host_cpus;
-  const bool shares_cores = size_ > host_cpus;
   // Each rank's NUMA node as the transport heard it (-1 unknown): the
   // shared memory lives where the rank that reads it (a slot ring) or writes
   // it (a board cell) runs.
@@ -167,7 +151,9 @@ Status Communicator::setup_same_host_path() {
 
   // The right neighbour's ring, to send on.
   std::unique_ptr<transport::shm::SlotRing> to_right;
-  uint8_t vote = board ? kVoteBoard : 0;
+  Vote vote;
+  vote.parts = board ? kVoteBoard : 0;
+  exec::usable_cpu_mask(vote.cpus);
   const bool both_offer = mine.usable && theirs.magic == kOfferMagic && theirs.usable;
   // Every rank cuts its chunks to its own slot: they must all be the same size.
   if (both_offer && theirs.slot_bytes != mine.slot_bytes) {
@@ -176,7 +162,7 @@ Status Communicator::setup_same_host_path() {
   } else if (both_offer) {
     Status attached = transport::shm::SlotRing::attach(theirs.pid, theirs.fd, theirs.slots, theirs.slot_bytes, &to_right);
     if (attached.ok()) {
-      vote |= kVoteRings;
+      vote.parts |= kVoteRings;
     } else {
       why_not = "rank " + std::to_string(rank_) + " attaching to rank " + std::to_string(right) + "'s ring: " +
                 attached.message();
@@ -186,19 +172,28 @@ Status Communicator::setup_same_host_path() {
   }
 
   // Every rank or none: rank 0 collects the votes and answers with what all can use.
-  uint8_t all = vote;
+  Answer answer;
   if (rank_ == 0) {
-    std::vector<uint8_t> votes(static_cast<size_t>(size_), vote);
-    for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(1), &votes[static_cast<size_t>(r)], 1);
+    std::vector<Vote> votes(static_cast<size_t>(size_), vote);
+    for (int r = 1; r < size_; ++r) batch_->add_recv(r, setup_tag(1), &votes[static_cast<size_t>(r)], sizeof(Vote));
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
-    for (uint8_t v : votes) all &= v;
-    for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(2), &all, 1);
+    answer.parts = vote.parts;
+    uint64_t cpus[exec::kCpuMaskWords] = {};
+    for (const Vote& v : votes) {
+      answer.parts &= v.parts;
+      for (int w = 0; w < exec::kCpuMaskWords; ++w) cpus[w] |= v.cpus[w];
+    }
+    for (uint64_t word : cpus) answer.cpus += __builtin_popcountll(word);
+    for (int r = 1; r < size_; ++r) batch_->add_send(r, setup_tag(2), &answer, sizeof(answer));
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   } else {
-    batch_->add_send(0, setup_tag(1), &vote, 1);
-    batch_->add_recv(0, setup_tag(2), &all, 1);
+    batch_->add_send(0, setup_tag(1), &vote, sizeof(vote));
+    batch_->add_recv(0, setup_tag(2), &answer, sizeof(answer));
     RR_RETURN_IF_ERROR(run_batch(*batch_, name));
   }
+  const uint8_t all = answer.parts;
+  host_cpus_ = answer.cpus;
+  const bool shares_cores = size_ > host_cpus_;
   // Every rank has its copy of the board's descriptor by now.
   if (board) board->close_fd();
   if (all & kVoteBoard) {

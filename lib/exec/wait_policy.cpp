@@ -81,10 +81,10 @@ void usable_cpu_mask(uint64_t (&mask)[kCpuMaskWords]) {
 
 int usable_cores() {
   static const int cores = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-    const int n = CPU_COUNT(&set);
+    uint64_t mask[kCpuMaskWords];
+    usable_cpu_mask(mask);
+    int n = 0;
+    for (uint64_t word : mask) n += __builtin_popcountll(word);
     return n > 0 ? n : 1;
   }();
   return cores;
