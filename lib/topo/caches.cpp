@@ -2,9 +2,11 @@
 
 #include <sched.h>
 
-#include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+
+#include "common/env.hpp"
 
 namespace rr::topo {
 
@@ -20,15 +22,8 @@ std::string read_word(const std::string& path) {
 }  // namespace
 
 size_t parse_cache_size(const std::string& text) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  const std::string unit(end);
-  if (unit.empty()) return static_cast<size_t>(value);
-  if (unit == "K") return static_cast<size_t>(value) << 10;
-  if (unit == "M") return static_cast<size_t>(value) << 20;
-  if (unit == "G") return static_cast<size_t>(value) << 30;
-  return 0;
+  uint64_t bytes = 0;
+  return parse_size(text.c_str(), &bytes) ? static_cast<size_t>(bytes) : 0;
 }
 
 size_t last_level_cache_bytes_in(const std::string& cpu_cache_dir) {
