@@ -82,6 +82,10 @@ Status Communicator::init() {
   }
   ring_ = std::make_unique<exec::RingExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_);
   chain_ = std::make_unique<exec::ChainExecutor>(transport_.get(), &pool_, settings_.pipeline_depth, size_, rank_);
+  recursive_doubling_ =
+      std::make_unique<coll::RecursiveDoubling>(transport_.get(), &pool_, rank_, size_, settings_.check_arguments);
+  halving_doubling_ = std::make_unique<coll::HalvingDoubling>(transport_.get(), &pool_, rank_, size_);
+  tree_ = std::make_unique<coll::BinomialTree>(transport_.get(), &pool_, rank_, size_);
   if (rank_ == 0) {
     RR_LOG(LogLevel::kInfo,
            "rank 0 of %d: chunk_bytes=%zu (%s) pipeline_depth=%d (%s) timeout_ms=%d (%s) check_arguments=%d (%s), "
@@ -333,11 +337,7 @@ Status Communicator::agree(const exec::Call& call, const wire::RingShape& shape)
 }
 
 Status Communicator::disagreement(const wire::OpHeader& mine, const wire::OpHeader& theirs, int peer) {
-  return fail_operation(InvalidUsage(mine.name() +
-                                     ": ranks called different collectives or passed different arguments: rank " +
-                                     std::to_string(rank_) + " called " + mine.describe() + ", rank " +
-                                     std::to_string(peer) + " called " + theirs.describe()),
-                        wire::NoticeKind::kMismatch);
+  return fail_operation(wire::disagreement(mine, theirs, rank_, peer), wire::NoticeKind::kMismatch);
 }
 
 Status Communicator::check_usable() {
@@ -416,7 +416,9 @@ Status Communicator::allreduce(const void* send, void* recv, size_t count, rrDat
   if (chosen == algo::AllreduceAlgo::kRecursiveDoubling) return allreduce_recursive_doubling(call, wire::header_of(call));
   if (chosen == algo::AllreduceAlgo::kHalvingDoubling) {
     RR_RETURN_IF_ERROR(agree(call));
-    return allreduce_halving_doubling(call);
+    call.schedule = algo::Schedule::kHalvingDoubling;
+    halving_doubling_->prepare(call);
+    return run(*halving_doubling_, call);
   }
   wire::RingShape shape;
   RR_RETURN_IF_ERROR(ring_shape(call, count, reducer != nullptr, &shape));
@@ -496,18 +498,10 @@ Status Communicator::broadcast(const void* send, void* recv, size_t count, rrDat
   if (!by_tree) RR_RETURN_IF_ERROR(chain_shape(call, &shape));
   RR_RETURN_IF_ERROR(agree(call, shape));
   if (!by_tree) return run_chain(call, shape);
-  // Small: a binomial tree, log2(N) hops. Receive from the parent, then feed the children.
+  // Small: a binomial tree, log2(N) hops.
   call.schedule = algo::Schedule::kBinomialTree;
-  const algo::BinomialTree tree(size_, rank_, root);
-  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
-  if (tree.parent() < 0) {
-    if (recv != send) std::memcpy(recv, send, bytes);
-  } else {
-    batch_->add_recv(tree.parent(), tag, recv, bytes);
-    RR_RETURN_IF_ERROR(run_batch(*batch_, call));
-  }
-  for (int child : tree.children()) batch_->add_send(child, tag, recv, bytes);
-  return run_batch(*batch_, call);
+  tree_->prepare(call);
+  return run(*tree_, call);
 }
 
 Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op, int root) {
@@ -524,23 +518,10 @@ Status Communicator::reduce(const void* send, void* recv, size_t count, rrDataTy
   if (!by_tree) RR_RETURN_IF_ERROR(chain_shape(call, &shape));
   RR_RETURN_IF_ERROR(agree(call, shape));
   if (!by_tree) return run_chain(call, shape);
+  // Small: a binomial tree, log2(N) hops.
   call.schedule = algo::Schedule::kBinomialTree;
-  const algo::BinomialTree tree(size_, rank_, root);
-  const std::vector<int> children = tree.children();
-  // Small: a binomial tree. Gather the children's partial results, add them
-  // to this rank's input in a fixed order, pass the sum to the parent.
-  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
-  void* acc = tree.parent() < 0 ? recv : pool_.slot(0);
-  if (acc != send) std::memmove(acc, send, bytes);
-  for (size_t c = 0; c < children.size(); ++c) batch_->add_recv(children[c], tag, pool_.slot(c + 1), bytes);
-  RR_RETURN_IF_ERROR(run_batch(*batch_, call));
-  for (size_t c = 0; c < children.size(); ++c) reduce::reduce(acc, acc, pool_.slot(c + 1), count, dtype, op);
-  if (tree.parent() >= 0) {
-    batch_->add_send(tree.parent(), tag, acc, bytes);
-    return run_batch(*batch_, call);
-  }
-  reduce::finish(recv, recv, count, dtype, op, size_);  // avg divides once, at the root
-  return Status::Ok();
+  tree_->prepare(call);
+  return run(*tree_, call);
 }
 
 Status Communicator::barrier() {
@@ -557,6 +538,16 @@ Status Communicator::barrier() {
     return allreduce_one_shot(call, header);
   }
   return allreduce_recursive_doubling(call, header);
+}
+
+Status Communicator::allreduce_recursive_doubling(exec::Call& call, const wire::OpHeader& header) {
+  // A peer waiting on the same-host board sees that this rank sends frames
+  // through UCX (whatever RR_CHECK_ARGUMENTS says, as agree() publishes its
+  // check: every rank makes the same publications).
+  RR_RETURN_IF_ERROR(announce(call, header));
+  call.schedule = algo::Schedule::kRecursiveDoubling;
+  recursive_doubling_->prepare(call, header);
+  return run(*recursive_doubling_, call);
 }
 
 Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {

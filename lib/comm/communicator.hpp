@@ -15,10 +15,13 @@
 #include "algo/ring.hpp"
 #include "algo/schedule.hpp"
 #include "algo/select.hpp"
+#include "coll/binomial_tree.hpp"
+#include "coll/halving_doubling.hpp"
+#include "coll/recursive_doubling.hpp"
 #include "comm/control.hpp"
 #include "comm/operation_queue.hpp"
 #include "comm/staged_collectives.hpp"
-#include "comm/wire.hpp"
+#include "exec/wire.hpp"
 #include "comm/settings.hpp"
 #include "common/status.hpp"
 #include "exec/batch.hpp"
@@ -285,10 +288,15 @@ class Communicator final : public exec::Interrupt {
   // The allreduce schedule for `bytes` (comm/algorithm_choice.cpp); logs
   // the choice at RR_DEBUG=INFO when it changes.
   algo::AllreduceAlgo allreduce_algo(size_t bytes, bool has_reducer);
-  // Every message starts with `header` (the call's, for the argument
-  // check: comm/recursive_doubling.cpp); barrier() runs it too, as a one-byte max.
-  // After agree(): algo/halving_doubling.hpp, in comm/halving_doubling.cpp.
-  Status allreduce_halving_doubling(exec::Call& call);
+  // Runs `algorithm` (prepared for `call`) to its end on this thread
+  // (exec::drive), as a part of `call` (named by its label, until its
+  // deadline), marking the communicator unusable when it failed.
+  Status run(exec::Algorithm& algorithm, exec::Call& call) {
+    return fail_operation(exec::drive(algorithm, label(call), call.until(), this, transport_.get()));
+  }
+  // Allreduce by recursive doubling (coll/recursive_doubling.hpp), whose
+  // messages carry `header` (the argument check); barrier() runs it too, as
+  // a one-byte max.
   Status allreduce_recursive_doubling(exec::Call& call, const wire::OpHeader& header);
   // The one-shot schedule on the same-host board (comm/one_shot.cpp): its
   // publications carry `header` (the argument check); barrier() runs it too,
@@ -351,6 +359,11 @@ class Communicator final : public exec::Interrupt {
   std::unique_ptr<transport::shm::Board> board_;
   std::unique_ptr<exec::BoardExecutor> board_exec_;
   std::unique_ptr<exec::ChainExecutor> chain_;
+  // The algorithms on point-to-point batches, one of each, reused call after
+  // call (coll/): nothing is allocated on a call's data path.
+  std::unique_ptr<coll::RecursiveDoubling> recursive_doubling_;
+  std::unique_ptr<coll::HalvingDoubling> halving_doubling_;
+  std::unique_ptr<coll::BinomialTree> tree_;
   std::unique_ptr<exec::Batch> batch_;  // direct collectives, one at a time
   std::unique_ptr<exec::Batch> group_;  // sends and receives queued by a group
   std::string group_name_;              // ... and, once posted by post_group(), its name

@@ -1,7 +1,7 @@
 #pragma once
 // The control channel: one small receive posted from every peer, on a tag no
 // data message uses, through which a rank that gives up on the communicator
-// tells everyone why (lib/comm/wire.hpp, "notice"). Ranks that are not the
+// tells everyone why (lib/exec/wire.hpp, "notice"). Ranks that are not the
 // failed rank's neighbours would otherwise learn of it only at their timeout.
 //
 // Not thread-safe: it is driven by whichever thread drives the transport.
@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/wire.hpp"
+#include "exec/wire.hpp"
 #include "common/status.hpp"
 #include "transport/transport.hpp"
 

@@ -2,7 +2,6 @@
 
 #include <sched.h>
 
-#include "common/log.hpp"
 #include "exec/wait_policy.hpp"
 
 namespace rr::exec {
@@ -78,7 +77,7 @@ Status Batch::post(const std::string& what) {
                                 : transport_->post_recv(t.peer, t.tag, t.buf, t.bytes, &t.done);
       if (!status.ok()) {
         t.done.done = true;
-        drain();
+        cancel();
         return Status(status.code(), what + ": " + status.message());
       }
     }
@@ -86,8 +85,8 @@ Status Batch::post(const std::string& what) {
   return Status::Ok();
 }
 
-Status Batch::round(const std::string& what, WaitPolicy& wait, bool* finished, bool* moved) {
-  *finished = false;
+Status Batch::progress(const std::string& what, bool* done, bool* moved) {
+  *done = false;
   *moved = transport_->progress();
   size_t now_finished = 0;
   for (const Transfer& t : transfers_) {
@@ -96,74 +95,35 @@ Status Batch::round(const std::string& what, WaitPolicy& wait, bool* finished, b
     RR_RETURN_IF_ERROR(check(t, what));
   }
   if (now_finished == transfers_.size()) {
-    *finished = true;
+    *done = true;
     return Status::Ok();
   }
   if (now_finished != finished_) {
     finished_ = now_finished;
     *moved = true;
   }
-  if (*moved || !wait.checks_due()) return Status::Ok();
-  // Name the first transfer still waiting, and its peer if it has failed.
-  const Transfer* waiting = nullptr;
-  for (const Transfer& t : transfers_) {
-    if (!t.done.done) {
-      waiting = &t;
-      break;
-    }
-  }
-  // Built only when it is needed: a still round must not allocate.
-  auto where = [&] {
-    return what + ": rank " + std::to_string(transport_->rank()) + " waited to " +
-           (waiting->is_send ? "send " : waiting->up_to ? "receive up to " : "receive ") +
-           std::to_string(waiting->bytes) + " bytes " +
-           (waiting->is_send ? "to" : "from") + " rank " + std::to_string(waiting->peer);
-  };
-  if (wait.dump_requested()) {
-    RR_LOG(LogLevel::kWarn, "dump: %s in progress (%zu of %zu transfers done)", where().c_str(), finished_,
-           transfers_.size());
-  }
-  Status interrupted = wait.interrupted();
-  if (!interrupted.ok()) return Status(interrupted.code(), where() + ": " + interrupted.message());
-  Status alive = transport_->peer_status(waiting->peer);
-  if (!alive.ok()) return RemoteError(where() + ": " + alive.message());
-  if (wait.expired()) {
-    return Timeout(where() + " (" + std::to_string(finished_) + " of " + std::to_string(transfers_.size()) +
-                   " transfers done)");
-  }
   return Status::Ok();
 }
 
-Status Batch::run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt) {
-  RR_RETURN_IF_ERROR(post(what));
-  WaitPolicy wait(transport_, deadline, interrupt);
-  for (;;) {
-    bool finished = false;
-    bool moved = false;
-    Status status = round(what, wait, &finished, &moved);
-    if (!status.ok()) {
-      drain();
-      return status;
-    }
-    if (finished) return Status::Ok();
-    if (moved) {
-      wait.reset();
-    } else {
-      wait.idle();
-    }
+const Transfer* Batch::waiting() const {
+  for (const Transfer& t : transfers_) {
+    if (!t.done.done) return &t;
   }
+  return nullptr;
+}
+
+std::string Batch::progress_note() const {
+  return std::to_string(finished_) + " of " + std::to_string(transfers_.size()) + " transfers done";
 }
 
 Status Batch::poll(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt,
                    bool* finished) {
   WaitPolicy wait(transport_, deadline, interrupt);
   bool moved = false;
-  Status status = round(what, wait, finished, &moved);
-  if (!status.ok()) drain();
-  return status;
+  return drive_round(*this, what, wait, transport_, finished, &moved);
 }
 
-void Batch::drain() {
+void Batch::cancel() {
   for (Transfer& t : transfers_) {
     if (!t.done.done && !t.is_send) transport_->cancel(&t.done);
   }

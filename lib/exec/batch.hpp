@@ -10,12 +10,8 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "exec/algorithm.hpp"
 #include "transport/transport.hpp"
-
-namespace rr::exec {
-class Interrupt;
-class WaitPolicy;
-}
 
 namespace rr::exec {
 
@@ -34,7 +30,9 @@ struct Transfer {
   transport::Completion done;
 };
 
-class Batch {
+// An Algorithm (exec/algorithm.hpp) of one step: every transfer posted at
+// once, done when all are.
+class Batch final : public Algorithm {
  public:
   explicit Batch(transport::Transport* transport) : transport_(transport) {}
 
@@ -51,28 +49,33 @@ class Batch {
   size_t size() const { return transfers_.size(); }
 
   // Posts every receive, then every send, and waits until all completed, a
-  // peer failed, `deadline` passed or `interrupt` fired. `what` names the
-  // operation in errors.
+  // peer failed, `deadline` passed or `interrupt` fired (exec::drive). `what`
+  // names the operation in errors.
   // On failure, pending receives are canceled before it returns.
-  Status run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt = nullptr);
+  Status run(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt = nullptr) {
+    return drive(*this, what, deadline, interrupt, transport_);
+  }
 
-  // run() in two halves, for a caller that waits on several batches at once
-  // (rrGroupEnd over several communicators posts every batch before it
-  // waits on any). post() posts; poll() progresses once and sets *finished
-  // when every transfer completed. Either one, failing, cancels what is
-  // still pending, as run() does.
-  Status post(const std::string& what);
+  // Algorithm. post(): every receive, then every send (failing, it cancels
+  // what it posted); progress(): one round of the transport, checking each
+  // transfer that completed.
+  Status post(const std::string& what) override;
+  Status progress(const std::string& what, bool* done, bool* moved) override;
+  const Transfer* waiting() const override;
+  std::string progress_note() const override;
+  // Cancels pending receives and gives sends kDrainLimit to retire.
+  void cancel() override;
+
+  // One round of progress with the checks of a still round (exec::drive_round),
+  // for a caller that waits on several batches at once (rrGroupEnd over
+  // several communicators posts every batch before it waits on any).
+  // *finished when every transfer completed. Failing, it cancels what is
+  // still pending.
   Status poll(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt,
               bool* finished);
 
  private:
   Status check(const Transfer& t, const std::string& what) const;
-  // One round of progress: *finished when every transfer completed,
-  // *moved when something happened; after a still round, the interrupt,
-  // the waited-on peer and the deadline are checked.
-  Status round(const std::string& what, WaitPolicy& wait, bool* finished, bool* moved);
-  // After a failure: cancels pending receives and gives sends kDrainLimit to retire.
-  void drain();
 
   transport::Transport* transport_;
   std::vector<Transfer> transfers_;

@@ -3,7 +3,7 @@
 // collective and the communicator's sequence number, which tag its
 // messages), its arguments, its deadline and what may interrupt it, and the
 // schedule that runs it. Every executor runs a Call; the argument check
-// sends it as a wire header (comm/wire.hpp); every error about it starts
+// sends it as a wire header (exec/wire.hpp); every error about it starts
 // with its name, "allreduce #7", made here and nowhere else.
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // libFuzzer target: the two messages ranks exchange about operations
-// (lib/comm/wire.hpp), the operation header and the notice, as a peer's
+// (lib/exec/wire.hpp), the operation header and the notice, as a peer's
 // bytes arrive. Checks, beyond "no crash, no UB":
 //   - a header that decodes encodes back to exactly its bytes, and its
 //     description (which goes into error text) can be built;
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comm/wire.hpp"
+#include "exec/wire.hpp"
 
 namespace {
 

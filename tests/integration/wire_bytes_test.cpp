@@ -46,7 +46,7 @@ RingPlace ring_place(rrComm_t comm) {
 
 // Before each collective a rank sends its 32-byte operation header to both
 // ring neighbours (one when there are two ranks) to check that all ranks
-// called the same thing (README, "Failures"; lib/comm/wire.hpp).
+// called the same thing (README, "Failures"; lib/exec/wire.hpp).
 uint64_t header_bytes_per_call() {
   if (g_size == 1) return 0;
   return g_size == 2 ? 32 : 64;  // wire::kOpHeaderBytes each

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "algo/ring.hpp"
-#include "comm/wire.hpp"
+#include "exec/wire.hpp"
 #include "exec/call.hpp"
 #include "exec/chain_executor.hpp"
 #include "exec/ring_executor.hpp"

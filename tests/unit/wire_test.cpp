@@ -1,4 +1,4 @@
-// The operation header (lib/comm/wire.hpp): what a rank tells its ring
+// The operation header (lib/exec/wire.hpp): what a rank tells its ring
 // neighbours about a call, the ring's shape included, survives the wire and
 // tells calls apart; a header that is not one is refused.
 
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/wire.hpp"
+#include "exec/wire.hpp"
 
 namespace {
 

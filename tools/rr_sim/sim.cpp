@@ -18,7 +18,7 @@ namespace rrsim {
 
 namespace {
 
-constexpr size_t kHeaderBytes = 32;  // comm/wire.hpp's operation header
+constexpr size_t kHeaderBytes = 32;  // exec/wire.hpp's operation header
 
 // A ring send that becomes ready at `time`: rank `rank` sends its step
 // `step` chunk of column `column`.
@@ -170,7 +170,7 @@ Result simulate_recursive_doubling(const Machine& m, const Engine& e, size_t byt
   auto nothing = [](int) { return 0.0; };
   const int rounds = at(n - 1).rounds();  // the last rank never sits out
   Lockstep ranks(net, std::vector<double>(static_cast<size_t>(n), 0.0));
-  // comm/recursive_doubling.cpp: frames of the header and a slot's worth of data.
+  // coll/recursive_doubling.cpp: frames of the header and a slot's worth of data.
   const size_t piece_elems = std::max<size_t>(1, (e.chunk_bytes - kHeaderBytes) / elem);
   for (size_t first = 0; first < count; first += piece_elems) {
     const size_t data = std::min(piece_elems, count - first) * elem;

@@ -1,4 +1,4 @@
-#include "comm/wire.hpp"
+#include "exec/wire.hpp"
 
 #include <cstring>
 
@@ -54,6 +54,12 @@ OpHeader header_of(const exec::Call& call, const RingShape& shape) {
   h.root = call.root;
   h.shape = shape;
   return h;
+}
+
+Status disagreement(const OpHeader& mine, const OpHeader& theirs, int rank, int peer) {
+  return InvalidUsage(mine.name() + ": ranks called different collectives or passed different arguments: rank " +
+                      std::to_string(rank) + " called " + mine.describe() + ", rank " + std::to_string(peer) +
+                      " called " + theirs.describe());
 }
 
 void encode_header(const OpHeader& h, uint8_t out[kOpHeaderBytes]) {

@@ -72,6 +72,12 @@ struct OpHeader {
 // where the schedule is not pipelined).
 OpHeader header_of(const exec::Call& call, const RingShape& shape = RingShape());
 
+// rank `rank` called `mine`, and `peer` sent `theirs` for the same call:
+// kInvalidUsage naming both calls ("allreduce #7: ranks called different
+// collectives or passed different arguments: rank 0 called ..., rank 1
+// called ...").
+Status disagreement(const OpHeader& mine, const OpHeader& theirs, int rank, int peer);
+
 constexpr size_t kOpHeaderBytes = 32;
 void encode_header(const OpHeader& h, uint8_t out[kOpHeaderBytes]);
 // Not ok (kRemoteError, saying what is wrong) unless `bytes` is a whole,

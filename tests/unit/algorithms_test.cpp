@@ -1,0 +1,377 @@
+// The one loop that runs an algorithm (exec::drive, exec/algorithm.hpp), with
+// a scripted algorithm: it ends when the algorithm does, returns a failed
+// post or round (cancelling what the round left), and ends a still call on
+// its deadline, an interrupt or a dead peer, naming what it waited on. Then
+// the algorithms on batches (coll/: recursive doubling, halving-doubling, the
+// binomial trees) on 1 to 9 ranks as threads of the loopback transport,
+// against a double-precision reference: counts that do not divide, one
+// element, none, in place and out of place, pieces smaller than the buffer.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coll/binomial_tree.hpp"
+#include "coll/halving_doubling.hpp"
+#include "coll/recursive_doubling.hpp"
+#include "exec/algorithm.hpp"
+#include "exec/batch.hpp"
+#include "exec/wait_policy.hpp"
+#include "exec/wire.hpp"
+#include "memory/staging_pool.hpp"
+#include "transport/loopback/loopback.hpp"
+
+namespace rr {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Finishes after `rounds_to_finish` rounds (never when negative), or fails
+// its post or round `fail_round` as told; counts what drive() asked of it.
+class Scripted final : public exec::Algorithm {
+ public:
+  Scripted() {
+    waiting_on_.peer = 1;
+    waiting_on_.bytes = 64;
+  }
+  Status post(const std::string&) override {
+    ++posts;
+    return fail_post;
+  }
+  Status progress(const std::string& what, bool* done, bool* moved) override {
+    ++rounds;
+    *done = rounds == rounds_to_finish;
+    *moved = moves;
+    if (rounds == fail_round) return RemoteError(what + ": the peer sent garbage");
+    return Status::Ok();
+  }
+  const exec::Transfer* waiting() const override { return &waiting_on_; }
+  std::string progress_note() const override { return "step 2 of 3"; }
+  void cancel() override { ++cancels; }
+
+  int rounds_to_finish = -1;
+  int fail_round = -1;
+  bool moves = false;
+  Status fail_post;
+  int posts = 0, rounds = 0, cancels = 0;
+
+ private:
+  exec::Transfer waiting_on_;
+};
+
+class Interrupted final : public exec::Interrupt {
+ public:
+  Status check() override { return fire ? InvalidUsage("the communicator was aborted (rrCommAbort)") : Status::Ok(); }
+  bool fire = false;
+};
+
+struct Drive : ::testing::Test {
+  std::shared_ptr<transport::LoopbackFabric> fabric = std::make_shared<transport::LoopbackFabric>(2);
+  transport::LoopbackTransport transport{fabric, 0};
+  Scripted algorithm;
+  const std::string what = "allreduce #3";
+  Status run(std::chrono::milliseconds timeout, exec::Interrupt* interrupt = nullptr) {
+    return exec::drive(algorithm, what, Clock::now() + timeout, interrupt, &transport);
+  }
+};
+
+TEST_F(Drive, EndsWhenTheAlgorithmDoes) {
+  algorithm.rounds_to_finish = 5;
+  ASSERT_TRUE(run(std::chrono::seconds(10)).ok());
+  EXPECT_EQ(algorithm.posts, 1);
+  EXPECT_EQ(algorithm.rounds, 5);
+  EXPECT_EQ(algorithm.cancels, 0);
+}
+
+TEST_F(Drive, AFailedPostIsReturnedAndNothingRuns) {
+  algorithm.fail_post = SystemError("allreduce #3: out of registered memory");
+  const Status s = run(std::chrono::seconds(10));
+  EXPECT_EQ(s.code(), Code::kSystemError);
+  EXPECT_EQ(s.message(), "allreduce #3: out of registered memory");
+  EXPECT_EQ(algorithm.rounds, 0);
+  EXPECT_EQ(algorithm.cancels, 0) << "a failed post leaves nothing in flight";
+}
+
+TEST_F(Drive, AFailedRoundIsReturnedAndCancelled) {
+  algorithm.fail_round = 3;
+  algorithm.moves = true;
+  const Status s = run(std::chrono::seconds(10));
+  EXPECT_EQ(s.code(), Code::kRemoteError);
+  EXPECT_EQ(s.message(), "allreduce #3: the peer sent garbage");
+  EXPECT_EQ(algorithm.rounds, 3);
+  EXPECT_EQ(algorithm.cancels, 1);
+}
+
+TEST_F(Drive, AStillCallTimesOutNamingWhatItWaitedOn) {
+  const auto start = Clock::now();
+  const Status s = run(std::chrono::milliseconds(60));
+  EXPECT_EQ(s.code(), Code::kTimeout);
+  EXPECT_EQ(s.message(), "allreduce #3: rank 0 waited to receive 64 bytes from rank 1 (step 2 of 3)");
+  EXPECT_EQ(algorithm.cancels, 1);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(Drive, ACallThatMovesIsNotTimedOutWhileItMoves) {
+  // Moving rounds skip the checks; the deadline is looked at after a still one.
+  algorithm.moves = true;
+  algorithm.rounds_to_finish = 200000;
+  EXPECT_TRUE(run(std::chrono::seconds(30)).ok());
+}
+
+TEST_F(Drive, AnInterruptEndsAStillCall) {
+  Interrupted interrupt;
+  interrupt.fire = true;
+  const Status s = run(std::chrono::seconds(30), &interrupt);
+  EXPECT_EQ(s.code(), Code::kInvalidUsage);
+  EXPECT_EQ(s.message(),
+            "allreduce #3: rank 0 waited to receive 64 bytes from rank 1: the communicator was aborted (rrCommAbort)");
+  EXPECT_EQ(algorithm.cancels, 1);
+}
+
+TEST_F(Drive, ADeadPeerEndsAStillCall) {
+  fabric->fail_rank(1);
+  const Status s = run(std::chrono::seconds(30));
+  EXPECT_EQ(s.code(), Code::kRemoteError);
+  EXPECT_NE(s.message().find("allreduce #3: rank 0 waited to receive 64 bytes from rank 1: "), std::string::npos)
+      << s.message();
+  EXPECT_EQ(algorithm.cancels, 1);
+}
+
+// ---------------------------------------------------------------------------
+// The algorithms on batches, N ranks as threads.
+
+constexpr size_t kSlotBytes = 512;  // pieces of 120 floats (recursive doubling: after the 32-byte header)
+constexpr size_t kSlots = 8;
+
+struct Rank {
+  std::unique_ptr<transport::LoopbackTransport> transport;
+  memory::StagingPool pool;
+};
+
+// Runs `make(r, transport, pool)`'s algorithm on every rank, each on a thread
+// of its own, with `prepare(r, algorithm)` before it; the ranks' results.
+template <typename Alg>
+std::vector<Status> run_ranks(int n, const std::function<std::unique_ptr<Alg>(int, transport::Transport*,
+                                                                             memory::StagingPool*)>& make,
+                              const std::function<void(int, Alg&)>& prepare) {
+  auto fabric = std::make_shared<transport::LoopbackFabric>(n);
+  std::vector<Rank> ranks(static_cast<size_t>(n));
+  std::vector<Status> results(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    Rank& rank = ranks[static_cast<size_t>(r)];
+    rank.transport = std::make_unique<transport::LoopbackTransport>(fabric, r);
+    EXPECT_TRUE(rank.pool.reserve(kSlotBytes, kSlots).ok());
+  }
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      Rank& rank = ranks[static_cast<size_t>(r)];
+      std::unique_ptr<Alg> algorithm = make(r, rank.transport.get(), &rank.pool);
+      prepare(r, *algorithm);
+      results[static_cast<size_t>(r)] =
+          exec::drive(*algorithm, "test call", Clock::now() + std::chrono::seconds(20), nullptr, rank.transport.get());
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+exec::Call call_of(exec::Collective collective, const void* send, void* recv, size_t count, rrDataType_t dtype,
+                   rrRedOp_t op, int root = -1) {
+  exec::Call call;
+  call.collective = collective;
+  call.sequence = 11;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.dtype = dtype;
+  call.op = op;
+  call.root = root;
+  return call;
+}
+
+// Rank r's input: random values, small integers for int32 (exact sums).
+std::vector<double> input(int r, size_t count, rrDataType_t dtype) {
+  std::mt19937 gen(static_cast<unsigned>(1000 + r * 7919 + count));
+  std::uniform_real_distribution<double> real(-4.0, 4.0);
+  std::uniform_int_distribution<int> small(-50, 50);
+  std::vector<double> v(count);
+  for (double& x : v) x = dtype == rrInt32 ? small(gen) : real(gen);
+  return v;
+}
+
+double combine(double a, double b, rrRedOp_t op) {
+  switch (op) {
+    case rrMax:
+      return std::max(a, b);
+    case rrMin:
+      return std::min(a, b);
+    default:
+      return a + b;  // sum, avg (divided at the end)
+  }
+}
+
+// Buffers of float32 or int32 as the engine sees them, with the values in double.
+struct Buffer {
+  Buffer(rrDataType_t dtype, const std::vector<double>& values) : dtype(dtype), f(values.size()), i(values.size()) {
+    for (size_t k = 0; k < values.size(); ++k) {
+      f[k] = static_cast<float>(values[k]);
+      i[k] = static_cast<int32_t>(values[k]);
+    }
+  }
+  void* data() { return dtype == rrInt32 ? static_cast<void*>(i.data()) : static_cast<void*>(f.data()); }
+  double at(size_t k) const { return dtype == rrInt32 ? i[k] : f[k]; }
+  rrDataType_t dtype;
+  std::vector<float> f;
+  std::vector<int32_t> i;
+};
+
+struct Case {
+  rrDataType_t dtype;
+  rrRedOp_t op;
+};
+const Case kCases[] = {{rrFloat32, rrSum}, {rrFloat32, rrMax}, {rrFloat32, rrAvg}, {rrInt32, rrSum}, {rrInt32, rrMin}};
+const size_t kCounts[] = {0, 1, 7, 120, 121, 1000, 4099};
+
+std::string where(int n, size_t count, const Case& c, bool in_place) {
+  return std::to_string(n) + " ranks, count " + std::to_string(count) + ", dtype " + std::to_string(c.dtype) +
+         ", op " + std::to_string(c.op) + (in_place ? ", in place" : ", out of place");
+}
+
+// An allreduce on 1-9 ranks by `Alg` (prepared by `prepare(alg, call)`),
+// every case and count, against the double reference.
+template <typename Alg>
+void check_allreduce(const std::function<std::unique_ptr<Alg>(int, int, transport::Transport*, memory::StagingPool*)>& make,
+                     const std::function<void(Alg&, const exec::Call&)>& prepare) {
+  for (int n = 1; n <= 9; ++n) {
+    for (const Case& c : kCases) {
+      for (size_t count : kCounts) {
+        for (bool in_place : {false, true}) {
+          std::vector<std::vector<double>> values;
+          std::vector<Buffer> in, out;
+          for (int r = 0; r < n; ++r) {
+            values.push_back(input(r, count, c.dtype));
+            in.emplace_back(c.dtype, values.back());
+            out.emplace_back(c.dtype, std::vector<double>(count, 0.0));
+          }
+          const std::vector<Status> results = run_ranks<Alg>(
+              n, [&](int r, transport::Transport* t, memory::StagingPool* p) { return make(r, n, t, p); },
+              [&](int r, Alg& alg) {
+                Buffer& o = in_place ? in[static_cast<size_t>(r)] : out[static_cast<size_t>(r)];
+                prepare(alg, call_of(exec::Collective::kAllReduce, in[static_cast<size_t>(r)].data(), o.data(),
+                                     count, c.dtype, c.op));
+              });
+          for (int r = 0; r < n; ++r) {
+            ASSERT_TRUE(results[static_cast<size_t>(r)].ok())
+                << where(n, count, c, in_place) << ": " << results[static_cast<size_t>(r)].message();
+          }
+          for (size_t k = 0; k < count; ++k) {
+            double want = values[0][k];
+            for (int r = 1; r < n; ++r) want = combine(want, values[static_cast<size_t>(r)][k], c.op);
+            if (c.op == rrAvg) want /= n;
+            for (int r = 0; r < n; ++r) {
+              const Buffer& o = in_place ? in[static_cast<size_t>(r)] : out[static_cast<size_t>(r)];
+              ASSERT_NEAR(o.at(k), want, 1e-4 * (1.0 + std::fabs(want)))
+                  << where(n, count, c, in_place) << ", rank " << r << ", element " << k;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RecursiveDoublingAlgorithm, AllreducesOnEveryRankCount) {
+  check_allreduce<coll::RecursiveDoubling>(
+      [](int r, int n, transport::Transport* t, memory::StagingPool* p) {
+        return std::make_unique<coll::RecursiveDoubling>(t, p, r, n, true);
+      },
+      [](coll::RecursiveDoubling& alg, const exec::Call& call) { alg.prepare(call, wire::header_of(call)); });
+}
+
+TEST(HalvingDoublingAlgorithm, AllreducesOnEveryRankCount) {
+  check_allreduce<coll::HalvingDoubling>(
+      [](int r, int n, transport::Transport* t, memory::StagingPool* p) {
+        return std::make_unique<coll::HalvingDoubling>(t, p, r, n);
+      },
+      [](coll::HalvingDoubling& alg, const exec::Call& call) { alg.prepare(call); });
+}
+
+TEST(RecursiveDoublingAlgorithm, RanksThatPassDifferentArgumentsFailNamingBothCalls) {
+  std::vector<float> a(10, 1.0f), b(10, 1.0f);
+  const std::vector<Status> results = run_ranks<coll::RecursiveDoubling>(
+      2,
+      [](int r, transport::Transport* t, memory::StagingPool* p) {
+        return std::make_unique<coll::RecursiveDoubling>(t, p, r, 2, true);
+      },
+      [&](int r, coll::RecursiveDoubling& alg) {
+        const exec::Call call = call_of(exec::Collective::kAllReduce, (r ? &b : &a)->data(), (r ? &b : &a)->data(),
+                                        10, rrFloat32, r == 0 ? rrSum : rrMax);
+        alg.prepare(call, wire::header_of(call));
+      });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(results[static_cast<size_t>(r)].code(), Code::kInvalidUsage) << results[static_cast<size_t>(r)].message();
+    EXPECT_NE(results[static_cast<size_t>(r)].message().find("ranks called different collectives or passed different "
+                                                             "arguments"),
+              std::string::npos)
+        << results[static_cast<size_t>(r)].message();
+  }
+}
+
+TEST(BinomialTreeAlgorithm, BroadcastsAndReducesFromEveryRoot) {
+  for (int n = 1; n <= 9; ++n) {
+    for (int root = 0; root < n; ++root) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{100}}) {
+        for (const Case& c : kCases) {
+          for (bool reducing : {false, true}) {
+            std::vector<std::vector<double>> values;
+            std::vector<Buffer> in, out;
+            for (int r = 0; r < n; ++r) {
+              values.push_back(input(r, count, c.dtype));
+              in.emplace_back(c.dtype, values.back());
+              out.emplace_back(c.dtype, std::vector<double>(count, 0.0));
+            }
+            const std::vector<Status> results = run_ranks<coll::BinomialTree>(
+                n,
+                [n](int r, transport::Transport* t, memory::StagingPool* p) {
+                  return std::make_unique<coll::BinomialTree>(t, p, r, n);
+                },
+                [&](int r, coll::BinomialTree& alg) {
+                  alg.prepare(call_of(reducing ? exec::Collective::kReduce : exec::Collective::kBroadcast,
+                                      in[static_cast<size_t>(r)].data(), out[static_cast<size_t>(r)].data(), count,
+                                      c.dtype, c.op, root));
+                });
+            const std::string at = where(n, count, c, false) + ", root " + std::to_string(root) +
+                                   (reducing ? ", reduce" : ", broadcast");
+            for (int r = 0; r < n; ++r) ASSERT_TRUE(results[static_cast<size_t>(r)].ok()) << at;
+            for (size_t k = 0; k < count; ++k) {
+              double want = values[static_cast<size_t>(root)][k];
+              if (reducing) {
+                want = values[0][k];
+                for (int r = 1; r < n; ++r) want = combine(want, values[static_cast<size_t>(r)][k], c.op);
+                if (c.op == rrAvg) want /= n;
+              }
+              for (int r = 0; r < n; ++r) {
+                if (reducing && r != root) continue;  // only the root's output is the call's
+                ASSERT_NEAR(out[static_cast<size_t>(r)].at(k), want, 1e-4 * (1.0 + std::fabs(want)))
+                    << at << ", rank " << r << ", element " << k;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rr
