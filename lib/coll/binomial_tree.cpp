@@ -36,18 +36,17 @@ Status BinomialTree::post(const std::string& what) {
   return batch_.post(what);
 }
 
-Status BinomialTree::progress(const std::string& what, bool* done, bool* moved) {
-  *done = false;
-  bool finished = false;
-  RR_RETURN_IF_ERROR(batch_.progress(what, &finished, moved));
-  if (!finished) return Status::Ok();
-  *moved = true;
+Status BinomialTree::progress(const std::string& what, exec::Round* round) {
+  RR_RETURN_IF_ERROR(batch_.progress(what, round));
+  if (!round->done) return Status::Ok();
+  round->done = false;
+  round->moved = true;
   batch_.clear();
   if (stage_ == 1) {
     stage_ = 2;
     // avg divides once, at the root
     if (reducing() && parent_ < 0) reduce::finish(call_.recv, call_.recv, call_.count, call_.dtype, call_.op, size_);
-    *done = true;
+    round->done = true;
     return Status::Ok();
   }
   stage_ = 1;
@@ -63,10 +62,10 @@ Status BinomialTree::progress(const std::string& what, bool* done, bool* moved) 
   return batch_.post(what);
 }
 
-std::string BinomialTree::progress_note() const {
+Status BinomialTree::stalled(const std::string& what, Code code, int, const std::string& cause) const {
   const char* stage = stage_ == 0 ? (reducing() ? "from the children" : "from the parent")
                                   : (reducing() ? "to the parent" : "to the children");
-  return std::string(stage) + ": " + batch_.progress_note();
+  return batch_.stalled_at(what, stage, code, cause);
 }
 
 }  // namespace rr::coll

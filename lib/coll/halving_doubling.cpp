@@ -121,13 +121,12 @@ Status HalvingDoubling::post(const std::string& what) {
   return ended_ ? Status::Ok() : start_piece(what);
 }
 
-Status HalvingDoubling::progress(const std::string& what, bool* done, bool* moved) {
-  *done = false;
-  bool finished = false;
+Status HalvingDoubling::progress(const std::string& what, exec::Round* round) {
   if (!ended_) {
-    RR_RETURN_IF_ERROR(batch_.progress(what, &finished, moved));
-    if (!finished) return Status::Ok();
-    *moved = true;
+    RR_RETURN_IF_ERROR(batch_.progress(what, round));
+    if (!round->done) return Status::Ok();
+    round->done = false;
+    round->moved = true;
     batch_.clear();
     finish_piece();
     ended_ = !advance();
@@ -135,7 +134,7 @@ Status HalvingDoubling::progress(const std::string& what, bool* done, bool* move
   }
   // avg divides once, by every rank alike
   reduce::finish(call_.recv, call_.recv, call_.count, call_.dtype, call_.op, size_);
-  *done = true;
+  round->done = true;
   return Status::Ok();
 }
 
@@ -150,9 +149,11 @@ void HalvingDoubling::finish_piece() {
   }
 }
 
-std::string HalvingDoubling::progress_note() const {
-  return "step " + std::to_string(step_ + 1) + " of " + std::to_string(nsteps_) + ", piece " +
-         std::to_string(piece_ + 1) + ": " + batch_.progress_note();
+Status HalvingDoubling::stalled(const std::string& what, Code code, int, const std::string& cause) const {
+  return batch_.stalled_at(what,
+                           "step " + std::to_string(step_ + 1) + " of " + std::to_string(nsteps_) + ", piece " +
+                               std::to_string(piece_ + 1) + " of " + std::to_string(pieces(steps_[step_])),
+                           code, cause);
 }
 
 }  // namespace rr::coll

@@ -30,9 +30,10 @@ class HalvingDoubling final : public exec::Algorithm {
   void prepare(const exec::Call& call);
 
   Status post(const std::string& what) override;
-  Status progress(const std::string& what, bool* done, bool* moved) override;
-  const exec::Transfer* waiting() const override { return batch_.waiting(); }
-  std::string progress_note() const override;
+  Status progress(const std::string& what, exec::Round* round) override;
+  void needs(int* from, int* to) const override { batch_.needs(from, to); }
+  // The step's batch's words, with where the call is ("step 2 of 3").
+  Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const override;
   void cancel() override { batch_.cancel(); }
 
  private:

@@ -104,13 +104,12 @@ Status RecursiveDoubling::finish_step(const std::string& what) {
   return Status::Ok();
 }
 
-Status RecursiveDoubling::progress(const std::string& what, bool* done, bool* moved) {
-  *done = false;
+Status RecursiveDoubling::progress(const std::string& what, exec::Round* round) {
   if (!ended_) {
-    bool finished = false;
-    RR_RETURN_IF_ERROR(batch_.progress(what, &finished, moved));
-    if (!finished) return Status::Ok();
-    *moved = true;
+    RR_RETURN_IF_ERROR(batch_.progress(what, round));
+    if (!round->done) return Status::Ok();
+    round->done = false;
+    round->moved = true;
     Status step_done = finish_step(what);
     batch_.clear();
     RR_RETURN_IF_ERROR(step_done);
@@ -124,14 +123,16 @@ Status RecursiveDoubling::progress(const std::string& what, bool* done, bool* mo
   }
   // avg divides once, by every rank alike
   reduce::finish(call_.recv, call_.recv, call_.count, call_.dtype, call_.op, size_);
-  *done = true;
+  round->done = true;
   return Status::Ok();
 }
 
-std::string RecursiveDoubling::progress_note() const {
+Status RecursiveDoubling::stalled(const std::string& what, Code code, int, const std::string& cause) const {
   const size_t pieces = (call_.count + piece_elems_ - 1) / piece_elems_;
-  return "piece " + std::to_string(piece_ + 1) + " of " + std::to_string(pieces) + ", step " +
-         std::to_string(step_ + 1) + " of " + std::to_string(nsteps_) + ": " + batch_.progress_note();
+  return batch_.stalled_at(what,
+                           "piece " + std::to_string(piece_ + 1) + " of " + std::to_string(pieces) + ", step " +
+                               std::to_string(step_ + 1) + " of " + std::to_string(nsteps_),
+                           code, cause);
 }
 
 }  // namespace rr::coll

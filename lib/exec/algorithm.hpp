@@ -9,8 +9,9 @@
 //
 // A Batch (exec/batch.hpp) is one; the algorithms on batches (coll/:
 // recursive doubling, halving-doubling, the binomial trees) run a batch per
-// step through it. The ring, chain and board executors still wait in their
-// own loops (issue 34 moves them here next).
+// step through it; the pipelined executors on the transport (the UCX ring,
+// the chain: exec/column_loop.hpp) are one. The slot rings' and the board's
+// executors still wait in loops of their own.
 
 #include <chrono>
 #include <string>
@@ -22,45 +23,54 @@ namespace rr::exec {
 
 class Interrupt;
 class WaitPolicy;
-struct Transfer;
+
+// What one round of progress() did.
+struct Round {
+  bool done = false;             // the call finished on this rank
+  bool moved = false;            // the call moved (a transfer, a chunk): spin on, no checks
+  bool transport_moved = false;  // the transport did something (wire-up, keepalives, another
+                                 // call's traffic): it must not hide a dead peer or the deadline
+};
 
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
 
   // Starts the call: posts whatever needs nothing received first. `what`
-  // names the operation in errors, and stays alive until it ended. Not ok
-  // when it cannot start (nothing is then left in flight).
+  // names the operation in errors (an algorithm that names its call its own
+  // way may ignore it), and stays alive until it ended. Not ok when it
+  // cannot start (nothing is then left in flight).
   virtual Status post(const std::string& what) = 0;
   // One round: progresses the transport once and moves the call on with
-  // whatever completed. *done once the call finished on this rank; *moved
-  // when anything happened (the wait then spins again). Never blocks. Not
-  // ok when the call failed: a transfer failed, or a peer sent what this
-  // rank cannot take.
-  virtual Status progress(const std::string& what, bool* done, bool* moved) = 0;
-  // The transfer the call waits on now (the first not done), for the stall
-  // checks and messages; null when it waits on nothing of the transport's.
-  virtual const Transfer* waiting() const = 0;
-  // Its progress in words, for a timeout or a dump: "3 of 4 transfers done".
-  virtual std::string progress_note() const = 0;
+  // whatever completed. Never blocks. Not ok when the call failed: a
+  // transfer failed, or a peer sent what this rank cannot take.
+  virtual Status progress(const std::string& what, Round* round) = 0;
+  // The peers a still call needs alive now (-1: none): the one it waits to
+  // receive from, the one it sends to. A peer it needs nothing more from may
+  // have finished the call and left, legitimately.
+  virtual void needs(int* from, int* to) const = 0;
+  // The error of a call that stalled: `code` is kTimeout, the interrupt's,
+  // or the transport's for a dead `failed_peer` (`cause` says what it
+  // said); kOk asks for a dump's line about what it waits on.
+  virtual Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const = 0;
   // After a failure: cancels pending receives and gives sends kDrainLimit
   // (exec/wait_policy.hpp) to retire.
   virtual void cancel() = 0;
 };
 
-// Runs `algorithm` to its end: post(), then progress() until done, waiting
-// as the process's wait policy says between still rounds. Not ok when the
-// algorithm failed (after cancel()), `interrupt` fired, the peer it waits on
-// is gone, or `deadline` passed: the message then says what it waited for.
+// Runs `algorithm` to its end: post(), then progress() until done. After a
+// round in which the call did not move, the wait policy decides (spin,
+// yield, sleep) and, when its checks are due, looks at `interrupt`, the
+// peers the call needs and `deadline`. Not ok when the algorithm failed,
+// the interrupt fired, a needed peer is gone or the deadline passed (then
+// stalled() words it); cancel() has run by then.
 Status drive(Algorithm& algorithm, const std::string& what, std::chrono::steady_clock::time_point deadline,
              Interrupt* interrupt, transport::Transport* transport);
 
 // One round of drive(), for a caller that waits on several algorithms at
-// once (rrGroupEnd over several communicators) and idles between rounds
-// itself: progress(), then, after a still round whose checks are due, the
-// checks drive() makes. *finished once the algorithm is done; *moved when
-// anything happened. cancel()s it when it fails.
-Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, transport::Transport* transport,
-                   bool* finished, bool* moved);
+// once (rrGroupEnd over several communicators): progress(), then, after a
+// still round, what drive() does then. *finished once the algorithm is done.
+// cancel()s it when it fails.
+Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, bool* finished);
 
 }  // namespace rr::exec

@@ -85,22 +85,18 @@ Status Batch::post(const std::string& what) {
   return Status::Ok();
 }
 
-Status Batch::progress(const std::string& what, bool* done, bool* moved) {
-  *done = false;
-  *moved = transport_->progress();
+Status Batch::progress(const std::string& what, Round* round) {
+  round->transport_moved = transport_->progress();
   size_t now_finished = 0;
   for (const Transfer& t : transfers_) {
     if (!t.done.done) continue;
     ++now_finished;
     RR_RETURN_IF_ERROR(check(t, what));
   }
-  if (now_finished == transfers_.size()) {
-    *done = true;
-    return Status::Ok();
-  }
+  round->done = now_finished == transfers_.size();
   if (now_finished != finished_) {
     finished_ = now_finished;
-    *moved = true;
+    round->moved = true;
   }
   return Status::Ok();
 }
@@ -112,15 +108,35 @@ const Transfer* Batch::waiting() const {
   return nullptr;
 }
 
-std::string Batch::progress_note() const {
-  return std::to_string(finished_) + " of " + std::to_string(transfers_.size()) + " transfers done";
+void Batch::needs(int* from, int* to) const {
+  const Transfer* t = waiting();
+  *from = t && !t->is_send ? t->peer : -1;
+  *to = t && t->is_send ? t->peer : -1;
+}
+
+Status Batch::stalled(const std::string& what, Code code, int, const std::string& cause) const {
+  return stalled_at(what, std::string(), code, cause);
+}
+
+Status Batch::stalled_at(const std::string& what, const std::string& step, Code code, const std::string& cause) const {
+  // Built only when it is needed: a still round must not allocate.
+  std::string where = what;
+  if (const Transfer* t = waiting()) {
+    where += ": rank " + std::to_string(transport_->rank()) + " waited to " +
+             (t->is_send ? "send " : t->up_to ? "receive up to " : "receive ") + std::to_string(t->bytes) +
+             " bytes " + (t->is_send ? "to" : "from") + " rank " + std::to_string(t->peer);
+  }
+  const std::string progress = (step.empty() ? "" : step + ", ") + std::to_string(finished_) + " of " +
+                               std::to_string(transfers_.size()) + " transfers done";
+  if (code == Code::kOk) return Status(code, where + " in progress (" + progress + ")");
+  if (code == Code::kTimeout) return Timeout(where + " (" + progress + ")");
+  return Status(code, where + ": " + cause);
 }
 
 Status Batch::poll(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt,
                    bool* finished) {
   WaitPolicy wait(transport_, deadline, interrupt);
-  bool moved = false;
-  return drive_round(*this, what, wait, transport_, finished, &moved);
+  return drive_round(*this, what, wait, finished);
 }
 
 void Batch::cancel() {

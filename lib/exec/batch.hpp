@@ -58,13 +58,20 @@ class Batch final : public Algorithm {
 
   // Algorithm. post(): every receive, then every send (failing, it cancels
   // what it posted); progress(): one round of the transport, checking each
-  // transfer that completed.
+  // transfer that completed; needs(): the peer of the first transfer not
+  // done; stalled(): "what: rank 0 waited to receive 32 bytes from rank 1".
   Status post(const std::string& what) override;
-  Status progress(const std::string& what, bool* done, bool* moved) override;
-  const Transfer* waiting() const override;
-  std::string progress_note() const override;
+  Status progress(const std::string& what, Round* round) override;
+  void needs(int* from, int* to) const override;
+  Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const override;
   // Cancels pending receives and gives sends kDrainLimit to retire.
   void cancel() override;
+
+  // stalled() for an algorithm that runs a batch per step: `step` says
+  // where the call is ("step 2 of 3") beside the batch's own count.
+  Status stalled_at(const std::string& what, const std::string& step, Code code, const std::string& cause) const;
+  // The first transfer not done (null: none).
+  const Transfer* waiting() const;
 
   // One round of progress with the checks of a still round (exec::drive_round),
   // for a caller that waits on several batches at once (rrGroupEnd over

@@ -1,11 +1,12 @@
 #pragma once
-// The loop of the pipelined executors on the transport (the ring and the
-// chain): `depth` columns of chunks in flight, each advanced as its chunks
-// arrive and replaced by the next one once done; after a round in which
-// nothing moved, the wait policy (exec/wait_policy.hpp) decides whether to
-// go on, naming the stall when a neighbour failed, the deadline passed or the
-// call was interrupted. An executor says how a column starts and advances,
-// which neighbours it still needs, what the stall is, and how to drain.
+// The pipelined executors on the transport (the ring and the chain) as one
+// algorithm (exec/algorithm.hpp) that exec::drive runs: `depth` columns of
+// chunks in flight, each advanced as its chunks arrive and replaced by the
+// next one once done; after a round in which nothing moved, drive's wait
+// policy decides whether to go on, naming the stall when a neighbour failed,
+// the deadline passed or the call was interrupted. An executor says how a
+// column starts and advances, which neighbours it still needs, what the
+// stall is, and how to drain.
 
 #include <cstddef>
 #include <string>
@@ -22,7 +23,7 @@ class ColumnLoop {
 
  protected:
   // Runs `total` columns in `depth` slots for `call`, whose ring neighbours
-  // are `left` and `right`. Not ok: drain() ran.
+  // are `left` and `right`, to their end (exec::drive). Not ok: drain() ran.
   Status run_columns(transport::Transport* transport, Call& call, size_t depth, size_t total, int left,
                      int right);
   // Columns finished so far in this run (for stall messages).
@@ -46,6 +47,7 @@ class ColumnLoop {
   virtual void drain() = 0;
 
  private:
+  class Columns;  // the Algorithm that drive() runs: column_loop.cpp
   size_t done_ = 0;
 };
 

@@ -36,36 +36,42 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Finishes after `rounds_to_finish` rounds (never when negative), or fails
-// its post or round `fail_round` as told; counts what drive() asked of it.
+// its post or round `fail_round` as told; waits to receive from rank 1;
+// counts what drive() asked of it.
 class Scripted final : public exec::Algorithm {
  public:
-  Scripted() {
-    waiting_on_.peer = 1;
-    waiting_on_.bytes = 64;
-  }
   Status post(const std::string&) override {
     ++posts;
     return fail_post;
   }
-  Status progress(const std::string& what, bool* done, bool* moved) override {
+  Status progress(const std::string& what, exec::Round* round) override {
     ++rounds;
-    *done = rounds == rounds_to_finish;
-    *moved = moves;
+    round->done = rounds == rounds_to_finish;
+    round->moved = moves;
+    round->transport_moved = transport_moves;
     if (rounds == fail_round) return RemoteError(what + ": the peer sent garbage");
     return Status::Ok();
   }
-  const exec::Transfer* waiting() const override { return &waiting_on_; }
-  std::string progress_note() const override { return "step 2 of 3"; }
+  void needs(int* from, int* to) const override {
+    *from = 1;
+    *to = -1;
+  }
+  Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const override {
+    ++stalls;
+    const std::string where = what + ": rank 0 waited to receive 64 bytes from rank 1";
+    if (code == Code::kTimeout) return Timeout(where + " (step 2 of 3)");
+    return Status(code, where + (failed_peer >= 0 ? " (rank " + std::to_string(failed_peer) + " gone)" : "") +
+                            ": " + cause);
+  }
   void cancel() override { ++cancels; }
 
   int rounds_to_finish = -1;
   int fail_round = -1;
   bool moves = false;
+  bool transport_moves = false;
   Status fail_post;
   int posts = 0, rounds = 0, cancels = 0;
-
- private:
-  exec::Transfer waiting_on_;
+  mutable int stalls = 0;
 };
 
 class Interrupted final : public exec::Interrupt {
@@ -125,6 +131,16 @@ TEST_F(Drive, ACallThatMovesIsNotTimedOutWhileItMoves) {
   algorithm.moves = true;
   algorithm.rounds_to_finish = 200000;
   EXPECT_TRUE(run(std::chrono::seconds(30)).ok());
+  EXPECT_EQ(algorithm.stalls, 0);
+}
+
+TEST_F(Drive, ATransportThatMovesDoesNotHideTheDeadline) {
+  // Keepalives, wire-up, another call's traffic: the call itself is still.
+  algorithm.transport_moves = true;
+  algorithm.rounds_to_finish = 20000000;  // seconds away: a loop that took the transport's moves for the call's ends OK
+  const Status s = run(std::chrono::milliseconds(60));
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.message();
+  EXPECT_EQ(algorithm.cancels, 1);
 }
 
 TEST_F(Drive, AnInterruptEndsAStillCall) {
@@ -141,7 +157,7 @@ TEST_F(Drive, ADeadPeerEndsAStillCall) {
   fabric->fail_rank(1);
   const Status s = run(std::chrono::seconds(30));
   EXPECT_EQ(s.code(), Code::kRemoteError);
-  EXPECT_NE(s.message().find("allreduce #3: rank 0 waited to receive 64 bytes from rank 1: "), std::string::npos)
+  EXPECT_EQ(s.message(), "allreduce #3: rank 0 waited to receive 64 bytes from rank 1 (rank 1 gone): rank 1 has failed")
       << s.message();
   EXPECT_EQ(algorithm.cancels, 1);
 }
