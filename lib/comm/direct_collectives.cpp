@@ -1,10 +1,10 @@
-// The direct collectives: gather, scatter, all-to-all and all-to-all-v, each
-// one batch of sends and receives posted at once (exec/batch.hpp), tagged
-// with the operation's sequence number.
+// The direct collectives' calls: gather, scatter, all-to-all and
+// all-to-all-v, each checked (agree, and all-to-all-v's counts), then planned
+// as one batch of sends and receives (coll/direct.hpp) and run.
 
-#include <cstring>
 #include <string>
 
+#include "coll/direct.hpp"
 #include "comm/communicator.hpp"
 #include "exec/tags.hpp"
 #include "reduce/reduce.hpp"
@@ -31,19 +31,7 @@ Status Communicator::gather(const void* send, void* recv, size_t count, rrDataTy
   exec::Call call = issue(exec::Collective::kGather, send, recv, count, dtype, rrSum, root);
   RR_RETURN_IF_ERROR(agree(call));
   call.schedule = algo::Schedule::kDirect;
-  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
-  if (rank_ != root) {
-    batch_->add_send(root, tag, send, bytes);
-  } else {
-    uint8_t* out = static_cast<uint8_t*>(recv);
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) {
-        if (out + static_cast<size_t>(peer) * bytes != send) std::memcpy(out + static_cast<size_t>(peer) * bytes, send, bytes);
-      } else {
-        batch_->add_recv(peer, tag, out + static_cast<size_t>(peer) * bytes, bytes);
-      }
-    }
-  }
+  coll::plan_gather(call, rank_, size_, batch_.get());
   return run_batch(*batch_, call);
 }
 
@@ -54,19 +42,7 @@ Status Communicator::scatter(const void* send, void* recv, size_t count, rrDataT
   exec::Call call = issue(exec::Collective::kScatter, send, recv, count, dtype, rrSum, root);
   RR_RETURN_IF_ERROR(agree(call));
   call.schedule = algo::Schedule::kDirect;
-  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
-  if (rank_ != root) {
-    batch_->add_recv(root, tag, recv, bytes);
-  } else {
-    const uint8_t* in = static_cast<const uint8_t*>(send);
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) {
-        if (in + static_cast<size_t>(peer) * bytes != recv) std::memcpy(recv, in + static_cast<size_t>(peer) * bytes, bytes);
-      } else {
-        batch_->add_send(peer, tag, in + static_cast<size_t>(peer) * bytes, bytes);
-      }
-    }
-  }
+  coll::plan_scatter(call, rank_, size_, batch_.get());
   return run_batch(*batch_, call);
 }
 
@@ -77,17 +53,7 @@ Status Communicator::all_to_all(const void* send, void* recv, size_t count, rrDa
   exec::Call call = issue(exec::Collective::kAllToAll, send, recv, count, dtype);
   RR_RETURN_IF_ERROR(agree(call));
   call.schedule = algo::Schedule::kDirect;
-  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
-  const uint8_t* in = static_cast<const uint8_t*>(send);
-  uint8_t* out = static_cast<uint8_t*>(recv);
-  std::memcpy(out + static_cast<size_t>(rank_) * bytes, in + static_cast<size_t>(rank_) * bytes, bytes);
-  // Start with the nearest peers on the ring so ranks do not all hit rank 0 at once.
-  for (int d = 1; d < size_; ++d) {
-    const int to = (rank_ + d) % size_;
-    const int from = (rank_ - d + size_) % size_;
-    batch_->add_recv(from, tag, out + static_cast<size_t>(from) * bytes, bytes);
-    batch_->add_send(to, tag, in + static_cast<size_t>(to) * bytes, bytes);
-  }
+  coll::plan_all_to_all(call, rank_, size_, batch_.get());
   return run_batch(*batch_, call);
 }
 
@@ -125,7 +91,6 @@ Status Communicator::agree_counts(const exec::Call& call, const size_t* sendcoun
 Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
                                   const size_t* recvcounts, const size_t* rdispls, rrDataType_t dtype) {
   RR_RETURN_IF_ERROR(check_usable());
-  const size_t elem = reduce::dtype_size(dtype);
   // No local no-op, even when every count here is 0: a peer may still
   // expect something from this rank, and must hear that it gets nothing.
   // Its header's count is 0: the counts are compared pairwise.
@@ -140,25 +105,8 @@ Status Communicator::all_to_all_v(const void* send, const size_t* sendcounts, co
     // The others are waiting for this rank's blocks: they hear why not.
     return size_ > 1 ? fail_operation(mismatch, wire::NoticeKind::kMismatch) : mismatch;
   }
-  const uint8_t* in = static_cast<const uint8_t*>(send);
-  uint8_t* out = static_cast<uint8_t*>(recv);
-  if (sendcounts[self] > 0) std::memcpy(out + rdispls[self] * elem, in + sdispls[self] * elem, sendcounts[self] * elem);
-  if (size_ == 1) return Status::Ok();
   call.schedule = algo::Schedule::kDirect;
-  const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
-  // Every pair exchanges a message, empty ones too: without the count check
-  // (RR_CHECK_ARGUMENTS=0) the receiver still sees a count that disagrees,
-  // as a short or truncated message, and tells the others. Nearest peers on
-  // the ring first, as all_to_all.
-  for (int d = 1; d < size_; ++d) {
-    const size_t to = static_cast<size_t>((rank_ + d) % size_);
-    const size_t from = static_cast<size_t>((rank_ - d + size_) % size_);
-    // (An empty block's displacement is not looked at: its buffer may be NULL.)
-    batch_->add_recv(static_cast<int>(from), tag, recvcounts[from] ? out + rdispls[from] * elem : nullptr,
-                     recvcounts[from] * elem, true);
-    batch_->add_send(static_cast<int>(to), tag, sendcounts[to] ? in + sdispls[to] * elem : nullptr,
-                     sendcounts[to] * elem, true);
-  }
+  coll::plan_all_to_all_v(call, sendcounts, sdispls, recvcounts, rdispls, rank_, size_, batch_.get());
   return run_batch(*batch_, call);
 }
 
