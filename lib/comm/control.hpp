@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "exec/wire.hpp"
 #include "common/status.hpp"
+#include "exec/wire.hpp"
 #include "transport/transport.hpp"
 
 namespace rr {

@@ -14,6 +14,11 @@ Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wa
       wait.reset();
       return Status::Ok();
     }
+    if (round.transport_moved && !wait.busy_round_checks_due()) return Status::Ok();
+    if (!wait.checks_due()) {  // the common still round: no look at anything
+      wait.idle();
+      return Status::Ok();
+    }
     if (wait.dump_requested()) {
       RR_LOG(LogLevel::kWarn, "dump: %s", algorithm.stalled(what, Code::kOk, -1, {}).message().c_str());
     }

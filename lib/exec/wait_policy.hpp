@@ -170,6 +170,18 @@ class WaitPolicy {
   // reset() whenever it moved, and must not skip the look for that.
   bool checks_due() const { return idle_rounds_ >= kSpinRounds || idle_rounds_ % 16 == 0; }
 
+  // A round in which only the transport moved (wire-up, keepalives, a
+  // transfer that has not completed yet): the caller spins on, and looks at
+  // the interrupt, the peers and the clock every 16th such round only, so
+  // that such traffic neither hides a dead peer or the deadline nor pays the
+  // checks on every round of a small call. A dead peer seen once stays seen
+  // (after_still_round's second look) across these rounds.
+  // Between its checks, such a round spins again, as one that moved does.
+  bool busy_round_checks_due() {
+    idle_rounds_ = 0;
+    return ++busy_rounds_ % 16 == 0;
+  }
+
   Status interrupted() { return interrupt_ ? interrupt_->check() : Status::Ok(); }
   bool dump_requested() { return interrupt_ && interrupt_->take_dump_request(); }
 
@@ -206,6 +218,7 @@ class WaitPolicy {
   Sleeper* sleeper_;
   WaitMode mode_;
   int idle_rounds_ = 0;
+  unsigned busy_rounds_ = 0;  // busy_round_checks_due's count
   bool peer_loss_seen_ = false;
 };
 
