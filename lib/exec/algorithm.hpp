@@ -5,13 +5,14 @@
 // where a blocking call waits (exec/wait_policy.hpp), checks its deadline and
 // the communicator's interrupt (an abort, a peer's notice), asks whether the
 // peer it waits on is alive, and answers a dump request. An algorithm only
-// says what it waits on (waiting()).
+// says which peers it still needs (needs()) and words its stall (stalled()).
 //
 // A Batch (exec/batch.hpp) is one; the algorithms on batches (coll/:
 // recursive doubling, halving-doubling, the binomial trees) run a batch per
 // step through it; the pipelined executors on the transport (the UCX ring,
-// the chain: exec/column_loop.hpp) are one. The slot rings' and the board's
-// executors still wait in loops of their own.
+// the chain: exec/column_loop.hpp) are one, and so is the ring on the
+// same-host slot rings (exec/shm_ring_executor.cpp). The one-shot board's
+// executor still waits in a loop of its own.
 
 #include <chrono>
 #include <string>
@@ -22,6 +23,7 @@
 namespace rr::exec {
 
 class Interrupt;
+class Sleeper;
 class WaitPolicy;
 
 // What one round of progress() did.
@@ -56,6 +58,10 @@ class Algorithm {
   // After a failure: cancels pending receives and gives sends kDrainLimit
   // (exec/wait_policy.hpp) to retire.
   virtual void cancel() = 0;
+  // What a sleeping wait sleeps on when the transport's event descriptor
+  // would not wake it (the slot rings: a futex on the counter the rank
+  // waits for); null: the transport's descriptor.
+  virtual Sleeper* sleeper() { return nullptr; }
 };
 
 // Runs `algorithm` to its end: post(), then progress() until done. After a
@@ -63,13 +69,18 @@ class Algorithm {
 // yield, sleep) and, when its checks are due, looks at `interrupt`, the
 // peers the call needs and `deadline`. Not ok when the algorithm failed,
 // the interrupt fired, a needed peer is gone or the deadline passed (then
-// stalled() words it); cancel() has run by then.
+// stalled() words it); cancel() has run by then. What ended the wait may
+// have come after the call last looked (most often a peer's notice about a
+// later call, sent once it had what this rank waits for): so one more round
+// runs first, and a call that moves in it goes on; the cause, if it still
+// holds, stops it at its next still round.
 Status drive(Algorithm& algorithm, const std::string& what, std::chrono::steady_clock::time_point deadline,
              Interrupt* interrupt, transport::Transport* transport);
 
 // One round of drive(), for a caller that waits on several algorithms at
 // once (rrGroupEnd over several communicators): progress(), then, after a
-// still round, what drive() does then. *finished once the algorithm is done.
+// still round, what drive() does then (`wait` made with the algorithm's
+// sleeper()). *finished once the algorithm is done.
 // cancel()s it when it fails.
 Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, bool* finished);
 

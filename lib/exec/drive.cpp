@@ -29,6 +29,15 @@ Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wa
     // Checks the interrupt, the peers and the deadline when due, then idles.
     Status cause = wait.after_still_round(from, to, round.transport_moved, &failed_peer);
     if (!cause.ok()) {
+      Round again;
+      status = algorithm.progress(what, &again);
+      if (status.ok() && (again.moved || again.done)) {
+        *finished = again.done;
+        wait.reset();
+        return Status::Ok();
+      }
+    }
+    if (status.ok() && !cause.ok()) {
       status = algorithm.stalled(what, cause.code(), cause.code() == Code::kTimeout ? -1 : failed_peer,
                                  cause.code() == Code::kTimeout ? std::string() : cause.message());
     }
@@ -40,7 +49,7 @@ Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wa
 Status drive(Algorithm& algorithm, const std::string& what, std::chrono::steady_clock::time_point deadline,
              Interrupt* interrupt, transport::Transport* transport) {
   RR_RETURN_IF_ERROR(algorithm.post(what));
-  WaitPolicy wait(transport, deadline, interrupt);
+  WaitPolicy wait(transport, deadline, interrupt, algorithm.sleeper());
   for (bool finished = false; !finished;) RR_RETURN_IF_ERROR(drive_round(algorithm, what, wait, &finished));
   return Status::Ok();
 }

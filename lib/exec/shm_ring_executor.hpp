@@ -14,13 +14,18 @@
 // would need more chunks in flight than the ring ever holds (each rank is
 // at most one chunk ahead of what it took in).
 //
-// Liveness, the deadline and the interrupt are watched as the transport
-// executors do (exec/wait_policy.hpp); the transport is still progressed
-// while waiting, for the control channel's notices and queued posts.
+// A run is an algorithm (exec/algorithm.hpp) that exec::drive runs, as the
+// transport executors are: each round moves the ring as far as the slots
+// allow (a chunk to take from the left, a slot to fill on the right) and
+// never waits; drive watches liveness, the deadline and the interrupt, and
+// sleeps on the awaited ring's futex. The transport is still progressed,
+// once a column and every 16th still round, for the control channel's
+// notices and queued posts.
 
 #include <cstdint>
 
 #include "algo/ring.hpp"
+#include "exec/algorithm.hpp"
 #include "common/status.hpp"
 #include "exec/ring_executor.hpp"
 #include "exec/primitives.hpp"
@@ -57,12 +62,7 @@ class ShmRingExecutor final : private Sleeper {
   const Traffic& traffic() const { return traffic_; }
 
  private:
-  // Waits for the next chunk from the left; *bytes is its length.
-  Status take(WaitPolicy& wait, int step, size_t column, const void** data, size_t* bytes);
-  // Waits for a free slot in the right neighbour's ring.
-  Status free_slot(WaitPolicy& wait, int step, size_t column, void** slot);
-  // After a still round: progress, liveness of `peer`, deadline, interrupt.
-  Status still(WaitPolicy& wait, int peer, bool receiving, int step, size_t column);
+  class Steps;  // one run as an Algorithm: shm_ring_executor.cpp
   void sleep(int timeout_ms) override;
 
   transport::Transport* transport_;
@@ -74,9 +74,6 @@ class ShmRingExecutor final : private Sleeper {
   uint64_t bytes_received_ = 0;
   Traffic traffic_;
 
-  // The call being run (for error messages).
-  const algo::RingSchedule* schedule_ = nullptr;
-  const Call* call_ = nullptr;
 };
 
 }  // namespace rr::exec

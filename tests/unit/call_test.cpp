@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "algo/ring.hpp"
-#include "exec/wire.hpp"
 #include "exec/call.hpp"
 #include "exec/chain_executor.hpp"
 #include "exec/ring_executor.hpp"
 #include "exec/stall.hpp"
+#include "exec/wire.hpp"
 #include "memory/staging_pool.hpp"
 #include "transport/loopback/loopback.hpp"
 
