@@ -9,7 +9,7 @@
 namespace rr::coll {
 
 BinomialTree::BinomialTree(transport::Transport* transport, memory::StagingPool* pool, int rank, int size)
-    : batch_(transport), pool_(pool), rank_(rank), size_(size) {}
+    : BatchSteps(transport), pool_(pool), rank_(rank), size_(size) {}
 
 void BinomialTree::prepare(const exec::Call& call) {
   call_ = call;
@@ -62,10 +62,9 @@ Status BinomialTree::progress(const std::string& what, exec::Round* round) {
   return batch_.post(what);
 }
 
-Status BinomialTree::stalled(const std::string& what, Code code, int, const std::string& cause) const {
-  const char* stage = stage_ == 0 ? (reducing() ? "from the children" : "from the parent")
-                                  : (reducing() ? "to the parent" : "to the children");
-  return batch_.stalled_at(what, stage, code, cause);
+std::string BinomialTree::step_note() const {
+  return stage_ == 0 ? (reducing() ? "from the children" : "from the parent")
+                     : (reducing() ? "to the parent" : "to the children");
 }
 
 }  // namespace rr::coll

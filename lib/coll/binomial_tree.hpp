@@ -12,14 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "exec/algorithm.hpp"
-#include "exec/batch.hpp"
+#include "coll/batch_steps.hpp"
 #include "exec/call.hpp"
 #include "memory/staging_pool.hpp"
 
 namespace rr::coll {
 
-class BinomialTree final : public exec::Algorithm {
+class BinomialTree final : public BatchSteps {
  public:
   BinomialTree(transport::Transport* transport, memory::StagingPool* pool, int rank, int size);
 
@@ -29,15 +28,12 @@ class BinomialTree final : public exec::Algorithm {
 
   Status post(const std::string& what) override;
   Status progress(const std::string& what, exec::Round* round) override;
-  void needs(int* from, int* to) const override { batch_.needs(from, to); }
-  // The step's batch's words, with where the call is ("step 2 of 3").
-  Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const override;
-  void cancel() override { batch_.cancel(); }
 
  private:
+  std::string step_note() const override;
+
   bool reducing() const { return call_.collective == exec::Collective::kReduce; }
 
-  exec::Batch batch_;
   memory::StagingPool* pool_;
   const int rank_;
   const int size_;

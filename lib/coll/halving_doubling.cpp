@@ -9,7 +9,7 @@
 namespace rr::coll {
 
 HalvingDoubling::HalvingDoubling(transport::Transport* transport, memory::StagingPool* pool, int rank, int size)
-    : batch_(transport), pool_(pool), size_(size), plan_(size, rank) {
+    : BatchSteps(transport), pool_(pool), size_(size), plan_(size, rank) {
   auto add = [&](Kind kind, int peer, int tag_step, int round = 0) {
     steps_[nsteps_++] = Step{kind, peer, tag_step, round};
   };
@@ -149,11 +149,9 @@ void HalvingDoubling::finish_piece() {
   }
 }
 
-Status HalvingDoubling::stalled(const std::string& what, Code code, int, const std::string& cause) const {
-  return batch_.stalled_at(what,
-                           "step " + std::to_string(step_ + 1) + " of " + std::to_string(nsteps_) + ", piece " +
-                               std::to_string(piece_ + 1) + " of " + std::to_string(pieces(steps_[step_])),
-                           code, cause);
+std::string HalvingDoubling::step_note() const {
+  return "step " + std::to_string(step_ + 1) + " of " + std::to_string(nsteps_) + ", piece " +
+         std::to_string(piece_ + 1) + " of " + std::to_string(pieces(steps_[step_]));
 }
 
 }  // namespace rr::coll

@@ -15,14 +15,13 @@
 
 #include "algo/halving_doubling.hpp"
 #include "algo/ring.hpp"
-#include "exec/algorithm.hpp"
-#include "exec/batch.hpp"
+#include "coll/batch_steps.hpp"
 #include "exec/call.hpp"
 #include "memory/staging_pool.hpp"
 
 namespace rr::coll {
 
-class HalvingDoubling final : public exec::Algorithm {
+class HalvingDoubling final : public BatchSteps {
  public:
   HalvingDoubling(transport::Transport* transport, memory::StagingPool* pool, int rank, int size);
 
@@ -31,12 +30,10 @@ class HalvingDoubling final : public exec::Algorithm {
 
   Status post(const std::string& what) override;
   Status progress(const std::string& what, exec::Round* round) override;
-  void needs(int* from, int* to) const override { batch_.needs(from, to); }
-  // The step's batch's words, with where the call is ("step 2 of 3").
-  Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const override;
-  void cancel() override { batch_.cancel(); }
 
  private:
+  std::string step_note() const override;
+
   enum class Kind : uint8_t {
     kHandOver,     // send the whole input, in slot-sized pieces (this rank sits out)
     kTakeBack,     // receive the whole result in one message
@@ -67,7 +64,6 @@ class HalvingDoubling final : public exec::Algorithm {
   // Moves to the next piece or step with any transfers; false when none is left.
   bool advance();
 
-  exec::Batch batch_;
   memory::StagingPool* pool_;
   const int size_;
   const algo::HalvingDoubling plan_;

@@ -14,7 +14,7 @@ constexpr size_t kHeader = wire::kOpHeaderBytes;
 
 RecursiveDoubling::RecursiveDoubling(transport::Transport* transport, memory::StagingPool* pool, int rank, int size,
                                      bool check_arguments)
-    : batch_(transport), pool_(pool), rank_(rank), size_(size), check_arguments_(check_arguments), plan_(size, rank) {
+    : BatchSteps(transport), pool_(pool), rank_(rank), size_(size), check_arguments_(check_arguments), plan_(size, rank) {
   batch_.reserve(2);
   auto add = [&](Kind kind, int peer, int tag_step) { steps_[nsteps_++] = Step{kind, peer, tag_step}; };
   if (plan_.sits_out_for() >= 0) {
@@ -127,12 +127,10 @@ Status RecursiveDoubling::progress(const std::string& what, exec::Round* round) 
   return Status::Ok();
 }
 
-Status RecursiveDoubling::stalled(const std::string& what, Code code, int, const std::string& cause) const {
+std::string RecursiveDoubling::step_note() const {
   const size_t pieces = (call_.count + piece_elems_ - 1) / piece_elems_;
-  return batch_.stalled_at(what,
-                           "piece " + std::to_string(piece_ + 1) + " of " + std::to_string(pieces) + ", step " +
-                               std::to_string(step_ + 1) + " of " + std::to_string(nsteps_),
-                           code, cause);
+  return "piece " + std::to_string(piece_ + 1) + " of " + std::to_string(pieces) + ", step " +
+         std::to_string(step_ + 1) + " of " + std::to_string(nsteps_);
 }
 
 }  // namespace rr::coll

@@ -19,15 +19,14 @@
 #include <string>
 
 #include "algo/recursive_doubling.hpp"
-#include "exec/algorithm.hpp"
-#include "exec/batch.hpp"
+#include "coll/batch_steps.hpp"
 #include "exec/call.hpp"
 #include "exec/wire.hpp"
 #include "memory/staging_pool.hpp"
 
 namespace rr::coll {
 
-class RecursiveDoubling final : public exec::Algorithm {
+class RecursiveDoubling final : public BatchSteps {
  public:
   // `check_arguments`: RR_CHECK_ARGUMENTS (a peer's frame header must then
   // equal this rank's; its length must fit either way).
@@ -40,12 +39,10 @@ class RecursiveDoubling final : public exec::Algorithm {
 
   Status post(const std::string& what) override;
   Status progress(const std::string& what, exec::Round* round) override;
-  void needs(int* from, int* to) const override { batch_.needs(from, to); }
-  // The step's batch's words, with where the call is ("step 2 of 3").
-  Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const override;
-  void cancel() override { batch_.cancel(); }
 
  private:
+  std::string step_note() const override;
+
   // What one step of a piece does.
   enum class Kind : uint8_t {
     kHandOver,  // send the input to the partner that adds it (this rank sits out)
@@ -68,7 +65,6 @@ class RecursiveDoubling final : public exec::Algorithm {
   Status check_frame(const std::string& what, int peer, size_t got, size_t bytes) const;
   uint64_t tag(int step) const;
 
-  exec::Batch batch_;
   memory::StagingPool* pool_;
   const int rank_;
   const int size_;

@@ -182,7 +182,9 @@ TEST_F(Drive, ADeadPeerEndsAStillCall) {
 // ---------------------------------------------------------------------------
 // The algorithms on batches, N ranks as threads.
 
-constexpr size_t kSlotBytes = 512;  // pieces of 120 floats (recursive doubling: after the 32-byte header)
+// The pool rounds a slot up to a page: pieces of 1016 floats (recursive
+// doubling: after the 32-byte header) or 1024 (halving-doubling).
+constexpr size_t kSlotBytes = 512;
 constexpr size_t kSlots = 8;
 
 struct Rank {
@@ -253,6 +255,13 @@ double combine(double a, double b, rrRedOp_t op) {
   }
 }
 
+// Element k of every rank's values reduced by `op`, in double.
+double reduced(const std::vector<std::vector<double>>& values, size_t k, rrRedOp_t op) {
+  double want = values[0][k];
+  for (size_t r = 1; r < values.size(); ++r) want = combine(want, values[r][k], op);
+  return op == rrAvg ? want / static_cast<double>(values.size()) : want;
+}
+
 // Buffers of float32 or int32 as the engine sees them, with the values in double.
 struct Buffer {
   Buffer(rrDataType_t dtype, const std::vector<double>& values) : dtype(dtype), f(values.size()), i(values.size()) {
@@ -268,12 +277,26 @@ struct Buffer {
   std::vector<int32_t> i;
 };
 
+// Every rank's random input (input()), as values and as the engine's
+// buffers, and a zeroed output each.
+struct Inputs {
+  Inputs(int n, size_t count, rrDataType_t dtype) {
+    for (int r = 0; r < n; ++r) {
+      values.push_back(input(r, count, dtype));
+      in.emplace_back(dtype, values.back());
+      out.emplace_back(dtype, std::vector<double>(count, 0.0));
+    }
+  }
+  std::vector<std::vector<double>> values;
+  std::vector<Buffer> in, out;
+};
+
 struct Case {
   rrDataType_t dtype;
   rrRedOp_t op;
 };
 const Case kCases[] = {{rrFloat32, rrSum}, {rrFloat32, rrMax}, {rrFloat32, rrAvg}, {rrInt32, rrSum}, {rrInt32, rrMin}};
-const size_t kCounts[] = {0, 1, 7, 120, 121, 1000, 4099};
+const size_t kCounts[] = {0, 1, 7, 1016, 1017, 3000, 4099};
 
 std::string where(int n, size_t count, const Case& c, bool in_place) {
   return std::to_string(n) + " ranks, count " + std::to_string(count) + ", dtype " + std::to_string(c.dtype) +
@@ -289,13 +312,10 @@ void check_allreduce(const std::function<std::unique_ptr<Alg>(int, int, transpor
     for (const Case& c : kCases) {
       for (size_t count : kCounts) {
         for (bool in_place : {false, true}) {
-          std::vector<std::vector<double>> values;
-          std::vector<Buffer> in, out;
-          for (int r = 0; r < n; ++r) {
-            values.push_back(input(r, count, c.dtype));
-            in.emplace_back(c.dtype, values.back());
-            out.emplace_back(c.dtype, std::vector<double>(count, 0.0));
-          }
+          Inputs data(n, count, c.dtype);
+          std::vector<std::vector<double>>& values = data.values;
+          std::vector<Buffer>& in = data.in;
+          std::vector<Buffer>& out = data.out;
           const std::vector<Status> results = run_ranks<Alg>(
               n, [&](int r, transport::Transport* t, memory::StagingPool* p) { return make(r, n, t, p); },
               [&](int r, Alg& alg) {
@@ -308,9 +328,7 @@ void check_allreduce(const std::function<std::unique_ptr<Alg>(int, int, transpor
                 << where(n, count, c, in_place) << ": " << results[static_cast<size_t>(r)].message();
           }
           for (size_t k = 0; k < count; ++k) {
-            double want = values[0][k];
-            for (int r = 1; r < n; ++r) want = combine(want, values[static_cast<size_t>(r)][k], c.op);
-            if (c.op == rrAvg) want /= n;
+            const double want = reduced(values, k, c.op);
             for (int r = 0; r < n; ++r) {
               const Buffer& o = in_place ? in[static_cast<size_t>(r)] : out[static_cast<size_t>(r)];
               ASSERT_NEAR(o.at(k), want, 1e-4 * (1.0 + std::fabs(want)))
@@ -329,6 +347,23 @@ TEST(RecursiveDoublingAlgorithm, AllreducesOnEveryRankCount) {
         return std::make_unique<coll::RecursiveDoubling>(t, p, r, n, true);
       },
       [](coll::RecursiveDoubling& alg, const exec::Call& call) { alg.prepare(call, wire::header_of(call)); });
+}
+
+TEST(RecursiveDoublingAlgorithm, ACallWhosePeerNeverComesTimesOutSayingWhere) {
+  auto fabric = std::make_shared<transport::LoopbackFabric>(2);
+  transport::LoopbackTransport transport(fabric, 0);  // rank 1 never calls
+  memory::StagingPool pool;
+  ASSERT_TRUE(pool.reserve(kSlotBytes, kSlots).ok());
+  coll::RecursiveDoubling rd(&transport, &pool, 0, 2, true);
+  std::vector<float> data(10, 1.0f);
+  const exec::Call call = call_of(exec::Collective::kAllReduce, data.data(), data.data(), 10, rrFloat32, rrSum);
+  rd.prepare(call, wire::header_of(call));
+  const Status s = exec::drive(rd, "allreduce #11 (recursive doubling)", Clock::now() + std::chrono::milliseconds(50),
+                               nullptr, &transport);
+  EXPECT_EQ(s.code(), Code::kTimeout);
+  EXPECT_EQ(s.message(),
+            "allreduce #11 (recursive doubling): rank 0 waited to receive up to " + std::to_string(pool.slot_bytes()) +
+                " bytes from rank 1 (piece 1 of 1, step 1 of 1, 1 of 2 transfers done)");
 }
 
 TEST(HalvingDoublingAlgorithm, AllreducesOnEveryRankCount) {
@@ -366,13 +401,10 @@ TEST(BinomialTreeAlgorithm, BroadcastsAndReducesFromEveryRoot) {
       for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{100}}) {
         for (const Case& c : kCases) {
           for (bool reducing : {false, true}) {
-            std::vector<std::vector<double>> values;
-            std::vector<Buffer> in, out;
-            for (int r = 0; r < n; ++r) {
-              values.push_back(input(r, count, c.dtype));
-              in.emplace_back(c.dtype, values.back());
-              out.emplace_back(c.dtype, std::vector<double>(count, 0.0));
-            }
+            Inputs data(n, count, c.dtype);
+            std::vector<std::vector<double>>& values = data.values;
+            std::vector<Buffer>& in = data.in;
+            std::vector<Buffer>& out = data.out;
             const std::vector<Status> results = run_ranks<coll::BinomialTree>(
                 n,
                 [n](int r, transport::Transport* t, memory::StagingPool* p) {
@@ -387,12 +419,7 @@ TEST(BinomialTreeAlgorithm, BroadcastsAndReducesFromEveryRoot) {
                                    (reducing ? ", reduce" : ", broadcast");
             for (int r = 0; r < n; ++r) ASSERT_TRUE(results[static_cast<size_t>(r)].ok()) << at;
             for (size_t k = 0; k < count; ++k) {
-              double want = values[static_cast<size_t>(root)][k];
-              if (reducing) {
-                want = values[0][k];
-                for (int r = 1; r < n; ++r) want = combine(want, values[static_cast<size_t>(r)][k], c.op);
-                if (c.op == rrAvg) want /= n;
-              }
+              const double want = reducing ? reduced(values, k, c.op) : values[static_cast<size_t>(root)][k];
               for (int r = 0; r < n; ++r) {
                 if (reducing && r != root) continue;  // only the root's output is the call's
                 ASSERT_NEAR(out[static_cast<size_t>(r)].at(k), want, 1e-4 * (1.0 + std::fabs(want)))
