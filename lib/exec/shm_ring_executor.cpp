@@ -153,9 +153,16 @@ class ShmRingExecutor::Steps final : public Algorithm {
   }
 
   // A round that ends waiting: notices from peers and posts handed over by
-  // other threads travel on the transport, looked at every 16th such round.
+  // other threads travel on the transport, progressed when the wait
+  // policy's checks are due (every 16th still round while spinning, every
+  // round once the wait yields or sleeps: a notice is then seen within one
+  // sleep).
   Status still(Round* round) {
-    if (!round->moved && ++still_rounds_ % 16 == 0) round->transport_moved |= exec_->transport_->progress();
+    if (round->moved) {
+      still_rounds_ = 0;
+    } else if (++still_rounds_ >= 64 || still_rounds_ % 16 == 0) {
+      round->transport_moved |= exec_->transport_->progress();
+    }
     return Status::Ok();
   }
 

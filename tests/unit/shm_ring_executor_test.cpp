@@ -136,6 +136,55 @@ INSTANTIATE_TEST_SUITE_P(Threads, ShmRingExecutorAllreduce,
                                                                                            size_t{100003}),
                                             ::testing::Bool()));
 
+// A peer that never calls: rank 0 alone runs an allreduce on 2 ranks'
+// rings, until `deadline` or `interrupt`.
+Status run_alone(World& world, Clock::time_point deadline, Interrupt* interrupt) {
+  std::vector<double> data(1000, 1.0);
+  Call call;
+  call.sequence = 5;
+  call.dtype = rrFloat64;
+  call.send = data.data();
+  call.recv = data.data();
+  call.count = data.size();
+  call.deadline = deadline;
+  call.interrupt = interrupt;
+  algo::RingSchedule schedule(2, 0, call.count, 100);
+  return world.ranks[0].executor->run(schedule, call);
+}
+
+TEST(ShmRingExecutorStall, AChunkThatNeverComesTimesOutNamingIt) {
+  World world(2, 4, 4096);
+  const Status s = run_alone(world, Clock::now() + std::chrono::milliseconds(100), nullptr);
+  EXPECT_EQ(s.code(), Code::kTimeout);
+  EXPECT_EQ(s.message(),
+            "allreduce #5 timed out: rank 0 waited for chunk 0 of reduce-scatter step 0 from rank 1 (same-host "
+            "shared memory)");
+}
+
+// Fires once the wait has slept a while: what a peer's notice does.
+class LateInterrupt final : public Interrupt {
+ public:
+  explicit LateInterrupt(Clock::time_point at) : at_(at) {}
+  Status check() override {
+    return Clock::now() >= at_ ? RemoteError("rank 1 reported: it gave up") : Status::Ok();
+  }
+
+ private:
+  Clock::time_point at_;
+};
+
+TEST(ShmRingExecutorStall, ASleepingWaitSeesAnInterruptWithinItsSleeps) {
+  World world(2, 4, 4096);
+  LateInterrupt interrupt(Clock::now() + std::chrono::milliseconds(300));
+  const auto start = Clock::now();
+  const Status s = run_alone(world, Clock::now() + std::chrono::seconds(60), &interrupt);
+  EXPECT_EQ(s.code(), Code::kRemoteError) << s.message();
+  EXPECT_NE(s.message().find("rank 1 reported: it gave up"), std::string::npos) << s.message();
+  // Checked after every sleep (10 ms) once the wait sleeps: far below the
+  // 60 s deadline, whatever the machine's load.
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+}
+
 TEST(MemoryTraffic, BoundIsTheSlowerOfCopyingAndReducing) {
   algo::MachineRates rates;
   rates.copy_bytes_per_s = 10e9;
