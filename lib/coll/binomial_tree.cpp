@@ -26,12 +26,12 @@ Status BinomialTree::post(const std::string& what) {
   stage_ = 0;
   if (reducing()) {
     acc_ = parent_ < 0 ? call_.recv : pool_->slot(0);
-    if (acc_ != call_.send) std::memmove(acc_, call_.send, bytes_);
+    if (acc_ != call_.send && bytes_ > 0) std::memmove(acc_, call_.send, bytes_);  // no null pointer for 0 bytes
     for (size_t c = 0; c < children_.size(); ++c) batch_.add_recv(children_[c], tag, pool_->slot(c + 1), bytes_);
   } else if (parent_ >= 0) {
     batch_.add_recv(parent_, tag, call_.recv, bytes_);
   } else {
-    if (call_.recv != call_.send) std::memcpy(call_.recv, call_.send, bytes_);
+    if (call_.recv != call_.send && bytes_ > 0) std::memcpy(call_.recv, call_.send, bytes_);
   }
   return batch_.post(what);
 }

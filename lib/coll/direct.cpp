@@ -26,7 +26,7 @@ void plan_gather(const exec::Call& call, int rank, int size, exec::Batch* batch)
     uint8_t* block = out + static_cast<size_t>(peer) * bytes;
     if (peer != rank) {
       batch->add_recv(peer, tag, block, bytes);
-    } else if (block != call.send) {
+    } else if (block != call.send && bytes > 0) {
       std::memcpy(block, call.send, bytes);
     }
   }
@@ -44,7 +44,7 @@ void plan_scatter(const exec::Call& call, int rank, int size, exec::Batch* batch
     const uint8_t* block = in + static_cast<size_t>(peer) * bytes;
     if (peer != rank) {
       batch->add_send(peer, tag, block, bytes);
-    } else if (block != call.recv) {
+    } else if (block != call.recv && bytes > 0) {
       std::memcpy(call.recv, block, bytes);
     }
   }
@@ -55,7 +55,7 @@ void plan_all_to_all(const exec::Call& call, int rank, int size, exec::Batch* ba
   const uint64_t tag = exec::collective_tag(call.sequence, 0, 0);
   const uint8_t* in = static_cast<const uint8_t*>(call.send);
   uint8_t* out = static_cast<uint8_t*>(call.recv);
-  std::memcpy(out + static_cast<size_t>(rank) * bytes, in + static_cast<size_t>(rank) * bytes, bytes);
+  if (bytes > 0) std::memcpy(out + static_cast<size_t>(rank) * bytes, in + static_cast<size_t>(rank) * bytes, bytes);
   for (int d = 1; d < size; ++d) {
     const int to = (rank + d) % size;
     const int from = (rank - d + size) % size;

@@ -113,7 +113,7 @@ bool HalvingDoubling::advance() {
 
 Status HalvingDoubling::post(const std::string& what) {
   batch_.clear();  // a failed call leaves its transfers
-  if (call_.send != call_.recv) std::memcpy(call_.recv, call_.send, call_.count * elem_);
+  if (call_.send != call_.recv && call_.count > 0) std::memcpy(call_.recv, call_.send, call_.count * elem_);
   step_ = 0;
   piece_ = 0;
   // One rank, or nothing to reduce: no step.

@@ -47,7 +47,7 @@ uint64_t RecursiveDoubling::tag(int step) const {
 Status RecursiveDoubling::post(const std::string& what) {
   batch_.clear();  // a failed call leaves its transfers
   wire::encode_header(header_, static_cast<uint8_t*>(pool_->slot(1)));
-  if (call_.send != call_.recv) std::memcpy(call_.recv, call_.send, call_.count * elem_);
+  if (call_.send != call_.recv && call_.count > 0) std::memcpy(call_.recv, call_.send, call_.count * elem_);
   piece_ = 0;
   first_ = 0;
   step_ = 0;
