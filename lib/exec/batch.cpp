@@ -60,6 +60,7 @@ Status Batch::check(const Transfer& t, const std::string& what) const {
 
 Status Batch::post(const std::string& what) {
   finished_ = 0;
+  poll_wait_.reset();
   for (Transfer& t : transfers_) {
     t.done.reset();
     t.done.done = true;  // not posted yet: nothing to wait for
@@ -135,8 +136,8 @@ Status Batch::stalled_at(const std::string& what, const std::string& step, Code 
 
 Status Batch::poll(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt,
                    bool* finished) {
-  WaitPolicy wait(transport_, deadline, interrupt);
-  return drive_round(*this, what, wait, finished);
+  if (!poll_wait_) poll_wait_.emplace(transport_, deadline, interrupt, nullptr, WaitMode::kSpin);
+  return drive_round(*this, what, *poll_wait_, finished);
 }
 
 void Batch::cancel() {

@@ -6,11 +6,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.hpp"
 #include "exec/algorithm.hpp"
+#include "exec/wait_policy.hpp"
 #include "transport/transport.hpp"
 
 namespace rr::exec {
@@ -75,7 +77,9 @@ class Batch final : public Algorithm {
 
   // One round of progress with the checks of a still round (exec::drive_round),
   // for a caller that waits on several batches at once (rrGroupEnd over
-  // several communicators posts every batch before it waits on any).
+  // several communicators posts every batch before it waits on any) and
+  // pauses between rounds itself: the wait here only spins, and lasts from
+  // post() to the end (a peer seen gone in one poll is failed in the next).
   // *finished when every transfer completed. Failing, it cancels what is
   // still pending.
   Status poll(const std::string& what, std::chrono::steady_clock::time_point deadline, Interrupt* interrupt,
@@ -87,6 +91,7 @@ class Batch final : public Algorithm {
   transport::Transport* transport_;
   std::vector<Transfer> transfers_;
   size_t finished_ = 0;  // transfers done at the last round
+  std::optional<WaitPolicy> poll_wait_;  // poll()'s, made at its first call after post()
 };
 
 }  // namespace rr::exec

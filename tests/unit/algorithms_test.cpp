@@ -179,6 +179,28 @@ TEST_F(Drive, ADeadPeerEndsAStillCall) {
   EXPECT_EQ(algorithm.cancels, 1);
 }
 
+TEST(BatchPoll, APeerSeenGoneIsFailedByALaterPoll) {
+  // rrGroupEnd over several communicators polls each batch in turn: the
+  // loss of a peer, seen twice (the transport may show it before what the
+  // peer sent last), must carry from one poll to the next.
+  auto fabric = std::make_shared<transport::LoopbackFabric>(2);
+  transport::LoopbackTransport transport(fabric, 0);
+  exec::Batch batch(&transport);
+  uint8_t byte = 0;
+  batch.add_recv(1, 7, &byte, 1);
+  const std::string what = "group of 1 sends and receives";
+  ASSERT_TRUE(batch.post(what).ok());
+  fabric->fail_rank(1);
+  Status s;
+  bool finished = false;
+  for (int polls = 0; polls < 1000 && s.ok() && !finished; ++polls) {
+    s = batch.poll(what, Clock::now() + std::chrono::seconds(60), nullptr, &finished);
+  }
+  EXPECT_FALSE(finished);
+  EXPECT_EQ(s.code(), Code::kRemoteError);
+  EXPECT_EQ(s.message(), "group of 1 sends and receives: rank 0 waited to receive 1 bytes from rank 1: rank 1 has failed");
+}
+
 // ---------------------------------------------------------------------------
 // The algorithms on batches, N ranks as threads.
 
