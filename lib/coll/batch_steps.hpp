@@ -23,6 +23,18 @@ class BatchSteps : public exec::Algorithm {
   explicit BatchSteps(transport::Transport* transport) : batch_(transport) {}
   // Where the call is, for a stall: "piece 1 of 2, step 3 of 4".
   virtual std::string step_note() const = 0;
+  // One round of the step in flight. *ended once its batch completed: the
+  // round then says that the call moved, not that it is done (the algorithm
+  // says that, once no step is left).
+  Status progress_step(const std::string& what, exec::Round* round, bool* ended) {
+    RR_RETURN_IF_ERROR(batch_.progress(what, round));
+    *ended = round->done;
+    if (*ended) {
+      round->done = false;
+      round->moved = true;
+    }
+    return Status::Ok();
+  }
 
   exec::Batch batch_;  // the step in flight
 };

@@ -37,10 +37,9 @@ Status BinomialTree::post(const std::string& what) {
 }
 
 Status BinomialTree::progress(const std::string& what, exec::Round* round) {
-  RR_RETURN_IF_ERROR(batch_.progress(what, round));
-  if (!round->done) return Status::Ok();
-  round->done = false;
-  round->moved = true;
+  bool ended = false;
+  RR_RETURN_IF_ERROR(progress_step(what, round, &ended));
+  if (!ended) return Status::Ok();
   batch_.clear();
   if (stage_ == 1) {
     stage_ = 2;

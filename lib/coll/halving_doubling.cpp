@@ -123,10 +123,9 @@ Status HalvingDoubling::post(const std::string& what) {
 
 Status HalvingDoubling::progress(const std::string& what, exec::Round* round) {
   if (!ended_) {
-    RR_RETURN_IF_ERROR(batch_.progress(what, round));
-    if (!round->done) return Status::Ok();
-    round->done = false;
-    round->moved = true;
+    bool ended = false;
+    RR_RETURN_IF_ERROR(progress_step(what, round, &ended));
+    if (!ended) return Status::Ok();
     batch_.clear();
     finish_piece();
     ended_ = !advance();

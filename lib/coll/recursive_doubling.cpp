@@ -106,10 +106,9 @@ Status RecursiveDoubling::finish_step(const std::string& what) {
 
 Status RecursiveDoubling::progress(const std::string& what, exec::Round* round) {
   if (!ended_) {
-    RR_RETURN_IF_ERROR(batch_.progress(what, round));
-    if (!round->done) return Status::Ok();
-    round->done = false;
-    round->moved = true;
+    bool ended = false;
+    RR_RETURN_IF_ERROR(progress_step(what, round, &ended));
+    if (!ended) return Status::Ok();
     Status step_done = finish_step(what);
     batch_.clear();
     RR_RETURN_IF_ERROR(step_done);

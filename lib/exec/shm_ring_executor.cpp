@@ -14,7 +14,7 @@ namespace rr::exec {
 // goes as far as the rings allow and stops where a chunk has not arrived or
 // the right ring is full: what it waits for is then kept for needs(),
 // stalled() and the sleeper.
-class ShmRingExecutor::Steps final : public Algorithm {
+class ShmRingExecutor::Steps final : public Algorithm, private Sleeper {
  public:
   Steps(ShmRingExecutor* exec, const algo::RingSchedule& schedule, Call& call)
       : exec_(exec),
@@ -76,7 +76,7 @@ class ShmRingExecutor::Steps final : public Algorithm {
   // out of step, and the communicator runs nothing on them again.
   void cancel() override {}
 
-  Sleeper* sleeper() override { return exec_; }
+  Sleeper* sleeper() override { return this; }
 
  private:
   // The column's kSend: this rank's own chunk into the right neighbour's
@@ -148,8 +148,16 @@ class ShmRingExecutor::Steps final : public Algorithm {
     waiting_ = true;
     receiving_ = receiving;
     wait_step_ = step;
-    exec_->sleeping_on_left_ = receiving;
     return Status::Ok();
+  }
+
+  // Sleeper: on the ring the round stopped at, until it moves.
+  void sleep(int timeout_ms) override {
+    if (receiving_) {
+      exec_->from_left_->wait_readable(timeout_ms);
+    } else {
+      exec_->to_right_->wait_writable(timeout_ms);
+    }
   }
 
   // A round that ends waiting: notices from peers and posts handed over by
@@ -183,14 +191,6 @@ class ShmRingExecutor::Steps final : public Algorithm {
 ShmRingExecutor::ShmRingExecutor(transport::Transport* transport, transport::shm::SlotRing* from_left,
                                  transport::shm::SlotRing* to_right)
     : transport_(transport), from_left_(from_left), to_right_(to_right) {}
-
-void ShmRingExecutor::sleep(int timeout_ms) {
-  if (sleeping_on_left_) {
-    from_left_->wait_readable(timeout_ms);
-  } else {
-    to_right_->wait_writable(timeout_ms);
-  }
-}
 
 Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
   static const std::string kNamedByTheCall;  // stalled() names it (Call::label); no allocation per call

@@ -35,7 +35,7 @@
 
 namespace rr::exec {
 
-class ShmRingExecutor final : private Sleeper {
+class ShmRingExecutor final {
  public:
   // `from_left`: the ring this rank receives on (it made it); `to_right`:
   // the right neighbour's, which this rank attached to.
@@ -62,13 +62,11 @@ class ShmRingExecutor final : private Sleeper {
   const Traffic& traffic() const { return traffic_; }
 
  private:
-  class Steps;  // one run as an Algorithm: shm_ring_executor.cpp
-  void sleep(int timeout_ms) override;
+  class Steps;  // one run as an Algorithm (and its sleeper): shm_ring_executor.cpp
 
   transport::Transport* transport_;
   transport::shm::SlotRing* from_left_;
   transport::shm::SlotRing* to_right_;
-  bool sleeping_on_left_ = true;  // which ring sleep() waits on
   size_t stream_bytes_ = 0;
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;
