@@ -15,7 +15,7 @@
 // its 2(N-1) hand-overs, and each message costs slot_alpha instead of alpha
 // unless ranks share cores.
 //
-// On one host with a shared-memory board (comm/one_shot.cpp), the one-shot
+// On one host with a shared-memory board (coll/one_shot.hpp), the one-shot
 // schedule publishes each rank's buffer once and every rank reads and
 // reduces all N, in rank order: one hand-over, whatever N,
 //   one-shot            alpha + n beta + (N-1) n gamma

@@ -48,6 +48,7 @@ Communicator::~Communicator() {
   // Its staging slots are registered with the transport, like the pool's.
   stream_order_.reset();
   control_.reset();
+  one_shot_.reset();
   board_exec_.reset();
   board_.reset();
   ring_.reset();

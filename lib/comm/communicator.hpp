@@ -17,6 +17,7 @@
 #include "algo/select.hpp"
 #include "coll/binomial_tree.hpp"
 #include "coll/halving_doubling.hpp"
+#include "coll/one_shot.hpp"
 #include "coll/recursive_doubling.hpp"
 #include "comm/control.hpp"
 #include "comm/operation_queue.hpp"
@@ -292,13 +293,13 @@ class Communicator final : public exec::Interrupt {
   // (exec::drive), as a part of `call` (named by its label, until its
   // deadline), marking the communicator unusable when it failed.
   Status run(exec::Algorithm& algorithm, exec::Call& call) {
-    return fail_operation(exec::drive(algorithm, label(call), call.until(), this, transport_.get()));
+    return fail_operation(exec::drive(algorithm, label(call), call, transport_.get()));
   }
   // Allreduce by recursive doubling (coll/recursive_doubling.hpp), whose
   // messages carry `header` (the argument check); barrier() runs it too, as
   // a one-byte max.
   Status allreduce_recursive_doubling(exec::Call& call, const wire::OpHeader& header);
-  // The one-shot schedule on the same-host board (comm/one_shot.cpp): its
+  // The one-shot schedule on the same-host board (coll/one_shot.hpp): its
   // publications carry `header` (the argument check); barrier() runs it too,
   // as a one-byte max.
   Status allreduce_one_shot(exec::Call& call, const wire::OpHeader& header);
@@ -308,11 +309,8 @@ class Communicator final : public exec::Interrupt {
   // agree() on the same-host board: publishes `mine` without data and
   // compares both ring neighbours' publications with it.
   Status agree_on_board(const exec::Call& call, const wire::OpHeader& mine);
-  // `peer`'s publication `buffer` of `bytes` for the call this rank made
-  // as `mine` (published as `mine_encoded`), which should hold `expected`
-  // bytes of data: not ok (the operation failed) unless it does.
-  Status check_publication(const exec::Call& call, const wire::OpHeader& mine, const uint8_t* mine_encoded,
-                           int peer, const uint8_t* buffer, uint32_t bytes, uint32_t expected);
+  // Runs `call` on the board as `kind` (comm/one_shot.cpp).
+  Status run_on_board(coll::OneShot::Kind kind, const exec::Call& call, const wire::OpHeader& header);
   // How the ring cuts `count` elements of `dtype`: chunks of RR_CHUNK_BYTES
   // cut so that every wave of `depth` columns is full
   // (algo::balanced_chunk_elems), or a slot of the same-host slot rings.
@@ -358,6 +356,7 @@ class Communicator final : public exec::Interrupt {
   // The board of the one-shot schedules, when set up (comm/same_host_path.cpp).
   std::unique_ptr<transport::shm::Board> board_;
   std::unique_ptr<exec::BoardExecutor> board_exec_;
+  std::unique_ptr<coll::OneShot> one_shot_;  // on board_exec_
   std::unique_ptr<exec::ChainExecutor> chain_;
   // The algorithms on point-to-point batches, one of each, reused call after
   // call (coll/): nothing is allocated on a call's data path.

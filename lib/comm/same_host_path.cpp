@@ -2,7 +2,7 @@
 // host, the ring moves its chunks through shared-memory slot rings
 // (transport/shm/slot_ring.hpp, exec/shm_ring_executor.hpp) instead of UCX,
 // and small calls take the one-shot schedules on a shared board
-// (transport/shm/board.hpp, comm/one_shot.cpp). Set up once per
+// (transport/shm/board.hpp, coll/one_shot.hpp). Set up once per
 // communicator, at init; for each of the two, every rank uses it or none does.
 
 #include <unistd.h>
@@ -199,6 +199,7 @@ Status Communicator::setup_same_host_path() {
   if (all & kVoteBoard) {
     board_ = std::move(board);
     board_exec_ = std::make_unique<exec::BoardExecutor>(transport_.get(), board_.get(), rank_);
+    one_shot_ = std::make_unique<coll::OneShot>(board_exec_.get(), size_, settings_.check_arguments);
     host_shape_.board_bytes = board_->capacity();
     host_shape_.shares_cores = shares_cores;
     if (rank_ == 0) {

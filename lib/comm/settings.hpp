@@ -94,7 +94,7 @@ struct Settings {
   // and as fast on a Xeon (bench/RESULTS.md, "Slot size").
   size_t shm_slot_bytes = size_t{256} << 10;
   int shm_slots = 4;
-  // The same-host board of the one-shot schedules (comm/one_shot.cpp): each
+  // The same-host board of the one-shot schedules (coll/one_shot.hpp): each
   // rank publishes up to this many bytes of data at a time (a multiple of
   // 64; 0: no board, small calls take recursive doubling over UCX).
   // RR_SHM_BOARD_BYTES. Two buffers per rank: 64 KiB a rank by default.

@@ -10,21 +10,19 @@
 // A Batch (exec/batch.hpp) is one; the algorithms on batches (coll/:
 // recursive doubling, halving-doubling, the binomial trees) run a batch per
 // step through it; the pipelined executors on the transport (the UCX ring,
-// the chain: exec/column_loop.hpp) are one, and so is the ring on the
-// same-host slot rings (exec/shm_ring_executor.cpp). The one-shot board's
-// executor still waits in a loop of its own.
+// the chain: exec/column_loop.hpp) are one, and so are the ring on the
+// same-host slot rings (exec/shm_ring_executor.cpp) and the one-shot
+// schedules on the same-host board (coll/one_shot.hpp).
 
 #include <chrono>
 #include <string>
 
 #include "common/status.hpp"
+#include "exec/call.hpp"
+#include "exec/wait_policy.hpp"
 #include "transport/transport.hpp"
 
 namespace rr::exec {
-
-class Interrupt;
-class Sleeper;
-class WaitPolicy;
 
 // What one round of progress() did.
 struct Round {
@@ -64,18 +62,41 @@ class Algorithm {
   virtual Sleeper* sleeper() { return nullptr; }
 };
 
-// Runs `algorithm` to its end: post(), then progress() until done. After a
-// round in which the call did not move, the wait policy decides (spin,
-// yield, sleep) and, when its checks are due, looks at `interrupt`, the
-// peers the call needs and `deadline`. Not ok when the algorithm failed,
-// the interrupt fired, a needed peer is gone or the deadline passed (then
-// stalled() words it); cancel() has run by then. What ended the wait may
-// have come after the call last looked (most often a peer's notice about a
-// later call, sent once it had what this rank waits for): so one more round
-// runs first, and a call that moves in it goes on; the cause, if it still
-// holds, stops it at its next still round.
-Status drive(Algorithm& algorithm, const std::string& what, std::chrono::steady_clock::time_point deadline,
-             Interrupt* interrupt, transport::Transport* transport);
+// Runs `algorithm` to its end: post(), then progress() until done. A call
+// done in its first round (the board's, whose peers' parts are mostly there
+// already) reads no clock and sets up no wait: only after a first round
+// that left it unfinished does `call`'s deadline start (Call::until) and the
+// wait policy decide, after each round in which the call did not move
+// (spin, yield, sleep), and, when its checks are due, look at
+// `call.interrupt`, the peers the call needs and the deadline. Not ok when
+// the algorithm failed, the interrupt fired, a needed peer is gone or the
+// deadline passed (then stalled() words it); cancel() has run by then. What
+// ended the wait may have come after the call last looked (most often a
+// peer's notice about a later call, sent once it had what this rank waits
+// for): so one more round runs first, and a call that moves in it goes on;
+// the cause, if it still holds, stops it at its next still round.
+Status drive(Algorithm& algorithm, const std::string& what, Call& call, transport::Transport* transport);
+// The same until a fixed `deadline`, watching `interrupt` (a batch outside a
+// collective call: rrGroupEnd, the init-time exchanges).
+Status drive(Algorithm& algorithm, const std::string& what, Clock::time_point deadline, Interrupt* interrupt,
+             transport::Transport* transport);
+
+// For an algorithm whose data moves without the transport (the same-host
+// slot rings and board): whether a round in which it waits should progress
+// the transport all the same, for the notices from peers and the posts
+// handed over by other threads that travel on it. As often as the wait
+// policy's checks are due: every 16th still round while it spins, every
+// round once it yields or sleeps (a notice is then seen within one sleep).
+class StillRounds {
+ public:
+  // The call moved: counting starts again.
+  void moved() { rounds_ = 0; }
+  // One more still round: true when it should progress the transport.
+  bool transport_due() { return ++rounds_ >= WaitPolicy::kSpinRounds || rounds_ % 16 == 0; }
+
+ private:
+  unsigned rounds_ = 0;
+};
 
 // One round of drive(), for a caller that waits on several algorithms at
 // once (rrGroupEnd over several communicators): progress(), then, after a

@@ -71,7 +71,7 @@ Status ColumnLoop::run_columns(transport::Transport* transport, Call& call, size
                                int left, int right) {
   static const std::string kNamedByTheExecutor;  // no allocation per call
   Columns columns(this, transport, depth, total, left, right);
-  return drive(columns, kNamedByTheExecutor, call.until(), call.interrupt, transport);
+  return drive(columns, kNamedByTheExecutor, call, transport);
 }
 
 }  // namespace rr::exec

@@ -1,13 +1,14 @@
-#include "exec/algorithm.hpp"
-
 #include "common/log.hpp"
+#include "exec/algorithm.hpp"
 #include "exec/wait_policy.hpp"
 
 namespace rr::exec {
 
-Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, bool* finished) {
-  Round round;
-  Status status = algorithm.progress(what, &round);
+namespace {
+
+// What drive_round() does after progress() said `round`.
+Status after_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, const Round& round,
+                   Status status, bool* finished) {
   *finished = status.ok() && round.done;
   if (status.ok() && !round.done) {
     if (round.moved) {
@@ -46,12 +47,32 @@ Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wa
   return status;
 }
 
-Status drive(Algorithm& algorithm, const std::string& what, std::chrono::steady_clock::time_point deadline,
-             Interrupt* interrupt, transport::Transport* transport) {
+}  // namespace
+
+Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, bool* finished) {
+  Round round;
+  Status status = algorithm.progress(what, &round);
+  return after_round(algorithm, what, wait, round, std::move(status), finished);
+}
+
+Status drive(Algorithm& algorithm, const std::string& what, Call& call, transport::Transport* transport) {
   RR_RETURN_IF_ERROR(algorithm.post(what));
-  WaitPolicy wait(transport, deadline, interrupt, algorithm.sleeper());
-  for (bool finished = false; !finished;) RR_RETURN_IF_ERROR(drive_round(algorithm, what, wait, &finished));
+  Round round;
+  Status status = algorithm.progress(what, &round);
+  if (status.ok() && round.done) return status;  // no wait, no clock
+  WaitPolicy wait(transport, call.until(), call.interrupt, algorithm.sleeper());
+  bool finished = false;
+  RR_RETURN_IF_ERROR(after_round(algorithm, what, wait, round, std::move(status), &finished));
+  while (!finished) RR_RETURN_IF_ERROR(drive_round(algorithm, what, wait, &finished));
   return Status::Ok();
+}
+
+Status drive(Algorithm& algorithm, const std::string& what, Clock::time_point deadline, Interrupt* interrupt,
+             transport::Transport* transport) {
+  Call call;
+  call.deadline = deadline;
+  call.interrupt = interrupt;
+  return drive(algorithm, what, call, transport);
 }
 
 }  // namespace rr::exec

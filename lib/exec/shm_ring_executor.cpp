@@ -160,15 +160,12 @@ class ShmRingExecutor::Steps final : public Algorithm, private Sleeper {
     }
   }
 
-  // A round that ends waiting: notices from peers and posts handed over by
-  // other threads travel on the transport, progressed when the wait
-  // policy's checks are due (every 16th still round while spinning, every
-  // round once the wait yields or sleeps: a notice is then seen within one
-  // sleep).
+  // A round that ends waiting: it progresses the transport when StillRounds
+  // says (exec/algorithm.hpp).
   Status still(Round* round) {
     if (round->moved) {
-      still_rounds_ = 0;
-    } else if (++still_rounds_ >= 64 || still_rounds_ % 16 == 0) {
+      still_rounds_.moved();
+    } else if (still_rounds_.transport_due()) {
       round->transport_moved |= exec_->transport_->progress();
     }
     return Status::Ok();
@@ -185,7 +182,7 @@ class ShmRingExecutor::Steps final : public Algorithm, private Sleeper {
   bool waiting_ = false;
   bool receiving_ = true;
   int wait_step_ = 0;
-  unsigned still_rounds_ = 0;
+  StillRounds still_rounds_;
 };
 
 ShmRingExecutor::ShmRingExecutor(transport::Transport* transport, transport::shm::SlotRing* from_left,
@@ -195,7 +192,7 @@ ShmRingExecutor::ShmRingExecutor(transport::Transport* transport, transport::shm
 Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
   static const std::string kNamedByTheCall;  // stalled() names it (Call::label); no allocation per call
   Steps steps(this, s, call);
-  return drive(steps, kNamedByTheCall, call.until(), call.interrupt, transport_);
+  return drive(steps, kNamedByTheCall, call, transport_);
 }
 
 }  // namespace rr::exec

@@ -205,10 +205,11 @@ class WaitPolicy {
     }
   }
 
- private:
   // Spinning catches a chunk that lands within a few microseconds; beyond
   // that, the core is worth more to a peer rank than to us.
   static constexpr int kSpinRounds = 64;
+
+ private:
   static constexpr int kYieldRounds = 64;
   static constexpr int kSleepMs = 10;
 

@@ -1,4 +1,4 @@
-// Faults on the one-shot schedules' same-host board (lib/comm/one_shot.cpp,
+// Faults on the one-shot schedules' same-host board (lib/coll/one_shot.hpp,
 // lib/exec/board_executor.hpp): a peer killed or stopped while small
 // allreduces run on the board, an abort of a call waiting there, every rank
 // killed at once, and ranks whose calls take the board against ranks whose

@@ -1,6 +1,6 @@
 // The latency paths on real ranks: allreduce by recursive doubling
 // (lib/algo/recursive_doubling.hpp) sends exactly its messages; on one host
-// the one-shot schedule (lib/comm/one_shot.cpp) publishes each buffer once
+// the one-shot schedule (lib/coll/one_shot.hpp) publishes each buffer once
 // for every peer to read; and the size-based choice sends a small message
 // the one way or the other by default. The rest of collectives_test runs
 // under RR_ALGO=rd and RR_ALGO=oneshot too (tests/integration/meson.build:

@@ -3,9 +3,9 @@
 // rank has a cell, and in it publishes one message at a time (a 32-byte room
 // for the caller's header, then up to capacity() bytes of data) that every
 // other rank reads where it lies. The latency path on one host
-// (exec/board_executor.hpp): an allreduce of a few bytes is one publication
-// per rank and one read of each peer's, where a message-passing schedule
-// needs log2(N) round trips.
+// (coll/one_shot.hpp, exec/board_executor.hpp): an allreduce of a few bytes
+// is one publication per rank and one read of each peer's, where a
+// message-passing schedule needs log2(N) round trips.
 //
 // Every rank publishes 0, 1, 2, ... in the same order, and makes
 // publication n + 1 only once it has read all it needs of everyone's n.
