@@ -24,14 +24,19 @@ class BinomialTree {
   // Largest subtree first: the order a broadcast should feed them in.
   std::vector<int> children() const {
     std::vector<int> out;
+    children(&out);
+    return out;
+  }
+  // The same into *out, reusing its storage (a call's path allocates nothing).
+  void children(std::vector<int>* out) const {
+    out->clear();
     const int v = relative(rank_);
     const int limit = v == 0 ? nranks_ : (v & -v);
     int bit = 1;
     while (bit < limit && v + bit < nranks_) bit <<= 1;
     for (bit >>= 1; bit > 0; bit >>= 1) {
-      if (bit < limit && v + bit < nranks_) out.push_back(absolute(v + bit));
+      if (bit < limit && v + bit < nranks_) out->push_back(absolute(v + bit));
     }
-    return out;
   }
 
  private:

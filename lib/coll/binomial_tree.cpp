@@ -9,15 +9,20 @@
 namespace rr::coll {
 
 BinomialTree::BinomialTree(transport::Transport* transport, memory::StagingPool* pool, int rank, int size)
-    : BatchSteps(transport), pool_(pool), rank_(rank), size_(size) {}
+    : BatchSteps(transport), pool_(pool), rank_(rank), size_(size) {
+  // The root's children, the most any rank has: one per power of two below size.
+  size_t most = 0;
+  for (int bit = 1; bit < size; bit <<= 1) ++most;
+  children_.reserve(most);
+  batch_.reserve(most + 1);
+}
 
 void BinomialTree::prepare(const exec::Call& call) {
   call_ = call;
   bytes_ = call.count * reduce::dtype_size(call.dtype);
   const algo::BinomialTree tree(size_, rank_, call.root);
   parent_ = tree.parent();
-  children_ = tree.children();
-  batch_.reserve(children_.size() + 1);
+  tree.children(&children_);
 }
 
 Status BinomialTree::post(const std::string& what) {

@@ -100,24 +100,34 @@ Status OneShot::take(int peer, const uint8_t* buffer, uint32_t bytes) {
 }
 
 Status OneShot::progress(const std::string&, exec::Round* round) {
+  // Still waiting (the common round of a wait): one look at the flag, in a
+  // function small enough to cost little more (a rank spins a number of
+  // rounds before it yields its core to the peer it waits for).
+  if (polled_ && !board_->there(waiting_, claiming_)) return still(round);
+  return advance(round);
+}
+
+Status OneShot::advance(exec::Round* round) {
   while (!ended_) {
     if (!published_) {
       const int blocker = board_->claim_blocker();
       if (blocker >= 0) {
-        if (!first_look(blocker, true)) return still(round);
+        if (!first_look(blocker, true, round)) return still(round);
         continue;  // that peer is done: the next may not be
       }
       publish_piece();
+      round->moved = true;
     }
     for (; next_reader_ < readers_; ++next_reader_) {
       const int peer = reader(next_reader_);
       const uint8_t* buffer = nullptr;
       uint32_t bytes = 0;
       if (peer != rank_ && !board_->read(peer, &buffer, &bytes)) {
-        if (!first_look(peer, false)) return still(round);
+        if (!first_look(peer, false, round)) return still(round);
         board_->read(peer, &buffer, &bytes);
       }
       polled_ = false;
+      round->moved = true;  // a wait for the next part starts afresh (spins before it yields)
       RR_RETURN_IF_ERROR(take(peer, buffer, bytes));
     }
     // Who reads this publication, and whether this rank read every peer's
@@ -133,7 +143,6 @@ Status OneShot::progress(const std::string&, exec::Round* round) {
       ended_ = true;
     }
     published_ = false;
-    round->moved = true;
   }
   // avg divides once, by every rank alike.
   if (kind_ == Kind::kAllreduce && call_.count > 0) {
@@ -143,22 +152,15 @@ Status OneShot::progress(const std::string&, exec::Round* round) {
   return Status::Ok();
 }
 
-bool OneShot::first_look(int peer, bool claiming) {
+bool OneShot::first_look(int peer, bool claiming, exec::Round* round) {
   if (polled_ && peer == waiting_ && claiming == claiming_) return false;  // looked already: wait
   waiting_ = peer;
   claiming_ = claiming;
   polled_ = true;
   still_rounds_.moved();
-  return board_->poll(peer, claiming);
-}
-
-Status OneShot::still(exec::Round* round) {
-  if (round->moved) {
-    still_rounds_.moved();
-  } else if (still_rounds_.transport_due()) {
-    round->transport_moved |= board_->transport()->progress();
-  }
-  return Status::Ok();
+  if (board_->poll(peer, claiming)) return true;
+  round->spun = true;  // the poll was the wait's spin
+  return false;
 }
 
 void OneShot::needs(int* from, int* to) const {

@@ -61,17 +61,28 @@ class OneShot final : public exec::Algorithm, private exec::Sleeper {
   exec::Sleeper* sleeper() override { return this; }
 
  private:
+  // progress() past a still round: publishes, reads and reduces as far as
+  // the peers' publications allow.
+  [[gnu::noinline]] Status advance(exec::Round* round);
   // Writes and publishes this rank's part of the piece at first_.
   void publish_piece();
   // Reads and takes `peer`'s part (it is there): checks its header, reduces.
   Status take(int peer, const uint8_t* buffer, uint32_t bytes);
   // A wait for `peer` (`claiming`: for its previous publication) begins:
   // true when its first look (BoardExecutor::poll) found the publication
-  // there; false when it had looked already, or found nothing.
-  bool first_look(int peer, bool claiming);
+  // there; false when it had looked already, or found nothing (then the
+  // poll was the wait's spin: round->spun).
+  bool first_look(int peer, bool claiming, exec::Round* round);
   // The round stops at the wait first_look() began: it progresses the
   // transport when StillRounds says (exec/algorithm.hpp).
-  Status still(exec::Round* round);
+  Status still(exec::Round* round) {
+    if (round->moved) {
+      still_rounds_.moved();
+    } else if (still_rounds_.transport_due()) {
+      round->transport_moved |= board_->transport()->progress();
+    }
+    return Status::Ok();
+  }
   // The i-th rank whose part this rank reads: every rank in rank order
   // (its own included), or its two ring neighbours (one on 2 ranks).
   int reader(size_t i) const;

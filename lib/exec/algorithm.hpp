@@ -30,6 +30,8 @@ struct Round {
   bool moved = false;            // the call moved (a transfer, a chunk): spin on, no checks
   bool transport_moved = false;  // the transport did something (wire-up, keepalives, another
                                  // call's traffic): it must not hide a dead peer or the deadline
+  bool spun = false;             // the call spun on what it waits for (the board's first look,
+                                 // exec/board_executor.hpp): the wait's own spin is done
 };
 
 class Algorithm {

@@ -45,9 +45,8 @@ int BoardExecutor::claim_blocker() {
 
 bool BoardExecutor::poll(int peer, bool claiming) {
   const int polls = effective_wait_mode() == WaitMode::kYield ? kSharedCorePolls : kOwnCorePolls;
-  uint32_t bytes = 0;
   for (int i = 0; i < polls; ++i) {
-    if (claiming ? board_->published_at_least(peer, next_ - 1) : board_->published(peer, next_, &bytes)) return true;
+    if (there(peer, claiming)) return true;
   }
   return false;
 }

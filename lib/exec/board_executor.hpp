@@ -52,14 +52,21 @@ class BoardExecutor {
         transport::shm::Board::kHeaderRoom + (transport::shm::Board::carries_data(*bytes) ? *bytes : 0);
     return true;
   }
+  // Whether `peer`'s publication that a wait looks for is there
+  // (`claiming`: its previous one, or any later; else its current one).
+  bool there(int peer, bool claiming) {
+    uint32_t bytes = 0;
+    return claiming ? board_->published_at_least(peer, next_ - 1) : board_->published(peer, next_, &bytes);
+  }
   // The first look at a wait for `peer` (`claiming`: its previous
   // publication, else its current one): a peer on a core of its own
   // publishes within a microsecond or two of this rank in a program in
   // step, so this polls its flag (a load from a line in this core's cache
   // until the peer writes it) that long before the caller goes on waiting
   // the policy's way, whose rounds soon yield the core (a system call
-  // each). Ranks that share cores poll briefly: the peer may need this
-  // core. True once the publication is there.
+  // each). Ranks that share cores poll briefly (as long as the policy's
+  // spin rounds of a plain loop last), then yield at once (Round::spun):
+  // the peer may need this core. True once the publication is there.
   bool poll(int peer, bool claiming);
   // Who reads a publication of this rank: every peer (a one-shot call),
   // its two ring neighbours by rank number (an argument check), or nobody
@@ -95,7 +102,7 @@ class BoardExecutor {
 
  private:
   static constexpr int kOwnCorePolls = 4096;
-  static constexpr int kSharedCorePolls = 16;
+  static constexpr int kSharedCorePolls = 80;
   transport::Transport* transport_;
   transport::shm::Board* board_;
   int rank_;

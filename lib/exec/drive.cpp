@@ -6,17 +6,20 @@ namespace rr::exec {
 
 namespace {
 
-// What drive_round() does after progress() said `round`.
-Status after_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, const Round& round,
+// What drive_round() does after progress() said `round`, unless that was a
+// still round (kept out of line: the still round is the loop most often run).
+[[gnu::noinline]] Status after_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, const Round& round,
                    Status status, bool* finished) {
   *finished = status.ok() && round.done;
   if (status.ok() && !round.done) {
     if (round.moved) {
       wait.reset();
+      if (round.spun) wait.spun();
       return Status::Ok();
     }
+    if (round.spun) wait.spun();
     if (round.transport_moved && !wait.busy_round_checks_due()) return Status::Ok();
-    if (!wait.checks_due()) {  // the common still round: no look at anything
+    if (!wait.checks_due()) {  // a still round (drive_round takes most of them)
       wait.idle();
       return Status::Ok();
     }
@@ -52,6 +55,14 @@ Status after_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wa
 Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, bool* finished) {
   Round round;
   Status status = algorithm.progress(what, &round);
+  // The common still round, kept lean (a rank that spins before it yields
+  // spins for a number of rounds: their cost is the time it holds the core):
+  // no look at anything.
+  if (status.ok() && !round.done && !round.moved && !round.transport_moved && !round.spun && !wait.checks_due()) {
+    *finished = false;
+    wait.idle();
+    return status;
+  }
   return after_round(algorithm, what, wait, round, std::move(status), finished);
 }
 

@@ -121,6 +121,13 @@ class WaitPolicy {
 
   bool expired() const { return Clock::now() >= deadline_; }
 
+  // The caller spun on what it waits for already (a poll of a flag that
+  // lasts as long as the spin rounds would): the next still rounds yield
+  // (or, sleeping, go on as after the spin).
+  void spun() {
+    if (idle_rounds_ < kSpinRounds) idle_rounds_ = kSpinRounds;
+  }
+
   // After a round in which no chunk moved: checks the interrupt, that `left`
   // and `right` are alive, and the deadline, then idles (or spins again when
   // the transport itself moved). Not ok when the operation must stop:

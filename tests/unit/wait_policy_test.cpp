@@ -54,6 +54,23 @@ TEST(WaitPolicy, SomethingMovingStartsTheRoundsOver) {
   EXPECT_EQ(rounds_to_first_sleep(wait, sleeper, 1000), 128);
 }
 
+TEST(WaitPolicy, ACallerThatSpunSkipsTheSpinningRounds) {
+  // The board's first look polls a flag as long as the spin would last
+  // (exec/board_executor.hpp): the wait goes on from the yielding rounds.
+  CountingSleeper sleeper;
+  WaitPolicy wait(nullptr, far_deadline(), nullptr, &sleeper, WaitMode::kSleep);
+  wait.spun();
+  EXPECT_EQ(rounds_to_first_sleep(wait, sleeper, 1000), 64) << "64 yielding rounds, then sleep";
+  wait.reset();
+  sleeper.calls = 0;
+  for (int i = 0; i < 10; ++i) wait.idle();
+  wait.spun();  // past 10 spinning rounds: the rest of the 64 are skipped
+  EXPECT_EQ(rounds_to_first_sleep(wait, sleeper, 1000), 64);
+  wait.spun();  // past the spin already: nothing changes, the next round sleeps
+  sleeper.calls = 0;
+  EXPECT_EQ(rounds_to_first_sleep(wait, sleeper, 1000), 1);
+}
+
 TEST(WaitPolicy, YieldNeverSleeps) {
   // With more ranks than cores the core goes to the rank with work, round
   // after round: sleeping there cost 2x per small call (the header says).
