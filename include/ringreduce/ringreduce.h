@@ -31,7 +31,8 @@ typedef enum {
   rrRemoteError = 6,     /* a peer failed or disappeared */
   rrInProgress = 7,
   rrTimeout = 8,         /* a peer did not answer within the timeout */
-  rrNumResults = 9
+  rrRevoked = 9,         /* the communicator was revoked (rrCommRevoke, here or on a peer) */
+  rrNumResults = 10
 } rrResult_t;
 
 /* Same numbering as ncclDataType_t. */
@@ -143,6 +144,19 @@ rrResult_t rrCommDestroy(rrComm_t comm);
  * be used afterwards; rrTest/rrWait on its requests still answer (with the
  * abort) and release them. */
 rrResult_t rrCommAbort(rrComm_t comm);
+/* As ULFM's MPI_Comm_revoke (and NCCL 2.27's ncclCommRevoke): from any
+ * thread, and whatever its peers do, every pending and later call on comm
+ * returns rrRevoked, on this rank and on every other: a call running on
+ * another thread here ends within about 10 ms (its next still round), the
+ * peers are told (a notice, as a failure's, passed on by each rank that
+ * hears it) and their calls end as soon as they hear, wherever they wait
+ * (UCX, the same-host slot rings and board). Unlike rrCommAbort the
+ * communicator stays allocated and answers queries (rank, count,
+ * rrCommGetAsyncError: rrRevoked) until rrCommDestroy, which returns
+ * promptly. Returns rrSuccess once the peers were told (at most about
+ * 100 ms for a peer that does not take the notice); revoking twice, or a
+ * communicator that a failure broke already, is fine. */
+rrResult_t rrCommRevoke(rrComm_t comm);
 /* As ncclCommGetAsyncError: *asyncError = rrSuccess while the communicator is
  * healthy, else the result of the failure that broke it, whether a call here
  * (blocking or async) met it or a peer reported it. */

@@ -131,6 +131,7 @@ RR_API const char* rrGetErrorString(rrResult_t result) {
     case rrRemoteError: return "remote process exited or there was a network error";
     case rrInProgress: return "operation in progress";
     case rrTimeout: return "timed out waiting for a peer";
+    case rrRevoked: return "the communicator was revoked";
     default: return "unknown result code";
   }
 }
@@ -259,6 +260,19 @@ RR_API rrResult_t rrCommAbort(rrComm_t comm) {
     unregister_comm(comm);
     delete comm;
     return rrSuccess;
+  });
+}
+
+RR_API rrResult_t rrCommRevoke(rrComm_t comm) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommRevoke: comm is NULL");
+  rr::api::InComm inside(comm);
+  rr::Communicator& impl = *comm->impl;
+  impl.request_revoke();  // a call running on another thread ends at its next still round
+  return guarded(comm, [&] {
+    // After the running operation (it fails, telling the peers itself), ahead
+    // of the queued ones (they find the communicator revoked).
+    const rr::Status told = impl.queue().run([&] { return impl.finish_revoke(); }, /*overtake=*/true);
+    return told.ok() ? rrSuccess : fail(comm, told);
   });
 }
 

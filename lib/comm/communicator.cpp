@@ -185,17 +185,47 @@ void Communicator::report_async_failure(const Status& failure) {
 
 Status Communicator::check() {
   if (aborting()) return InvalidUsage("the communicator was aborted (rrCommAbort)");
+  if (revoked_.ok() && revoke_requested_.load(std::memory_order_relaxed)) {
+    revoked_ = Status(Code::kRevoked, "the communicator was revoked (rrCommRevoke on rank " + std::to_string(rank_) + ")");
+  }
+  // Notices: the first failure a peer reports stays; a revocation is heard
+  // after a failure too (revoking is how a program goes on from one).
   wire::Notice notice;
-  if (remote_.ok() && control_ && control_->poll(&notice)) {
+  while ((remote_.ok() || revoked_.ok()) && control_ && control_->poll(&notice)) {
+    const std::string said = "rank " + std::to_string(notice.origin) + " reported: " + notice.text;
+    if (notice.kind == wire::NoticeKind::kRevoked) {
+      if (revoked_.ok()) revoked_ = Status(Code::kRevoked, said);
+      continue;
+    }
+    if (!remote_.ok()) continue;
     // A mismatch is the caller's bug wherever it was found: the same code on every rank.
     const Code code = notice.kind == wire::NoticeKind::kMismatch ? Code::kInvalidUsage : Code::kRemoteError;
-    remote_ = Status(code, "rank " + std::to_string(notice.origin) + " reported: " + notice.text);
+    remote_ = Status(code, said);
     heard_timeout_ = notice.kind == wire::NoticeKind::kTimedOut;
     remote_origin_ = notice.origin;
-    int expected = rrSuccess;  // the first failure stays the communicator's
-    async_error_.compare_exchange_strong(expected, to_result(code), std::memory_order_relaxed);
   }
-  return remote_;
+  const Status& cause = !revoked_.ok() ? revoked_ : remote_;
+  if (!cause.ok()) {
+    int expected = rrSuccess;  // the first failure stays the communicator's
+    async_error_.compare_exchange_strong(expected, to_result(cause.code()), std::memory_order_relaxed);
+  }
+  return cause;
+}
+
+Status Communicator::finish_revoke() {
+  (void)check();  // revoked_ says so from here on
+  if (!revocation_told_ && control_ && !aborting()) {
+    revocation_told_ = true;
+    wire::Notice notice;
+    notice.kind = wire::NoticeKind::kRevoked;
+    notice.sequence = static_cast<uint32_t>(sequence_);
+    notice.origin = rank_;
+    notice.text = "rank " + std::to_string(rank_) + " revoked the communicator (rrCommRevoke)";
+    control_->tell_everyone(notice, std::chrono::milliseconds(100));
+  }
+  expect_peer_loss();
+  if (broken_.ok()) broken_ = revoked_;
+  return Status::Ok();
 }
 
 Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
@@ -219,7 +249,11 @@ Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
     wire::Notice notice;
     notice.kind = failure.code() == Code::kInvalidUsage ? wire::NoticeKind::kMismatch
                   : failure.code() == Code::kTimeout   ? wire::NoticeKind::kTimedOut
+                  : failure.code() == Code::kRevoked   ? wire::NoticeKind::kRevoked
                                                        : kind;
+    // A revocation goes on to every rank from each that hears of it (a
+    // peer the revoking rank could not reach still learns of it).
+    if (notice.kind == wire::NoticeKind::kRevoked) revocation_told_ = true;
     notice.sequence = static_cast<uint32_t>(sequence_);
     notice.origin = rank_;
     notice.text = failure.message();
@@ -343,10 +377,9 @@ Status Communicator::disagreement(const wire::OpHeader& mine, const wire::OpHead
 
 Status Communicator::check_usable() {
   if (aborting()) return InvalidUsage("the communicator was aborted (rrCommAbort)");
-  if (broken_.ok()) {
-    Status remote = check();
-    if (!remote.ok()) broken_ = remote;
-  }
+  Status heard = check();
+  if (heard.code() == Code::kRevoked) return heard;  // every call on a revoked communicator says so
+  if (broken_.ok() && !heard.ok()) broken_ = heard;
   if (!broken_.ok()) {
     return InvalidUsage("communicator is unusable after an earlier failure (" + broken_.message() +
                         "); destroy it and make a new one");

@@ -159,6 +159,14 @@ class Communicator final : public exec::Interrupt {
   void request_abort() { abort_requested_.store(true, std::memory_order_relaxed); }
   void finish_abort();
   bool aborting() const { return abort_requested_.load(std::memory_order_relaxed); }
+  // rrCommRevoke, from any thread (ULFM's MPI_Comm_revoke): the running
+  // operation returns kRevoked at its next still round, as on an abort, and
+  // every later one at once; then finish_revoke(), in the operations' order
+  // (after the running one), tells every peer, whose pending and later calls
+  // return kRevoked too. The communicator stays allocated and answers
+  // queries; only its calls are refused.
+  void request_revoke() { revoke_requested_.store(true, std::memory_order_relaxed); }
+  Status finish_revoke();
   // rrCommGetAsyncError: rrSuccess while the communicator is healthy, else
   // the result of the failure that broke it (here or, by notice, on a peer).
   rrResult_t async_error() const { return static_cast<rrResult_t>(async_error_.load(std::memory_order_relaxed)); }
@@ -376,6 +384,9 @@ class Communicator final : public exec::Interrupt {
   bool heard_timeout_ = false;  // ... and it said it timed out
   int remote_origin_ = -1;      // ... and who it was
   std::atomic<bool> abort_requested_{false};
+  std::atomic<bool> revoke_requested_{false};  // rrCommRevoke here
+  Status revoked_;            // kRevoked once this rank revoked or heard a peer's revocation
+  bool revocation_told_ = false;  // the peers were sent a kRevoked notice
   std::atomic<int> async_error_{rrSuccess};
   uint8_t header_out_[wire::kOpHeaderBytes] = {};
   uint8_t header_left_[wire::kOpHeaderBytes] = {};

@@ -18,6 +18,7 @@ enum class Code {
   kRemoteError,  // a peer failed, disconnected or sent something wrong
   kTimeout,
   kCudaError,  // a CUDA runtime call failed (the GPU path)
+  kRevoked,    // the communicator was revoked (rrCommRevoke, here or on a peer)
 };
 
 class [[nodiscard]] Status {
@@ -47,6 +48,7 @@ inline rrResult_t to_result(Code code) {
     case Code::kInternalError: return rrInternalError;
     case Code::kRemoteError: return rrRemoteError;
     case Code::kTimeout: return rrTimeout;
+    case Code::kRevoked: return rrRevoked;
     case Code::kCudaError: return rrUnhandledCudaError;
   }
   return rrInternalError;

@@ -89,7 +89,8 @@ enum class NoticeKind : uint8_t {
   kMismatch = 2,  // the sender found ranks disagreeing on a call
   kAborted = 3,   // the sender aborted its communicator
   kTimedOut = 4,  // an operation timed out on the sender; the text says what it waited on
-  kLast = kTimedOut,
+  kRevoked = 5,   // the sender revoked the communicator, or heard that a peer did
+  kLast = kRevoked,
 };
 
 struct Notice {
