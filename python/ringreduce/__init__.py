@@ -36,6 +36,7 @@ from ringreduce.errors import (
     InvalidUsageError,
     RemoteError,
     Result,
+    RevokedError,
     TimeoutError,  # noqa: A004 (ringreduce.TimeoutError is also the built-in's subclass)
     UnhandledSystemError,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "InvalidUsageError",
     "RemoteError",
     "TimeoutError",
+    "RevokedError",
 ]
 
 #: The peer of a recv / irecv from whichever rank sends first (its Status says which).

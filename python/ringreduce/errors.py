@@ -23,6 +23,7 @@ __all__ = [
     "InvalidUsageError",
     "RemoteError",
     "TimeoutError",
+    "RevokedError",
 ]
 
 
@@ -38,6 +39,7 @@ class Result(enum.IntEnum):
     REMOTE_ERROR = 6
     IN_PROGRESS = 7
     TIMEOUT = 8
+    REVOKED = 9
 
 
 class Error(RuntimeError):
@@ -114,6 +116,13 @@ class TimeoutError(Error, builtins.TimeoutError):  # noqa: A001 (ringreduce.Time
     default_result = Result.TIMEOUT
 
 
+class RevokedError(Error):
+    """rrRevoked: the communicator was revoked (``Comm.revoke()``, here or
+    on a peer, as ULFM's MPI_Comm_revoke): every call on it raises this."""
+
+    default_result = Result.REVOKED
+
+
 _BY_RESULT: Dict[int, Type[Error]] = {
     Result.UNHANDLED_CUDA_ERROR: CudaError,
     Result.SYSTEM_ERROR: UnhandledSystemError,
@@ -122,6 +131,7 @@ _BY_RESULT: Dict[int, Type[Error]] = {
     Result.INVALID_USAGE: InvalidUsageError,
     Result.REMOTE_ERROR: RemoteError,
     Result.TIMEOUT: TimeoutError,
+    Result.REVOKED: RevokedError,
 }
 
 

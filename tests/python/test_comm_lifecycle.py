@@ -172,6 +172,46 @@ def test_abort_interrupts_a_waiting_thread_and_tells_the_peers():
     run_ranks(_abort, 2, timeout=60)
 
 
+def _revoke(rank: int, size: int) -> None:
+    comm = ringreduce.Comm.from_env(timeout=60.0)
+    x = np.ones(1 << 16, np.float32)
+    comm.allreduce(IN_PLACE, x)
+    if rank == 0:
+        # A thread waits in a call that rank 1 never makes; revoking ends it.
+        caught = []
+
+        def waiting() -> None:
+            try:
+                comm.allreduce(IN_PLACE, np.ones(1 << 16, np.float32))
+            except ringreduce.Error as e:  # noqa: PERF203
+                caught.append(e)
+
+        thread = threading.Thread(target=waiting)
+        thread.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        comm.revoke()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert time.monotonic() - t0 < 5, "the revocation, not the 60 s timeout, ended it"
+        assert len(caught) == 1 and isinstance(caught[0], ringreduce.RevokedError), caught
+        assert caught[0].result == ringreduce.Result.REVOKED
+        comm.revoke()  # again: fine
+    else:
+        time.sleep(0.8)
+    # Every later call, on either rank, raises RevokedError at once; the
+    # communicator answers queries and is destroyed.
+    raises(ringreduce.RevokedError, comm.barrier, match="revoked")
+    assert isinstance(comm.async_error(), ringreduce.RevokedError)
+    assert comm.rank == rank and not comm.closed
+    comm.destroy()
+    assert comm.closed
+
+
+def test_revoke_ends_every_ranks_calls_with_revoked_error():
+    run_ranks(_revoke, 2, timeout=60)
+
+
 def _destroy_with_requests(rank: int, size: int) -> None:
     comm = ringreduce.Comm.from_env(timeout=1.0)
     comm.barrier()

@@ -241,6 +241,11 @@ CommClass bind_comm(py::module_& m) {
            "rrCommAbort: ends the communicator now, whatever its peers do. Calls running on it in other "
            "threads raise InvalidUsageError ('aborted') within about 10 ms, its requests finish with that "
            "error, and the peers' calls fail naming this rank. Does nothing if already ended.")
+      .def("revoke", [](CommState& s) { s.call("revoke", [](rrComm_t c) { return rrCommRevoke(c); }); },
+           "rrCommRevoke (ULFM's MPI_Comm_revoke), from any thread: every pending and later call on this "
+           "communicator raises RevokedError, here and on every peer (they are told, and each that hears "
+           "passes it on), wherever it waits. The communicator stays open for queries and destroy(). "
+           "Revoking twice, or after a failure broke it, is fine.")
       .def("async_error", [](CommState& s) -> py::object {
         rrResult_t err = rrSuccess;
         std::string message;
