@@ -188,21 +188,22 @@ Status Communicator::check() {
   if (revoked_.ok() && revoke_requested_.load(std::memory_order_relaxed)) {
     revoked_ = Status(Code::kRevoked, "the communicator was revoked (rrCommRevoke on rank " + std::to_string(rank_) + ")");
   }
-  // Notices: the first failure a peer reports stays; a revocation is heard
-  // after a failure too (revoking is how a program goes on from one).
+  // The first notice a peer sends stays: a revocation, or the failure that
+  // made it give up. Later ones are left for gather_timeouts() (what the
+  // other ranks that timed out waited on): a survivor of a failure revokes
+  // its own communicator (the ULFM idiom) rather than waiting to hear.
   wire::Notice notice;
-  while ((remote_.ok() || revoked_.ok()) && control_ && control_->poll(&notice)) {
+  if (remote_.ok() && revoked_.ok() && control_ && control_->poll(&notice)) {
     const std::string said = "rank " + std::to_string(notice.origin) + " reported: " + notice.text;
     if (notice.kind == wire::NoticeKind::kRevoked) {
-      if (revoked_.ok()) revoked_ = Status(Code::kRevoked, said);
-      continue;
+      revoked_ = Status(Code::kRevoked, said);
+    } else {
+      // A mismatch is the caller's bug wherever it was found: the same code on every rank.
+      const Code code = notice.kind == wire::NoticeKind::kMismatch ? Code::kInvalidUsage : Code::kRemoteError;
+      remote_ = Status(code, said);
+      heard_timeout_ = notice.kind == wire::NoticeKind::kTimedOut;
+      remote_origin_ = notice.origin;
     }
-    if (!remote_.ok()) continue;
-    // A mismatch is the caller's bug wherever it was found: the same code on every rank.
-    const Code code = notice.kind == wire::NoticeKind::kMismatch ? Code::kInvalidUsage : Code::kRemoteError;
-    remote_ = Status(code, said);
-    heard_timeout_ = notice.kind == wire::NoticeKind::kTimedOut;
-    remote_origin_ = notice.origin;
   }
   const Status& cause = !revoked_.ok() ? revoked_ : remote_;
   if (!cause.ok()) {
