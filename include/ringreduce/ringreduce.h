@@ -157,6 +157,18 @@ rrResult_t rrCommAbort(rrComm_t comm);
  * 100 ms for a peer that does not take the notice); revoking twice, or a
  * communicator that a failure broke already, is fine. */
 rrResult_t rrCommRevoke(rrComm_t comm);
+/* As ULFM's MPI_Comm_shrink and NCCL's ncclCommShrink with an exclude list:
+ * the ranks not in excludeRanks (nExclude of them; the excluded ranks, dead
+ * or alive, do not call) make *newcomm among themselves, ranked densely in
+ * the old order, over connections of their own: no store, no new
+ * rendezvous. Works on a communicator that a failure or rrCommRevoke broke
+ * (the usual case: revoke, then shrink). Every survivor must pass the same
+ * list: otherwise each fails with rrInvalidUsage naming both lists; a
+ * survivor that fails or dies meanwhile makes the others fail naming it,
+ * within the communicator's timeout. config: the new communicator's
+ * settings (NULL: this one's). comm stays as it was: destroy it. */
+rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExclude, rrComm_t* newcomm,
+                        const rrConfig_t* config);
 /* As ncclCommGetAsyncError: *asyncError = rrSuccess while the communicator is
  * healthy, else the result of the failure that broke it, whether a call here
  * (blocking or async) met it or a peer reported it. */

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <thread>
 #include <unordered_set>
 
@@ -273,6 +274,36 @@ RR_API rrResult_t rrCommRevoke(rrComm_t comm) {
     // of the queued ones (they find the communicator revoked).
     const rr::Status told = impl.queue().run([&] { return impl.finish_revoke(); }, /*overtake=*/true);
     return told.ok() ? rrSuccess : fail(comm, told);
+  });
+}
+
+RR_API rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExclude, rrComm_t* newcomm,
+                               const rrConfig_t* config) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommShrink: comm is NULL");
+  if (!newcomm) return fail(comm, rr::Code::kInvalidArgument, "rrCommShrink: newcomm is NULL");
+  if (nExclude < 0) {
+    return fail(comm, rr::Code::kInvalidArgument, "rrCommShrink: nExclude is " + std::to_string(nExclude) + ", below 0");
+  }
+  if (nExclude > 0 && !excludeRanks) {
+    return fail(comm, rr::Code::kInvalidArgument, "rrCommShrink: excludeRanks is NULL, but nExclude is " +
+                                                      std::to_string(nExclude));
+  }
+  *newcomm = nullptr;
+  return guarded(comm, [&] {
+    rr::Settings settings = comm->impl->settings();
+    settings.timeout_ms = comm->impl->timeout_ms();
+    if (config) {
+      rr::Status s = rr::resolve_settings(config, &settings);
+      if (!s.ok()) return fail(comm, s);
+    }
+    const std::vector<int> exclude(excludeRanks, excludeRanks + nExclude);
+    std::unique_ptr<rr::Communicator> child;
+    InComm inside(comm);
+    rr::Status s = comm->impl->queue().run([&] { return comm->impl->shrink(exclude, settings, &child); });
+    if (!s.ok()) return fail(comm, s);
+    *newcomm = new rrComm{std::move(child)};
+    register_comm(*newcomm);
+    return rrSuccess;
   });
 }
 

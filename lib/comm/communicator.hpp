@@ -105,6 +105,12 @@ class Communicator final : public exec::Interrupt {
   // ranked by (key, rank here); a negative color opts out (*out stays null).
   // Collective over this communicator. `settings` are the new one's.
   Status split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out);
+  // rrCommShrink with the caller's list (comm/shrink.cpp): the ranks not in
+  // `exclude` (which they all pass alike; the excluded take no part) make a
+  // new communicator, renumbered in the old order, over connections of
+  // their own, with no store. Runs after a failure or a revocation broke
+  // this communicator's calls. `settings` are the new one's.
+  Status shrink(std::vector<int> exclude, const Settings& settings, std::unique_ptr<Communicator>* out);
 
   // Pipelined chains: recv = root's send on every rank; root's recv = op over ranks of send.
   Status broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
@@ -385,6 +391,7 @@ class Communicator final : public exec::Interrupt {
   int remote_origin_ = -1;      // ... and who it was
   std::atomic<bool> abort_requested_{false};
   std::atomic<bool> revoke_requested_{false};  // rrCommRevoke here
+  uint64_t shrinks_ = 0;      // shrink()s of this communicator so far: each exchange has tags of its own
   Status revoked_;            // kRevoked once this rank revoked or heard a peer's revocation
   bool revocation_told_ = false;  // the peers were sent a kRevoked notice
   std::atomic<int> async_error_{rrSuccess};

@@ -130,6 +130,8 @@ class Comm:
         """rrCommDestroy, after waiting for the requests still in flight. Idempotent."""
     def abort(self) -> None:
         """rrCommAbort: ends it now; calls in other threads and its requests fail ('aborted'). Idempotent."""
+    def shrink(self, exclude: Sequence[int]) -> Comm:
+        """rrCommShrink: the ranks not in ``exclude`` (all passing it alike) make a new Comm."""
     def revoke(self) -> None:
         """rrCommRevoke: every pending and later call here and on every peer raises RevokedError."""
     def async_error(self) -> Optional[Error]:

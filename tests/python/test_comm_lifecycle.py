@@ -212,6 +212,29 @@ def test_revoke_ends_every_ranks_calls_with_revoked_error():
     run_ranks(_revoke, 2, timeout=60)
 
 
+def _shrink(rank: int, size: int) -> None:
+    comm = ringreduce.Comm.from_env(timeout=60.0)
+    comm.barrier()
+    if rank == 1:
+        os._exit(0)  # leaves without a word: its peers' next call fails naming it
+    with pytest.raises(ringreduce.RemoteError, match="rank 1"):
+        comm.allreduce(IN_PLACE, np.ones(1 << 16, np.float32))
+    comm.revoke()
+    with pytest.raises(ringreduce.InvalidArgumentError, match="excludeRanks holds this rank"):
+        comm.shrink([rank])
+    survivors = comm.shrink([1])
+    assert (survivors.rank, survivors.size) == ({0: 0, 2: 1}[rank], 2)
+    x = np.full(1000, rank + 1, np.int64)
+    survivors.allreduce(IN_PLACE, x)
+    assert (x == 1 + 3).all(), x[:4]
+    survivors.destroy()
+    comm.destroy()
+
+
+def test_survivors_revoke_then_shrink_the_lost_rank_away():
+    run_ranks(_shrink, 3, timeout=60, expect_failure=[1])
+
+
 def _destroy_with_requests(rank: int, size: int) -> None:
     comm = ringreduce.Comm.from_env(timeout=1.0)
     comm.barrier()

@@ -233,6 +233,17 @@ CommClass bind_comm(py::module_& m) {
       "rrCommSplit, as MPI_Comm_split (collective): ranks passing the same color >= 0 form a new Comm, "
       "ranked by key (ties by rank); a negative color gets None. The new communicator has this one's "
       "settings and its own transport.")
+      .def("shrink", [](CommState& s, const std::vector<int>& exclude) -> CommPtr {
+        rrComm_t child = nullptr;
+        s.call("shrink", [&](rrComm_t c) {
+          return rrCommShrink(c, exclude.data(), static_cast<int>(exclude.size()), &child, nullptr);
+        });
+        return adopt(child);
+      }, py::arg("exclude"),
+      "rrCommShrink (ULFM's MPI_Comm_shrink): the ranks not in `exclude` (each passing the same list; the "
+      "excluded ones, dead or alive, do not call) make a new Comm among themselves, ranked in the old "
+      "order, over connections of their own (no store). Works after a failure or revoke() broke this one "
+      "(the usual case: revoke(), then shrink()); destroy this one after.")
       .def("destroy", [](CommState& s) { s.destroy(true); },
            "rrCommDestroy. First waits for this communicator's requests still in flight, each at most the "
            "communicator's timeout (their errors stay on their Request; abort() waits for none). Calls "

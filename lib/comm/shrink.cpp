@@ -1,0 +1,180 @@
+// rrCommShrink with the caller's list (ULFM's MPI_Comm_shrink, NCCL's
+// ncclCommShrink with an exclude list): the ranks not excluded make a new
+// communicator among themselves, renumbered densely in the old order, with
+// no store and no new rendezvous. The excluded ranks take no part (dead or
+// alive). Each survivor sends every other one, over this communicator's
+// transport (which still connects the survivors after a failure or a
+// revocation broke the communicator's calls), the list it passed and the
+// address of a new transport of its own; all must have passed the same
+// list, and no survivor may have failed (the exchange fails naming it,
+// within the timeout); then each connects the new transport, sets the new
+// communicator up as a split does, and tells the others whether that
+// worked, so that nobody keeps a communicator a member failed to make.
+//
+// The exchange's tags are neither a collective's, a point-to-point call's,
+// a notice's nor the greeting's (exec/tags.hpp), and each shrink of this
+// communicator has its own: a late message of the old communicator, or of
+// an earlier attempt, reaches nothing.
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "exec/batch.hpp"
+#include "exec/tags.hpp"
+
+namespace rr {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x4b535252;  // "RRSK"
+constexpr size_t kMostBytes = size_t{1} << 20;
+
+// Only an abort ends the exchange early: the communicator's own failure or
+// revocation is what the shrink goes on from.
+class AbortOnly final : public exec::Interrupt {
+ public:
+  explicit AbortOnly(const Communicator* comm) : comm_(comm) {}
+  Status check() override {
+    return comm_->aborting() ? InvalidUsage("the communicator was aborted (rrCommAbort)") : Status::Ok();
+  }
+
+ private:
+  const Communicator* comm_;
+};
+
+std::string list_text(const std::vector<int>& ranks) {
+  std::string text = "{";
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text + "}";
+}
+
+void put_u32(std::vector<uint8_t>* out, uint32_t v) {
+  const size_t at = out->size();
+  out->resize(at + 4);
+  std::memcpy(out->data() + at, &v, 4);
+}
+
+bool get_u32(const std::vector<uint8_t>& in, size_t* at, size_t bytes, uint32_t* v) {
+  if (*at + 4 > bytes) return false;
+  std::memcpy(v, in.data() + *at, 4);
+  *at += 4;
+  return true;
+}
+
+}  // namespace
+
+Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, std::unique_ptr<Communicator>* out) {
+  const std::string name = "rrCommShrink";
+  std::sort(exclude.begin(), exclude.end());
+  for (size_t i = 0; i < exclude.size(); ++i) {
+    const int r = exclude[i];
+    if (r < 0 || r >= size_) {
+      return InvalidArgument(name + ": excludeRanks holds " + std::to_string(r) + ", not a rank of this communicator of " +
+                             std::to_string(size_));
+    }
+    if (i > 0 && exclude[i - 1] == r) return InvalidArgument(name + ": excludeRanks holds rank " + std::to_string(r) + " twice");
+    if (r == rank_) return InvalidArgument(name + ": excludeRanks holds this rank (" + std::to_string(r) + ")");
+  }
+  std::vector<int> survivors;
+  for (int r = 0; r < size_; ++r) {
+    if (!std::binary_search(exclude.begin(), exclude.end(), r)) survivors.push_back(r);
+  }
+  const int new_rank = static_cast<int>(std::find(survivors.begin(), survivors.end(), rank_) - survivors.begin());
+  const int new_size = static_cast<int>(survivors.size());
+  const uint64_t epoch = shrinks_++;
+  const uint64_t offer_tag = exec::shrink_offer_tag(epoch);
+  const uint64_t ready_tag = exec::shrink_ready_tag(epoch);
+  const auto until = exec::Clock::now() + std::chrono::milliseconds(settings.timeout_ms);
+  AbortOnly interrupt(this);
+
+  // 1. A transport of its own for the new communicator, and the offer: the
+  //    list this rank passed and that transport's address.
+  std::unique_ptr<transport::Transport> child;
+  RR_RETURN_IF_ERROR(transport_->make_sibling(new_rank, new_size, &child));
+  const std::vector<uint8_t>& address = child->local_address();
+  std::vector<uint8_t> offer;
+  put_u32(&offer, kMagic);
+  put_u32(&offer, static_cast<uint32_t>(exclude.size()));
+  for (int r : exclude) put_u32(&offer, static_cast<uint32_t>(r));
+  put_u32(&offer, static_cast<uint32_t>(address.size()));
+  offer.insert(offer.end(), address.begin(), address.end());
+  if (offer.size() > kMostBytes) return InternalError(name + ": a transport address of " + std::to_string(address.size()) + " bytes");
+
+  // 2. Every survivor's offer, over this communicator's transport.
+  std::vector<std::vector<uint8_t>> offers(static_cast<size_t>(size_));
+  exec::Batch exchange(transport_.get());
+  exchange.reserve(2 * survivors.size());
+  for (int r : survivors) {
+    if (r == rank_) continue;
+    offers[static_cast<size_t>(r)].resize(kMostBytes);
+    exchange.add_recv_up_to(r, offer_tag, offers[static_cast<size_t>(r)].data(), kMostBytes);
+  }
+  for (int r : survivors) {
+    if (r != rank_) exchange.add_send(r, offer_tag, offer.data(), offer.size());
+  }
+  Status exchanged = exchange.run(name + ": the survivors' exchange of their lists and addresses", until, &interrupt);
+  if (!exchanged.ok()) return Status(exchanged.code(), exchanged.message() + " (excludeRanks " + list_text(exclude) + ")");
+
+  // 3. The same list everywhere; the addresses in the new order.
+  std::vector<std::vector<uint8_t>> addresses;
+  size_t received = 0;
+  for (int r : survivors) {
+    if (r == rank_) {
+      addresses.push_back(address);
+      continue;
+    }
+    const std::vector<uint8_t>& in = offers[static_cast<size_t>(r)];
+    const size_t bytes = exchange.transfer(received++).done.bytes;
+    size_t at = 0;
+    uint32_t magic = 0, n = 0, length = 0;
+    std::vector<int> theirs;
+    bool parsed = get_u32(in, &at, bytes, &magic) && magic == kMagic && get_u32(in, &at, bytes, &n) && n < 1u << 20;
+    for (uint32_t i = 0; parsed && i < n; ++i) {
+      uint32_t v = 0;
+      parsed = get_u32(in, &at, bytes, &v);
+      theirs.push_back(static_cast<int>(v));
+    }
+    parsed = parsed && get_u32(in, &at, bytes, &length) && at + length == bytes;
+    if (!parsed) return RemoteError(name + ": rank " + std::to_string(r) + " sent a malformed offer");
+    if (theirs != exclude) {
+      return InvalidUsage(name + ": rank " + std::to_string(r) + " excluded " + list_text(theirs) + ", rank " +
+                          std::to_string(rank_) + " excluded " + list_text(exclude) +
+                          " (every survivor must pass the same excludeRanks)");
+    }
+    addresses.emplace_back(in.begin() + static_cast<std::ptrdiff_t>(at), in.begin() + static_cast<std::ptrdiff_t>(bytes));
+  }
+
+  // 4. The new communicator, set up as a split's; then every survivor says
+  //    whether it made its part.
+  std::vector<int> neighbours;
+  if (new_size > 1) neighbours.push_back((new_rank + 1) % new_size);
+  if (new_size > 2) neighbours.push_back((new_rank + new_size - 1) % new_size);
+  Status ready = child->connect(std::move(addresses), neighbours);
+  auto comm = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(child), keepalive_);
+  if (ready.ok()) ready = comm->init();
+  const uint8_t mine = ready.ok() ? 0 : 1;
+  std::vector<uint8_t> theirs(static_cast<size_t>(size_), 0);
+  exec::Batch tell(transport_.get());
+  tell.reserve(2 * survivors.size());
+  for (int r : survivors) {
+    if (r != rank_) tell.add_recv(r, ready_tag, &theirs[static_cast<size_t>(r)], 1);
+  }
+  for (int r : survivors) {
+    if (r != rank_) tell.add_send(r, ready_tag, &mine, 1);
+  }
+  RR_RETURN_IF_ERROR(tell.run(name + ": the survivors' word that their new communicator is made", until, &interrupt));
+  RR_RETURN_IF_ERROR(ready);
+  for (int r : survivors) {
+    if (theirs[static_cast<size_t>(r)] != 0) {
+      return RemoteError(name + ": rank " + std::to_string(r) + " failed to make its part of the new communicator");
+    }
+  }
+  RR_RETURN_IF_ERROR(comm->greet_neighbours(until));
+  *out = std::move(comm);
+  return Status::Ok();
+}
+
+}  // namespace rr
