@@ -23,6 +23,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
+import torch.distributed.distributed_c10d as c10d  # noqa: E402  (SHRINK_DEFAULT, SHRINK_ABORT: not in torch.distributed)
 
 from ranks import run_ranks  # noqa: E402
 
@@ -223,6 +224,25 @@ def _flight_recorder(rank: int, size: int, dump_prefix: str) -> dict:
 
 # --- the tests ------------------------------------------------------------------------------
 
+def _shrink_group(rank: int, size: int, flags: int) -> list:
+    # Rank 1 leaves; the others' next all_reduce fails naming it, and
+    # dist.shrink_group makes a new default group of the two left (one
+    # rrCommShrink: no store, no new rendezvous), which works.
+    os.environ["TORCH_FR_BUFFER_SIZE"] = "0"
+    init(timeout=60.0)
+    dist.all_reduce(torch.ones(1000))
+    if rank == 1:
+        os._exit(0)
+    with pytest.raises(RuntimeError, match="rank 1"):
+        dist.all_reduce(torch.ones(1000))
+    dist.shrink_group([1], shrink_flags=flags)
+    mine = (dist.get_rank(), dist.get_world_size())
+    x = torch.full((1000,), float(rank + 1))
+    dist.all_reduce(x)
+    dist.destroy_process_group()
+    return [mine, x[0].item(), bool((x == x[0]).all())]
+
+
 @pytest.mark.parametrize("peer", ["dead", "absent"])
 @pytest.mark.parametrize("how", ["shutdown", "abort", "abort, blocking"])
 def test_ending_with_a_peer_gone_returns_at_once(how, peer):
@@ -280,3 +300,11 @@ def test_flight_recorder_sees_completions_a_hang_and_dumps_on_failure(tmp_path):
         assert hung[:4] == [(name, "completed") for name in names], hung
         assert hung[4:] == [("ringreduce:all_reduce", "scheduled")], hung
         assert out[rank]["dumped"], f"rank {rank}: no trace at {prefix}{rank}"
+
+
+@pytest.mark.parametrize("flags", ["default", "abort"])
+def test_shrink_group_goes_on_without_a_lost_rank(flags):
+    values = run_ranks(_shrink_group, 3, c10d.SHRINK_DEFAULT if flags == "default" else c10d.SHRINK_ABORT,
+                       timeout=90, expect_failure=[1])
+    assert values[0] == [(0, 2), 4.0, True], values
+    assert values[2] == [(1, 2), 4.0, True], values

@@ -147,6 +147,46 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
   return backend;
 }
 
+c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::shrink(const std::vector<int64_t>& ranks_to_exclude,
+                                                                 int shrink_flags,
+                                                                 const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  static constexpr const char* kOp = "shrink";
+  static constexpr int kShrinkAbort = 0x01;  // torch.distributed.distributed_c10d.SHRINK_ABORT
+  std::vector<int> exclude;
+  for (int64_t r : ranks_to_exclude) {
+    check_rank(kOp, "a rank to exclude", r, size_);
+    exclude.push_back(static_cast<int>(r));
+  }
+  c10::intrusive_ptr<Options> child_options;
+  if (auto* ours = dynamic_cast<Options*>(opts.get())) {
+    child_options = c10::make_intrusive<Options>(*ours);
+  } else {
+    child_options = c10::make_intrusive<Options>(*options_);
+    if (opts) child_options->timeout = opts->timeout;
+  }
+  const rrConfig_t config = child_options->config();
+  if ((shrink_flags & kShrinkAbort) != 0) {
+    // Not under the issue lock: the operations in flight end now, wherever
+    // they wait, and the peers' too.
+    rrComm_t comm = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(issue_mutex_);
+      check_open(kOp);
+      comm = comm_;
+    }
+    check_result(rrCommRevoke(comm), kOp);
+  }
+  rrComm_t child = nullptr;
+  {
+    std::unique_lock<std::mutex> lock = lock_issue();
+    check_open(kOp);
+    check_result(rrCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &child, &config), kOp);
+  }
+  auto backend = c10::make_intrusive<ProcessGroupRingreduce>(child, std::move(child_options));
+  track(backend);
+  return backend;
+}
+
 void ProcessGroupRingreduce::abort() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
   if (state_ == State::kUnconfigured) {

@@ -70,6 +70,16 @@ class ProcessGroupRingreduce : public c10d::Backend {
   bool supportsSplitting() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
+  // dist.shrink_group: the ranks not in `ranks_to_exclude` (torch's sorted
+  // list, the same on every caller; the excluded ranks do not call) make the
+  // new group's backend by one rrCommShrink over this communicator, with no
+  // store and no new rendezvous, also after a failure broke it. With
+  // SHRINK_ABORT (`shrink_flags` bit 0) this communicator is revoked first
+  // (rrCommRevoke): operations in flight here and on the peers end at once.
+  // `opts` as split()'s.
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
   // What splitGroup clones for the child: this group's Options.
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
 
