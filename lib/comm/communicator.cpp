@@ -217,12 +217,7 @@ Status Communicator::finish_revoke() {
   (void)check();  // revoked_ says so from here on
   if (!revocation_told_ && control_ && !aborting()) {
     revocation_told_ = true;
-    wire::Notice notice;
-    notice.kind = wire::NoticeKind::kRevoked;
-    notice.sequence = static_cast<uint32_t>(sequence_);
-    notice.origin = rank_;
-    notice.text = "rank " + std::to_string(rank_) + " revoked the communicator (rrCommRevoke)";
-    control_->tell_everyone(notice, std::chrono::milliseconds(100));
+    tell_everyone(wire::NoticeKind::kRevoked, "rank " + std::to_string(rank_) + " revoked the communicator (rrCommRevoke)");
   }
   expect_peer_loss();
   if (broken_.ok()) broken_ = revoked_;
@@ -247,18 +242,14 @@ Status Communicator::fail_operation(Status failure, wire::NoticeKind kind) {
   // Even a rank that failed because of a notice tells the others what it
   // waited on: that is how a rank which timed out first learns who hung.
   if (control_ && !aborting()) {
-    wire::Notice notice;
-    notice.kind = failure.code() == Code::kInvalidUsage ? wire::NoticeKind::kMismatch
-                  : failure.code() == Code::kTimeout   ? wire::NoticeKind::kTimedOut
-                  : failure.code() == Code::kRevoked   ? wire::NoticeKind::kRevoked
-                                                       : kind;
+    const wire::NoticeKind told = failure.code() == Code::kInvalidUsage ? wire::NoticeKind::kMismatch
+                                  : failure.code() == Code::kTimeout   ? wire::NoticeKind::kTimedOut
+                                  : failure.code() == Code::kRevoked   ? wire::NoticeKind::kRevoked
+                                                                       : kind;
     // A revocation goes on to every rank from each that hears of it (a
     // peer the revoking rank could not reach still learns of it).
-    if (notice.kind == wire::NoticeKind::kRevoked) revocation_told_ = true;
-    notice.sequence = static_cast<uint32_t>(sequence_);
-    notice.origin = rank_;
-    notice.text = failure.message();
-    control_->tell_everyone(notice, std::chrono::milliseconds(100));
+    if (told == wire::NoticeKind::kRevoked) revocation_told_ = true;
+    tell_everyone(told, failure.message());
     // A rank that timed out, or failed on hearing that one did, may be
     // blaming a healthy neighbour: hear what the others waited on.
     if (failure.code() == Code::kTimeout || heard_timeout_) failure = gather_timeouts(failure);
@@ -315,11 +306,15 @@ void Communicator::finish_abort() {
   request_abort();
   expect_peer_loss();
   if (!control_ || !remote_.ok()) return;
+  tell_everyone(wire::NoticeKind::kAborted, "rank " + std::to_string(rank_) + " aborted the communicator (rrCommAbort)");
+}
+
+void Communicator::tell_everyone(wire::NoticeKind kind, std::string text) {
   wire::Notice notice;
-  notice.kind = wire::NoticeKind::kAborted;
+  notice.kind = kind;
   notice.sequence = static_cast<uint32_t>(sequence_);
   notice.origin = rank_;
-  notice.text = "rank " + std::to_string(rank_) + " aborted the communicator (rrCommAbort)";
+  notice.text = std::move(text);
   control_->tell_everyone(notice, std::chrono::milliseconds(100));
 }
 
@@ -585,71 +580,5 @@ Status Communicator::allreduce_recursive_doubling(exec::Call& call, const wire::
   return run(*recursive_doubling_, call);
 }
 
-Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {
-  RR_RETURN_IF_ERROR(check_usable());
-  // 1. Everyone learns everyone's (color, key).
-  const int64_t mine[2] = {color, key};
-  std::vector<int64_t> all(2 * static_cast<size_t>(size_));
-  RR_RETURN_IF_ERROR(all_gather(mine, all.data(), 2, rrInt64));
-  // 2. My group, ordered by (key, rank here).
-  std::vector<int> members;
-  for (int r = 0; r < size_ && color >= 0; ++r) {
-    if (all[2 * static_cast<size_t>(r)] == color) members.push_back(r);
-  }
-  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
-    return all[2 * static_cast<size_t>(a) + 1] < all[2 * static_cast<size_t>(b) + 1];
-  });
-  const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  const int new_size = static_cast<int>(members.size());
-  // 3. A transport of its own, so the new communicator's traffic never meets
-  //    this one's; its addresses travel over this communicator.
-  std::unique_ptr<transport::Transport> child;
-  Status made = color >= 0 ? transport_->make_sibling(new_rank, new_size, &child) : Status::Ok();
-  // Every rank takes part in the exchange even when it opted out or failed,
-  // so that no rank is left waiting; a failure is reported after it.
-  const std::vector<uint8_t> none;
-  const std::vector<uint8_t>& address = child ? child->local_address() : none;
-  const uint64_t length = address.size();
-  std::vector<uint64_t> lengths(static_cast<size_t>(size_));
-  RR_RETURN_IF_ERROR(all_gather(&length, lengths.data(), 1, rrUint64));
-  const uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
-  std::vector<uint8_t> padded(longest), addresses(longest * static_cast<size_t>(size_));
-  std::copy(address.begin(), address.end(), padded.begin());
-  RR_RETURN_IF_ERROR(all_gather(padded.data(), addresses.data(), longest, rrUint8));
-  RR_RETURN_IF_ERROR(made);
-  if (color < 0) {
-    // Take part in the members' final agreement, then stay out.
-    const int32_t failed = 0;
-    std::vector<int32_t> failures(static_cast<size_t>(size_));
-    RR_RETURN_IF_ERROR(all_gather(&failed, failures.data(), 1, rrInt32));
-    out->reset();
-    return Status::Ok();
-  }
-  std::vector<std::vector<uint8_t>> theirs;
-  for (int m : members) {
-    const uint8_t* p = addresses.data() + static_cast<size_t>(m) * longest;
-    theirs.emplace_back(p, p + lengths[static_cast<size_t>(m)]);
-  }
-  std::vector<int> neighbours;
-  if (new_size > 1) neighbours.push_back((new_rank + 1) % new_size);
-  if (new_size > 2) neighbours.push_back((new_rank + new_size - 1) % new_size);
-  Status ready = child->connect(std::move(theirs), neighbours);
-  auto comm = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(child), keepalive_);
-  if (ready.ok()) ready = comm->init();
-  // Nobody keeps a sub-communicator that a member failed to make: its first
-  // collective would wait for that member until the timeout.
-  const int32_t failed = ready.ok() ? 0 : 1;
-  std::vector<int32_t> failures(static_cast<size_t>(size_));
-  RR_RETURN_IF_ERROR(all_gather(&failed, failures.data(), 1, rrInt32));
-  RR_RETURN_IF_ERROR(ready);
-  for (int r = 0; r < size_; ++r) {
-    if (failures[static_cast<size_t>(r)] != 0) {
-      return RemoteError("split: rank " + std::to_string(r) + " failed to make its sub-communicator");
-    }
-  }
-  RR_RETURN_IF_ERROR(comm->greet_neighbours(exec::Clock::now() + std::chrono::milliseconds(settings.timeout_ms)));
-  *out = std::move(comm);
-  return Status::Ok();
-}
 
 }  // namespace rr

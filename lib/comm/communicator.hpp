@@ -105,12 +105,18 @@ class Communicator final : public exec::Interrupt {
   // ranked by (key, rank here); a negative color opts out (*out stays null).
   // Collective over this communicator. `settings` are the new one's.
   Status split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out);
-  // rrCommShrink with the caller's list (comm/shrink.cpp): the ranks not in
+  // rrCommShrink with the caller's list (comm/derive.cpp): the ranks not in
   // `exclude` (which they all pass alike; the excluded take no part) make a
   // new communicator, renumbered in the old order, over connections of
   // their own, with no store. Runs after a failure or a revocation broke
   // this communicator's calls. `settings` are the new one's.
   Status shrink(std::vector<int> exclude, const Settings& settings, std::unique_ptr<Communicator>* out);
+  // What split() and shrink() share (comm/derive.cpp): connects `transport`
+  // (rank `new_rank` of `new_size`) to `addresses` and makes *out on it,
+  // set up as init does. Not ok when either failed (*out may then be set).
+  Status make_child(int new_rank, int new_size, const Settings& settings,
+                    std::unique_ptr<transport::Transport> transport, std::vector<std::vector<uint8_t>> addresses,
+                    std::unique_ptr<Communicator>* out);
 
   // Pipelined chains: recv = root's send on every rank; root's recv = op over ranks of send.
   Status broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
@@ -164,6 +170,9 @@ class Communicator final : public exec::Interrupt {
   // finish_abort() tells the peers and makes closing quick.
   void request_abort() { abort_requested_.store(true, std::memory_order_relaxed); }
   void finish_abort();
+  // A notice of `kind` saying `text` to every peer (comm/control.hpp), at
+  // most 100 ms for a peer that does not take it.
+  void tell_everyone(wire::NoticeKind kind, std::string text);
   bool aborting() const { return abort_requested_.load(std::memory_order_relaxed); }
   // rrCommRevoke, from any thread (ULFM's MPI_Comm_revoke): the running
   // operation returns kRevoked at its next still round, as on an abort, and

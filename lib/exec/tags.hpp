@@ -5,7 +5,7 @@
 //   point-to-point:  [1 : 1][0 : 15][user tag : 31][0 : 1]
 //   notices:         [1 : 1][0 : 46][1 : 1]                    (kControlTag)
 //   greeting:        [1 : 1][0 : 45][1 : 1][1 : 1]             (kGreetingTag)
-//   shrink:          [1 : 1][0][epoch][1 : 1][x : 1][1 : 1]    (comm/shrink.cpp: the
+//   shrink:          [1 : 1][0][epoch][1 : 1][x : 1][1 : 1]    (comm/derive.cpp: the
 //                    survivors' offers, x = 0, and their word that the new
 //                    communicator is made, x = 1; each shrink its own epoch)
 //
@@ -36,7 +36,7 @@ constexpr uint64_t kP2pTag = uint64_t{1} << (kColumnBits + kStepBits + kSequence
 constexpr uint64_t kControlTag = kP2pTag | 1;
 // Communicator::greet_neighbours(): once per communicator, before any call.
 constexpr uint64_t kGreetingTag = kP2pTag | 3;
-// rrCommShrink's exchanges among the survivors (comm/shrink.cpp), the
+// rrCommShrink's exchanges among the survivors (comm/derive.cpp), the
 // `epoch`-th shrink of a communicator: never a point-to-point tag (whose
 // lowest bit is 0), the notices' or the greeting's.
 constexpr uint64_t shrink_offer_tag(uint64_t epoch) { return kP2pTag | (epoch << 3) | 5; }

@@ -110,6 +110,16 @@ void ProcessGroupRingreduce::shutdown_all() {
 
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupRingreduce::getBackendOptions() { return options_; }
 
+c10::intrusive_ptr<RingreduceOptions> ProcessGroupRingreduce::options_for_child(
+    const c10::intrusive_ptr<c10d::Backend::Options>& opts) const {
+  // torch hands a clone of getBackendOptions()'s, with the new group's
+  // timeout; other options (a caller's own) give only their timeout.
+  if (auto* ours = dynamic_cast<Options*>(opts.get())) return c10::make_intrusive<Options>(*ours);
+  auto child = c10::make_intrusive<Options>(*options_);
+  if (opts) child->timeout = opts->timeout;
+  return child;
+}
+
 c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intrusive_ptr<c10d::Store>&,
                                                                 const std::vector<int>& ranks,
                                                                 const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
@@ -124,15 +134,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
   const bool member = mine != ranks.end();
   const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : RR_SPLIT_NOCOLOR;
   const int key = member ? static_cast<int>(mine - ranks.begin()) : 0;
-  // torch hands a clone of getBackendOptions()'s, with the new group's
-  // timeout; other options (a caller's own) give only their timeout.
-  c10::intrusive_ptr<Options> child_options;
-  if (auto* ours = dynamic_cast<Options*>(opts.get())) {
-    child_options = c10::make_intrusive<Options>(*ours);
-  } else {
-    child_options = c10::make_intrusive<Options>(*options_);
-    if (opts) child_options->timeout = opts->timeout;
-  }
+  c10::intrusive_ptr<Options> child_options = options_for_child(opts);
   const rrConfig_t config = child_options->config();
   rrComm_t child = nullptr;
   {
@@ -157,13 +159,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::shrink(const std::vect
     check_rank(kOp, "a rank to exclude", r, size_);
     exclude.push_back(static_cast<int>(r));
   }
-  c10::intrusive_ptr<Options> child_options;
-  if (auto* ours = dynamic_cast<Options*>(opts.get())) {
-    child_options = c10::make_intrusive<Options>(*ours);
-  } else {
-    child_options = c10::make_intrusive<Options>(*options_);
-    if (opts) child_options->timeout = opts->timeout;
-  }
+  c10::intrusive_ptr<Options> child_options = options_for_child(opts);
   const rrConfig_t config = child_options->config();
   if ((shrink_flags & kShrinkAbort) != 0) {
     // Not under the issue lock: the operations in flight end now, wherever

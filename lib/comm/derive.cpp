@@ -1,3 +1,8 @@
+// The communicators made from this one: rrCommSplit (MPI_Comm_split, over
+// this communicator's collectives) and rrCommShrink. Each new communicator
+// has a transport of its own (Transport::make_sibling), so its traffic never
+// meets this one's, and is set up as init does (make_child).
+//
 // rrCommShrink with the caller's list (ULFM's MPI_Comm_shrink, NCCL's
 // ncclCommShrink with an exclude list): the ranks not excluded make a new
 // communicator among themselves, renumbered densely in the old order, with
@@ -65,6 +70,81 @@ bool get_u32(const std::vector<uint8_t>& in, size_t* at, size_t bytes, uint32_t*
 }
 
 }  // namespace
+
+Status Communicator::make_child(int new_rank, int new_size, const Settings& settings,
+                                std::unique_ptr<transport::Transport> transport,
+                                std::vector<std::vector<uint8_t>> addresses, std::unique_ptr<Communicator>* out) {
+  std::vector<int> neighbours;
+  if (new_size > 1) neighbours.push_back((new_rank + 1) % new_size);
+  if (new_size > 2) neighbours.push_back((new_rank + new_size - 1) % new_size);
+  Status ready = transport->connect(std::move(addresses), neighbours);
+  *out = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(transport), keepalive_);
+  if (ready.ok()) ready = (*out)->init();
+  return ready;
+}
+
+Status Communicator::split(int color, int key, const Settings& settings, std::unique_ptr<Communicator>* out) {
+  RR_RETURN_IF_ERROR(check_usable());
+  // 1. Everyone learns everyone's (color, key).
+  const int64_t mine[2] = {color, key};
+  std::vector<int64_t> all(2 * static_cast<size_t>(size_));
+  RR_RETURN_IF_ERROR(all_gather(mine, all.data(), 2, rrInt64));
+  // 2. My group, ordered by (key, rank here).
+  std::vector<int> members;
+  for (int r = 0; r < size_ && color >= 0; ++r) {
+    if (all[2 * static_cast<size_t>(r)] == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return all[2 * static_cast<size_t>(a) + 1] < all[2 * static_cast<size_t>(b) + 1];
+  });
+  const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  const int new_size = static_cast<int>(members.size());
+  // 3. A transport of its own, so the new communicator's traffic never meets
+  //    this one's; its addresses travel over this communicator.
+  std::unique_ptr<transport::Transport> child;
+  Status made = color >= 0 ? transport_->make_sibling(new_rank, new_size, &child) : Status::Ok();
+  // Every rank takes part in the exchange even when it opted out or failed,
+  // so that no rank is left waiting; a failure is reported after it.
+  const std::vector<uint8_t> none;
+  const std::vector<uint8_t>& address = child ? child->local_address() : none;
+  const uint64_t length = address.size();
+  std::vector<uint64_t> lengths(static_cast<size_t>(size_));
+  RR_RETURN_IF_ERROR(all_gather(&length, lengths.data(), 1, rrUint64));
+  const uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::vector<uint8_t> padded(longest), addresses(longest * static_cast<size_t>(size_));
+  std::copy(address.begin(), address.end(), padded.begin());
+  RR_RETURN_IF_ERROR(all_gather(padded.data(), addresses.data(), longest, rrUint8));
+  RR_RETURN_IF_ERROR(made);
+  if (color < 0) {
+    // Take part in the members' final agreement, then stay out.
+    const int32_t failed = 0;
+    std::vector<int32_t> failures(static_cast<size_t>(size_));
+    RR_RETURN_IF_ERROR(all_gather(&failed, failures.data(), 1, rrInt32));
+    out->reset();
+    return Status::Ok();
+  }
+  std::vector<std::vector<uint8_t>> theirs;
+  for (int m : members) {
+    const uint8_t* p = addresses.data() + static_cast<size_t>(m) * longest;
+    theirs.emplace_back(p, p + lengths[static_cast<size_t>(m)]);
+  }
+  std::unique_ptr<Communicator> comm;
+  Status ready = make_child(new_rank, new_size, settings, std::move(child), std::move(theirs), &comm);
+  // Nobody keeps a sub-communicator that a member failed to make: its first
+  // collective would wait for that member until the timeout.
+  const int32_t failed = ready.ok() ? 0 : 1;
+  std::vector<int32_t> failures(static_cast<size_t>(size_));
+  RR_RETURN_IF_ERROR(all_gather(&failed, failures.data(), 1, rrInt32));
+  RR_RETURN_IF_ERROR(ready);
+  for (int r = 0; r < size_; ++r) {
+    if (failures[static_cast<size_t>(r)] != 0) {
+      return RemoteError("split: rank " + std::to_string(r) + " failed to make its sub-communicator");
+    }
+  }
+  RR_RETURN_IF_ERROR(comm->greet_neighbours(exec::Clock::now() + std::chrono::milliseconds(settings.timeout_ms)));
+  *out = std::move(comm);
+  return Status::Ok();
+}
 
 Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, std::unique_ptr<Communicator>* out) {
   const std::string name = "rrCommShrink";
@@ -149,12 +229,8 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
 
   // 4. The new communicator, set up as a split's; then every survivor says
   //    whether it made its part.
-  std::vector<int> neighbours;
-  if (new_size > 1) neighbours.push_back((new_rank + 1) % new_size);
-  if (new_size > 2) neighbours.push_back((new_rank + new_size - 1) % new_size);
-  Status ready = child->connect(std::move(addresses), neighbours);
-  auto comm = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(child), keepalive_);
-  if (ready.ok()) ready = comm->init();
+  std::unique_ptr<Communicator> comm;
+  Status ready = make_child(new_rank, new_size, settings, std::move(child), std::move(addresses), &comm);
   const uint8_t mine = ready.ok() ? 0 : 1;
   std::vector<uint8_t> theirs(static_cast<size_t>(size_), 0);
   exec::Batch tell(transport_.get());
