@@ -1,13 +1,12 @@
-// rrCommRevoke and rrCommShrink (ULFM's MPI_Comm_revoke and
-// MPI_Comm_shrink). A rank revokes while its peers
+// rrCommRevoke (ULFM's MPI_Comm_revoke; rrCommShrink: shrink_test.cpp).
+// A rank revokes while its peers
 // wait for it in a call, on each path a call waits on (the one-shot board,
 // the same-host slot rings, UCX's ring; with no argument check, so that
 // they wait in the data path itself); their calls end with rrRevoked
 // within the time a notice takes, far from the 60 s timeout, and every
 // later call on any rank says rrRevoked at once. A call running on another
 // thread of the revoking rank ends too. After a peer's death, each survivor
-// revokes (the ULFM idiom) and all agree: rrRevoked; then they shrink the
-// dead rank away and go on, or, passing different lists, fail naming both.
+// revokes (the ULFM idiom) and all agree: rrRevoked.
 
 #include <ringreduce/ringreduce.h>
 #include <signal.h>
@@ -171,84 +170,6 @@ TEST_F(Revoke, SurvivorsOfADeadPeerRevokeAndAgree) {
     EXPECT_EQ(o.result, rrRevoked) << "rank " << r << ": " << o.error;
     EXPECT_TRUE(has(o, "rank 2")) << o.error;
   }
-}
-
-// Shrink: the survivors of a dead rank revoke, then shrink it away, and
-// go on in the new communicator: its rank and size, exact int32 sums on the
-// board and on the slot rings. Bad lists are refused before anything is sent.
-TEST_F(Revoke, SurvivorsShrinkTheDeadRankAwayAndGoOn) {
-  auto outcomes = run_world(4, 60000, {2}, [](int rank, rrComm_t comm, Outcome* out) {
-    std::vector<float> data(size_t{1} << 16, 1.0f);
-    for (int i = 0;; ++i) {
-      if (rank == 2 && i == 3) raise(SIGKILL);
-      if (rrAllReduce(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr) != rrSuccess) break;
-    }
-    if (rrCommRevoke(comm) != rrSuccess) _exit(5);
-    rrComm_t next = nullptr;
-    const int own[] = {rank}, outside[] = {4}, twice[] = {2, 2};
-    if (rrCommShrink(comm, own, 1, &next, nullptr) != rrInvalidArgument ||
-        rrCommShrink(comm, outside, 1, &next, nullptr) != rrInvalidArgument ||
-        rrCommShrink(comm, twice, 2, &next, nullptr) != rrInvalidArgument || rrCommShrink(comm, twice, -1, &next, nullptr) != rrInvalidArgument) {
-      out->result = -3;
-      note(out, "a bad list", rrInvalidArgument, comm);
-      return;
-    }
-    const int dead[] = {2};
-    const auto t0 = Clock::now();
-    out->result = rrCommShrink(comm, dead, 1, &next, nullptr);
-    out->seconds = seconds_since(t0);
-    note(out, "shrink", static_cast<rrResult_t>(out->result), comm);
-    if (out->result != rrSuccess) return;
-    int new_rank = -1, new_size = -1;
-    (void)rrCommUserRank(next, &new_rank);
-    (void)rrCommCount(next, &new_size);
-    const int expected_rank = rank < 2 ? rank : rank - 1;
-    bool right = new_rank == expected_rank && new_size == 3;
-    // Sums on the board (16 elements) and the slot rings (2^20): old rank r
-    // adds (r + 1) * (k % 7 + 1) at element k.
-    for (size_t count : {size_t{16}, size_t{1} << 20}) {
-      std::vector<int32_t> v(count);
-      for (size_t k = 0; k < count; ++k) v[k] = (rank + 1) * static_cast<int32_t>(k % 7 + 1);
-      const rrResult_t r = rrAllReduce(v.data(), v.data(), count, rrInt32, rrSum, next, nullptr);
-      note(out, "allreduce on the new communicator", r, next);
-      for (size_t k = 0; k < count && r == rrSuccess; ++k) right = right && v[k] == (1 + 2 + 4) * static_cast<int32_t>(k % 7 + 1);
-      right = right && r == rrSuccess;
-    }
-    if (!right) out->result = -2;
-    (void)rrCommDestroy(next);
-    (void)rrCommDestroy(comm);
-  });
-  print(outcomes, {2});
-  for (int r : {0, 1, 3}) {
-    const Outcome& o = outcomes[static_cast<size_t>(r)];
-    EXPECT_EQ(o.result, rrSuccess) << "rank " << r << ": " << o.error;
-    EXPECT_LT(o.seconds, 5.0) << o.error;
-  }
-}
-
-TEST_F(Revoke, SurvivorsThatPassDifferentListsFailNamingBoth) {
-  // Rank 0 excludes rank 2, ranks 1 and 2 exclude nobody: rank 0 and rank 1
-  // exchange and refuse, naming both lists; rank 2 waits for rank 0, which
-  // never sends to it, and fails naming it (gone, or silent until the timeout).
-  auto outcomes = run_world(3, 2000, {}, [](int rank, rrComm_t comm, Outcome* out) {
-    if (rrBarrier(comm, nullptr) != rrSuccess) _exit(4);
-    const int two[] = {2};
-    rrComm_t next = nullptr;
-    const auto t0 = Clock::now();
-    out->result = rank == 0 ? rrCommShrink(comm, two, 1, &next, nullptr) : rrCommShrink(comm, nullptr, 0, &next, nullptr);
-    out->seconds = seconds_since(t0);
-    note(out, "shrink", static_cast<rrResult_t>(out->result), comm);
-    if (next) out->result = -2;
-  });
-  print(outcomes);
-  EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
-  EXPECT_TRUE(has(outcomes[0], "rank 1 excluded {}, rank 0 excluded {2}")) << outcomes[0].error;
-  EXPECT_EQ(outcomes[1].result, rrInvalidUsage) << outcomes[1].error;
-  EXPECT_TRUE(has(outcomes[1], "rank 0 excluded {2}, rank 1 excluded {}")) << outcomes[1].error;
-  // Rank 0 leaves once it failed: rank 2 sees it gone, or times out.
-  EXPECT_TRUE(outcomes[2].result == rrTimeout || outcomes[2].result == rrRemoteError) << outcomes[2].error;
-  EXPECT_TRUE(has(outcomes[2], "from rank 0")) << outcomes[2].error;
-  EXPECT_LT(outcomes[2].seconds, 2.5) << outcomes[2].error;
 }
 
 }  // namespace
