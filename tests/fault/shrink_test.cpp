@@ -2,13 +2,15 @@
 // ranks: at 2 to 6 ranks each rank in turn is SIGKILLed at a random moment
 // of a loop of every collective; every survivor's call fails, each revokes
 // and shrinks the victim away, and the next 100 collectives on the new
-// communicator are exact (int32) against a reference. Two ranks killed at
+// communicator are exact (int32) against a reference; the same over UCX's
+// TCP lanes alone, as between hosts. Two ranks killed at
 // once; a rank killed during the shrink itself (the others fail naming it,
 // never hang); bad lists refused before anything is sent; survivors that
 // pass different lists fail naming both.
 
 #include <ringreduce/ringreduce.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,6 +135,23 @@ TEST_F(Shrink, EveryRankInTurnKilledAtARandomMomentIsShrunkAway) {
       }
     }
   }
+}
+
+TEST_F(Shrink, OverUcxTcpEveryRankInTurnIsShrunkAway) {
+  // As between hosts: UCX's TCP lanes only, no same-host slot rings or board.
+  setenv("RR_SAME_HOST", "ucx", 1);  // the forked ranks inherit both
+  setenv("UCX_TLS", "tcp,self", 1);
+  for (int n : {3, 4}) {
+    for (int victim = 0; victim < n; ++victim) {
+      SCOPED_TRACE(std::to_string(n) + " ranks, rank " + std::to_string(victim) + " killed");
+      const std::vector<Outcome> outcomes = kill_and_shrink(n, {victim}, 3 + victim);
+      for (int r = 0; r < n; ++r) {
+        if (r != victim) EXPECT_EQ(outcomes[static_cast<size_t>(r)].result, rrSuccess) << "rank " << r << ": " << outcomes[static_cast<size_t>(r)].error;
+      }
+    }
+  }
+  unsetenv("RR_SAME_HOST");
+  unsetenv("UCX_TLS");
 }
 
 TEST_F(Shrink, TwoRanksKilledAtOnceAreShrunkAway) {
