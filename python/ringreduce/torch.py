@@ -181,7 +181,39 @@ def register() -> None:
     dist.Backend.register_backend(BACKEND, _create_backend, extended_api=True, devices=list(DEVICES))
 
 
+def _register_shrunk_groups_as_custom() -> None:
+    """Makes ``dist.shrink_group``'s new group of a ringreduce backend say so.
+
+    torch 2.15's ``_create_shrunk_process_group`` registers the backend that
+    ``shrink`` returned under ``BackendType.GLOO`` for CPU (NCCL for CUDA)
+    whatever it is, and DistributedDataParallel's construction on such a
+    group then crashes the process (a segmentation fault in its logger's
+    ``set_construction_data_and_log``). A ringreduce backend is a custom one,
+    as ``init_process_group`` registers it: so once torch made the group, it
+    is registered again under ``BackendType.CUSTOM`` for its device. Other
+    backends' groups are left as torch made them; a torch without the
+    function is left alone.
+    """
+    c10d = dist.distributed_c10d
+    make = getattr(c10d, "_create_shrunk_process_group", None)
+    if make is None or getattr(make, "_ringreduce_custom", False):
+        return
+
+    def create(new_backend: Any, remaining_ranks: Any, metadata: Any, is_default_group: bool) -> Any:
+        group = make(new_backend, remaining_ranks, metadata, is_default_group)
+        if isinstance(new_backend, ProcessGroupRingreduce):
+            device = metadata.get("bound_device_id") or torch.device("cpu")
+            custom = dist.ProcessGroup.BackendType.CUSTOM
+            group._register_backend(torch.device(device.type), custom, new_backend)
+            group._set_default_backend(custom)
+        return group
+
+    create._ringreduce_custom = True  # type: ignore[attr-defined]
+    c10d._create_shrunk_process_group = create
+
+
 register()
+_register_shrunk_groups_as_custom()
 # Groups the script never destroyed end before the interpreter finalizes,
 # while their threads may still take the GIL (see shutdown_all).
 atexit.register(_torch.shutdown_all)

@@ -302,6 +302,78 @@ def test_flight_recorder_sees_completions_a_hang_and_dumps_on_failure(tmp_path):
         assert out[rank]["dumped"], f"rank {rank}: no trace at {prefix}{rank}"
 
 
+def _ddp_goes_on_after_a_shrink(rank: int, size: int) -> list:
+    # DDP training on 4 ranks; rank 3 leaves after 3 steps. The others'
+    # next step raises naming it; each shrinks the default group, wraps the
+    # same model in a new DDP (the new default group) and trains on: the
+    # survivors' parameters stay identical, and match a 3-rank reference
+    # computed here in one process from the same batches.
+    import torch.nn as nn
+    os.environ["TORCH_FR_BUFFER_SIZE"] = "0"
+    init(timeout=60.0)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = [(torch.randn(16, 20, generator=torch.Generator().manual_seed(1000 * r + i)),
+                torch.randn(16, 5, generator=torch.Generator().manual_seed(1000 * r + i + 500)))
+               for r in range(size) for i in range(8)]
+
+    def step(module, i: int) -> None:
+        x, y = batches[8 * rank + i]
+        opt.zero_grad()
+        nn.functional.mse_loss(module(x), y).backward()
+        opt.step()
+
+    for i in range(3):
+        step(ddp, i)
+    if rank == 3:
+        os._exit(0)
+    snapshot = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(RuntimeError, match="rank 3"):
+        step(ddp, 3)
+    # A failed step may have applied nothing or a local gradient: go back to
+    # the parameters every survivor had after step 2.
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), snapshot):
+            p.copy_(q)
+    dist.shrink_group([3])  # a new DDP on it crashed before ringreduce.torch re-registered it as CUSTOM
+    ddp = nn.parallel.DistributedDataParallel(model)
+    for i in range(3, 8):
+        step(ddp, i)
+    params = [p.detach().numpy().copy() for p in model.parameters()]
+    dist.destroy_process_group()
+    # The reference: the same 3 steps on 4 ranks' batches, then 5 on the 3 survivors'.
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5))
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for i in range(8):
+        ranks = range(4) if i < 3 else range(3)
+        ref_opt.zero_grad()
+        grads = []
+        for r in ranks:
+            ref.zero_grad()
+            x, y = batches[8 * r + i]
+            nn.functional.mse_loss(ref(x), y).backward()
+            grads.append([p.grad.clone() for p in ref.parameters()])
+        with torch.no_grad():
+            for k, p in enumerate(ref.parameters()):
+                p.grad = sum(g[k] for g in grads) / len(grads)
+        ref_opt.step()
+    reference = [p.detach().numpy().copy() for p in ref.parameters()]
+    return [params, reference]
+
+
+def test_ddp_training_goes_on_in_the_shrunk_group():
+    import numpy as np
+    values = run_ranks(_ddp_goes_on_after_a_shrink, 4, timeout=120, expect_failure=[3])
+    for r in (1, 2):
+        for a, b in zip(values[0][0], values[r][0]):
+            assert np.array_equal(a, b), f"rank {r}'s parameters differ from rank 0's"
+    for a, b in zip(values[0][0], values[0][1]):
+        assert np.allclose(a, b, rtol=1e-5, atol=1e-6), np.abs(a - b).max()
+
+
 @pytest.mark.parametrize("flags", ["default", "abort"])
 def test_shrink_group_goes_on_without_a_lost_rank(flags):
     values = run_ranks(_shrink_group, 3, c10d.SHRINK_DEFAULT if flags == "default" else c10d.SHRINK_ABORT,
