@@ -1,5 +1,6 @@
-#include "common/log.hpp"
 #include "exec/algorithm.hpp"
+
+#include "common/log.hpp"
 #include "exec/wait_policy.hpp"
 
 namespace rr::exec {
@@ -8,8 +9,8 @@ namespace {
 
 // What drive_round() does after progress() said `round`, unless that was a
 // still round (kept out of line: the still round is the loop most often run).
-[[gnu::noinline]] Status after_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, const Round& round,
-                   Status status, bool* finished) {
+[[gnu::noinline]] Status after_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait,
+                                     const Round& round, Status status, bool* finished) {
   *finished = status.ok() && round.done;
   if (status.ok() && !round.done) {
     if (round.moved) {
