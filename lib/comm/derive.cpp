@@ -35,7 +35,10 @@ namespace rr {
 namespace {
 
 constexpr uint32_t kMagic = 0x4b535252;  // "RRSK"
-constexpr size_t kMostBytes = size_t{1} << 20;
+// A peer's offer may be this much longer than this rank's (its address, or
+// a list of another length, which is then named); each receive is only that
+// large, so the exchange holds (N - 1) x (offer + 4 KiB) bytes at N ranks.
+constexpr size_t kSlackBytes = 4096;
 
 // Only an abort ends the exchange early: the communicator's own failure or
 // revocation is what the shrink goes on from.
@@ -181,7 +184,7 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   for (int r : exclude) put_u32(&offer, static_cast<uint32_t>(r));
   put_u32(&offer, static_cast<uint32_t>(address.size()));
   offer.insert(offer.end(), address.begin(), address.end());
-  if (offer.size() > kMostBytes) return InternalError(name + ": a transport address of " + std::to_string(address.size()) + " bytes");
+  const size_t capacity = offer.size() + kSlackBytes;
 
   // 2. Every survivor's offer, over this communicator's transport.
   std::vector<std::vector<uint8_t>> offers(static_cast<size_t>(size_));
@@ -189,8 +192,8 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   exchange.reserve(2 * survivors.size());
   for (int r : survivors) {
     if (r == rank_) continue;
-    offers[static_cast<size_t>(r)].resize(kMostBytes);
-    exchange.add_recv_up_to(r, offer_tag, offers[static_cast<size_t>(r)].data(), kMostBytes);
+    offers[static_cast<size_t>(r)].resize(capacity);
+    exchange.add_recv_up_to(r, offer_tag, offers[static_cast<size_t>(r)].data(), capacity);
   }
   for (int r : survivors) {
     if (r != rank_) exchange.add_send(r, offer_tag, offer.data(), offer.size());
