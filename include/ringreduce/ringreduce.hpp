@@ -173,6 +173,16 @@ class Comm {
     check(rrCommSplit(comm_, color, key, &c, config), comm_);
     return Comm(c);
   }
+  // ULFM's MPI_Comm_revoke: every pending and later call on it, here and on
+  // every peer, throws Error with rrRevoked.
+  void revoke() const { check(rrCommRevoke(comm_), comm_); }
+  // ULFM's MPI_Comm_shrink: the ranks not in `exclude` (all passing it alike;
+  // the excluded ones do not call) make a new Comm, ranked in the old order.
+  Comm shrink(const std::vector<int>& exclude, const rrConfig_t* config = nullptr) const {
+    rrComm_t c = nullptr;
+    check(rrCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &c, config), comm_);
+    return Comm(c);
+  }
   explicit operator bool() const { return comm_ != nullptr; }
 
  private:

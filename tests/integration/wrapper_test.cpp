@@ -46,6 +46,24 @@ TEST(Wrapper, TypedCollectivesAndSplit) {
   rr::Comm again = comm.split(0, me);
   EXPECT_EQ(again.timeout(), std::chrono::milliseconds(45000));
   again.barrier();
+  // Revoked, every call throws rrRevoked; the ranks but the last shrink it
+  // away (all alive: the last one simply does not call) and go on.
+  again.revoke();
+  try {
+    again.barrier();
+    FAIL() << "a call on a revoked communicator must throw";
+  } catch (const rr::Error& e) {
+    EXPECT_EQ(e.result(), rrRevoked) << e.what();
+  }
+  if (me != n - 1) {
+    rr::Comm rest = again.shrink({n - 1});
+    ASSERT_TRUE(rest);
+    EXPECT_EQ(rest.size(), n - 1);
+    EXPECT_EQ(rest.rank(), me);
+    std::vector<int32_t> sum(2, me + 1);
+    rest.all_reduce(sum);
+    EXPECT_EQ(sum[1], (n - 1) * n / 2);
+  }
 }
 
 TEST(Wrapper, FailuresThrowWithCodeAndMessage) {
