@@ -53,12 +53,6 @@ void require(rrComm_t comm, const Path& path) {
   }
 }
 
-void note(Outcome* out, const char* what, rrResult_t result, rrComm_t comm) {
-  const size_t used = std::strlen(out->error);
-  std::snprintf(out->error + used, sizeof(out->error) - used, "%s%s: %s (%s)", used ? "; " : "", what,
-                rrGetErrorString(result), rrGetLastError(comm));
-}
-
 using Revoke = NoShmLeft;
 
 TEST_F(Revoke, EndsThePeersWaitingCallsOnEveryPath) {

@@ -27,12 +27,6 @@ namespace {
 
 using namespace fault_world;
 
-void note(Outcome* out, const char* what, rrResult_t result, rrComm_t comm) {
-  const size_t used = std::strlen(out->error);
-  std::snprintf(out->error + used, sizeof(out->error) - used, "%s%s: %s (%s)", used ? "; " : "", what,
-                rrGetErrorString(result), rrGetLastError(comm));
-}
-
 // Collective `i` of the loop on `comm` (rank `rank` of `n`): each kind in turn.
 rrResult_t one_collective(rrComm_t comm, int i, int rank, int n) {
   std::vector<int32_t> a(size_t{1000} * static_cast<size_t>(n), rank + 1), b(a.size());

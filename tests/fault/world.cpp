@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "free_port.hpp"
@@ -75,6 +76,12 @@ std::vector<Outcome> run_world(int n, int timeout_ms, const std::set<int>& silen
   // Nothing left: every child has been reaped.
   EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1) << "a rank process is left";
   return outcomes;
+}
+
+void note(Outcome* out, const char* what, rrResult_t result, rrComm_t comm) {
+  const size_t used = std::strlen(out->error);
+  std::snprintf(out->error + used, sizeof(out->error) - used, "%s%s: %s (%s)", used ? "; " : "", what,
+                rrGetErrorString(result), rrGetLastError(comm));
 }
 
 void print(const std::vector<Outcome>& outcomes, const std::set<int>& skip) {

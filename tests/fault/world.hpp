@@ -37,6 +37,8 @@ using Body = std::function<void(int rank, rrComm_t comm, Outcome* out)>;
 std::vector<Outcome> run_world(int n, int timeout_ms, const std::set<int>& silent, const Body& body);
 
 void print(const std::vector<Outcome>& outcomes, const std::set<int>& skip = {});
+// Appends "what: <result's words> (<comm's last error>)" to out->error.
+void note(Outcome* out, const char* what, rrResult_t result, rrComm_t comm);
 inline bool has(const Outcome& o, const std::string& text) {
   return std::string(o.error).find(text) != std::string::npos;
 }
