@@ -8,15 +8,9 @@
 
 namespace rr {
 
-namespace {
-// The board's calls name themselves (OneShot::stalled, Call::label): no
-// label is made for a call that does not fail.
-const std::string kNamedByTheCall;
-}  // namespace
-
 Status Communicator::run_on_board(coll::OneShot::Kind kind, const exec::Call& call, const wire::OpHeader& header) {
   one_shot_->prepare(kind, call, header);
-  return fail_operation(exec::drive(*one_shot_, kNamedByTheCall, one_shot_->call(), transport_.get()));
+  return fail_operation(exec::drive(*one_shot_, exec::named_by_the_algorithm(), one_shot_->call(), transport_.get()));
 }
 
 Status Communicator::announce(const exec::Call& call, const wire::OpHeader& header) {

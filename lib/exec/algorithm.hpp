@@ -78,6 +78,10 @@ class Algorithm {
 // for): so one more round runs first, and a call that moves in it goes on;
 // the cause, if it still holds, stops it at its next still round.
 Status drive(Algorithm& algorithm, const std::string& what, Call& call, transport::Transport* transport);
+// The `what` of an algorithm that names its call itself (its stalled()
+// words the failure from the call it holds): one empty string, so that no
+// label is made for a call that does not fail.
+const std::string& named_by_the_algorithm();
 // The same until a fixed `deadline`, watching `interrupt` (a batch outside a
 // collective call: rrGroupEnd, the init-time exchanges).
 Status drive(Algorithm& algorithm, const std::string& what, Clock::time_point deadline, Interrupt* interrupt,

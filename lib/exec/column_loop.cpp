@@ -69,9 +69,8 @@ class ColumnLoop::Columns final : public Algorithm {
 
 Status ColumnLoop::run_columns(transport::Transport* transport, Call& call, size_t depth, size_t total,
                                int left, int right) {
-  static const std::string kNamedByTheExecutor;  // no allocation per call
   Columns columns(this, transport, depth, total, left, right);
-  return drive(columns, kNamedByTheExecutor, call, transport);
+  return drive(columns, named_by_the_algorithm(), call, transport);
 }
 
 }  // namespace rr::exec

@@ -53,6 +53,11 @@ namespace {
 
 }  // namespace
 
+const std::string& named_by_the_algorithm() {
+  static const std::string none;
+  return none;
+}
+
 Status drive_round(Algorithm& algorithm, const std::string& what, WaitPolicy& wait, bool* finished) {
   Round round;
   Status status = algorithm.progress(what, &round);

@@ -190,9 +190,8 @@ ShmRingExecutor::ShmRingExecutor(transport::Transport* transport, transport::shm
     : transport_(transport), from_left_(from_left), to_right_(to_right) {}
 
 Status ShmRingExecutor::run(const algo::RingSchedule& s, Call& call) {
-  static const std::string kNamedByTheCall;  // stalled() names it (Call::label); no allocation per call
   Steps steps(this, s, call);
-  return drive(steps, kNamedByTheCall, call, transport_);
+  return drive(steps, named_by_the_algorithm(), call, transport_);
 }
 
 }  // namespace rr::exec

@@ -55,8 +55,7 @@ struct BoardRanks {
 // (the call's deadline from its first wait).
 Status drive(BoardRanks& ranks, int r) {
   coll::OneShot& alg = *ranks.algorithms[static_cast<size_t>(r)];
-  static const std::string kNamedByTheCall;
-  return exec::drive(alg, kNamedByTheCall, alg.call(), ranks.transports[static_cast<size_t>(r)].get());
+  return exec::drive(alg, exec::named_by_the_algorithm(), alg.call(), ranks.transports[static_cast<size_t>(r)].get());
 }
 
 TEST(OneShotAlgorithm, AllreducesOnEveryRankCount) {
@@ -83,14 +82,18 @@ exec::Call timed_call(void* data, size_t count, std::chrono::milliseconds timeou
   return call;
 }
 
-TEST(OneShotAlgorithm, ARoundNeverBlocksAndACallDoneInItsFirstReadsNoClock) {
+// Prepares and posts an allreduce of `data` by `alg`, as drive() would.
+void start_allreduce(coll::OneShot& alg, std::vector<float>* data) {
+  const exec::Call call = timed_call(data->data(), data->size(), std::chrono::seconds(20));
+  alg.prepare(Kind::kAllreduce, call, wire::header_of(call));
+  ASSERT_TRUE(alg.post({}).ok());
+}
+
+TEST(OneShotAlgorithm, ARoundNeverBlocks) {
   BoardRanks ranks(2);
   std::vector<float> a(40, 1.0f), b(40, 2.0f);  // three publications of 16 floats
-  const exec::Call call_a = timed_call(a.data(), a.size(), std::chrono::seconds(20));
-  const exec::Call call_b = timed_call(b.data(), b.size(), std::chrono::seconds(20));
   coll::OneShot& one = *ranks.algorithms[1];
-  one.prepare(Kind::kAllreduce, call_b, wire::header_of(call_b));
-  ASSERT_TRUE(one.post({}).ok());
+  start_allreduce(one, &b);
   // Rank 1 alone: it publishes its first piece, then its round returns,
   // waiting for rank 0's; it needs rank 0.
   exec::Round round;
@@ -104,8 +107,7 @@ TEST(OneShotAlgorithm, ARoundNeverBlocksAndACallDoneInItsFirstReadsNoClock) {
   // either rank in turn finish both, rank 1 last: rank 0's last round
   // finds rank 1's last part there, so rank 0 is done within rounds too.
   coll::OneShot& zero = *ranks.algorithms[0];
-  zero.prepare(Kind::kAllreduce, call_a, wire::header_of(call_a));
-  ASSERT_TRUE(zero.post({}).ok());
+  start_allreduce(zero, &a);
   exec::Round r0, r1;
   for (int i = 0; i < 100 && !(r0.done && r1.done); ++i) {
     if (!r0.done) {
@@ -126,11 +128,9 @@ TEST(OneShotAlgorithm, ACallDoneInItsFirstRoundReadsNoClock) {
   BoardRanks ranks(2);
   std::vector<float> a(4, 5.0f), b(4, 7.0f);
   const exec::Call call_a = timed_call(a.data(), a.size(), std::chrono::seconds(20));
-  const exec::Call call_b = timed_call(b.data(), b.size(), std::chrono::seconds(20));
   // Rank 1 publishes first; rank 0's drive then finds its part there.
   coll::OneShot& one = *ranks.algorithms[1];
-  one.prepare(Kind::kAllreduce, call_b, wire::header_of(call_b));
-  ASSERT_TRUE(one.post({}).ok());
+  start_allreduce(one, &b);
   exec::Round round;
   ASSERT_TRUE(one.progress({}, &round).ok());
   ASSERT_FALSE(round.done);
