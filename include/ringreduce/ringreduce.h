@@ -169,6 +169,22 @@ rrResult_t rrCommRevoke(rrComm_t comm);
  * settings (NULL: this one's). comm stays as it was: destroy it. */
 rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExclude, rrComm_t* newcomm,
                         const rrConfig_t* config);
+/* As ULFM's MPI_Comm_shrink proper: every rank still alive calls it, with
+ * no list; they agree among themselves which ranks failed (a fault-tolerant
+ * agreement with no coordinator: rank 0 may be the one that died), then
+ * shrink those away as rrCommShrink does. Failed means the transport or the
+ * process watch reports the rank gone: such a rank is never waited for, also
+ * when it dies during the agreement; a rank alive but silent (it did not
+ * call) is waited for up to the communicator's timeout, then counted as
+ * failed too (a warning names it). When the survivors already saw the same
+ * losses (the usual case), one exchange agrees. excludedRanks (NULL, or room
+ * for as many ints as comm has ranks) receives the agreed ranks, ascending,
+ * and *nExcluded (NULL allowed) their number. A rank that dies after the
+ * agreement, while the new communicator is made, makes the others fail
+ * naming it (call again: the next agreement counts it). Bounded by about
+ * four times the timeout in all. */
+rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excludedRanks, int* nExcluded,
+                              const rrConfig_t* config);
 /* As ncclCommGetAsyncError: *asyncError = rrSuccess while the communicator is
  * healthy, else the result of the failure that broke it, whether a call here
  * (blocking or async) met it or a peer reported it. */

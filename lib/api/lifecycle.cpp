@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -300,6 +301,32 @@ RR_API rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExcl
     std::unique_ptr<rr::Communicator> child;
     InComm inside(comm);
     rr::Status s = comm->impl->queue().run([&] { return comm->impl->shrink(exclude, settings, &child); });
+    if (!s.ok()) return fail(comm, s);
+    *newcomm = new rrComm{std::move(child)};
+    register_comm(*newcomm);
+    return rrSuccess;
+  });
+}
+
+RR_API rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excludedRanks, int* nExcluded,
+                                     const rrConfig_t* config) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommShrinkFailed: comm is NULL");
+  if (!newcomm) return fail(comm, rr::Code::kInvalidArgument, "rrCommShrinkFailed: newcomm is NULL");
+  *newcomm = nullptr;
+  if (nExcluded) *nExcluded = 0;
+  return guarded(comm, [&] {
+    rr::Settings settings = comm->impl->settings();
+    settings.timeout_ms = comm->impl->timeout_ms();
+    if (config) {
+      rr::Status s = rr::resolve_settings(config, &settings);
+      if (!s.ok()) return fail(comm, s);
+    }
+    std::unique_ptr<rr::Communicator> child;
+    std::vector<int> excluded;
+    InComm inside(comm);
+    rr::Status s = comm->impl->queue().run([&] { return comm->impl->shrink_failed(settings, &child, &excluded); });
+    if (excludedRanks) std::copy(excluded.begin(), excluded.end(), excludedRanks);
+    if (nExcluded) *nExcluded = static_cast<int>(excluded.size());
     if (!s.ok()) return fail(comm, s);
     *newcomm = new rrComm{std::move(child)};
     register_comm(*newcomm);

@@ -111,6 +111,11 @@ class Communicator final : public exec::Interrupt {
   // their own, with no store. Runs after a failure or a revocation broke
   // this communicator's calls. `settings` are the new one's.
   Status shrink(std::vector<int> exclude, const Settings& settings, std::unique_ptr<Communicator>* out);
+  // rrCommShrinkFailed (comm/derive.cpp): the ranks still alive agree on
+  // which failed (coll/agreement.hpp: a rank the transport reports gone, or
+  // one silent for the timeout), then shrink those away as shrink() does.
+  // *excluded: the agreed ranks, ascending.
+  Status shrink_failed(const Settings& settings, std::unique_ptr<Communicator>* out, std::vector<int>* excluded);
   // What split() and shrink() share (comm/derive.cpp): connects `transport`
   // (rank `new_rank` of `new_size`) to `addresses` and makes *out on it,
   // set up as init does. Not ok when either failed (*out may then be set).
@@ -401,6 +406,7 @@ class Communicator final : public exec::Interrupt {
   std::atomic<bool> abort_requested_{false};
   std::atomic<bool> revoke_requested_{false};  // rrCommRevoke here
   uint64_t shrinks_ = 0;      // shrink()s of this communicator so far: each exchange has tags of its own
+  uint64_t agreements_ = 0;   // shrink_failed()'s agreements so far: each has tags of its own
   Status revoked_;            // kRevoked once this rank revoked or heard a peer's revocation
   bool revocation_told_ = false;  // the peers were sent a kRevoked notice
   std::atomic<int> async_error_{rrSuccess};

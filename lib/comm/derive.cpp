@@ -16,6 +16,11 @@
 // communicator up as a split does, and tells the others whether that
 // worked, so that nobody keeps a communicator a member failed to make.
 //
+// rrCommShrinkFailed (ULFM's MPI_Comm_shrink proper): the survivors first
+// agree, among themselves, on which ranks failed (coll/agreement.hpp), then
+// shrink those away as above; that exchange also checks that the agreement
+// held (every survivor passes the list it decided).
+//
 // The exchange's tags are neither a collective's, a point-to-point call's,
 // a notice's nor the greeting's (exec/tags.hpp), and each shrink of this
 // communicator has its own: a late message of the old communicator, or of
@@ -26,7 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "coll/agreement.hpp"
 #include "comm/communicator.hpp"
+#include "common/log.hpp"
 #include "exec/batch.hpp"
 #include "exec/tags.hpp"
 
@@ -253,6 +260,36 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   }
   RR_RETURN_IF_ERROR(comm->greet_neighbours(until));
   *out = std::move(comm);
+  return Status::Ok();
+}
+
+Status Communicator::shrink_failed(const Settings& settings, std::unique_ptr<Communicator>* out,
+                                   std::vector<int>* excluded) {
+  const std::string name = "rrCommShrinkFailed";
+  // What this rank's transport knows failed already: mostly every loss the
+  // survivors saw before they called, so that one round agrees.
+  std::vector<bool> failed(static_cast<size_t>(size_), false);
+  for (int r = 0; r < size_; ++r) failed[static_cast<size_t>(r)] = r != rank_ && !transport_->peer_status(r).ok();
+  const auto silence = std::chrono::milliseconds(settings.timeout_ms);
+  coll::Agreement agreement(transport_.get(), agreements_++, std::move(failed), silence);
+  AbortOnly interrupt(this);
+  // Each silent rank may cost `silence` (at most two, in practice: one that
+  // stopped, and the rounds after it); the agreement's own bound.
+  const auto until = exec::Clock::now() + 3 * silence;
+  RR_RETURN_IF_ERROR(exec::drive(agreement, name + ": the survivors' agreement on the failed ranks", until, &interrupt,
+                                 transport_.get()));
+  *excluded = agreement.decided();
+  for (int r : agreement.timed_out()) {
+    RR_LOG(LogLevel::kWarn, "rank %d: %s: rank %d did not answer within %d ms: counted as failed", rank_,
+           name.c_str(), r, settings.timeout_ms);
+  }
+  RR_LOG(LogLevel::kInfo, "rank %d: %s: the survivors agreed in %d round(s) that %s failed", rank_, name.c_str(),
+         agreement.rounds(), list_text(*excluded).c_str());
+  Status shrunk = shrink(*excluded, settings, out);
+  if (!shrunk.ok()) {
+    return Status(shrunk.code(), name + ": after the survivors agreed that " + list_text(*excluded) +
+                                     " failed: " + shrunk.message());
+  }
   return Status::Ok();
 }
 

@@ -8,6 +8,9 @@
 //   shrink:          [1 : 1][0][epoch][1 : 1][x : 1][1 : 1]    (comm/derive.cpp: the
 //                    survivors' offers, x = 0, and their word that the new
 //                    communicator is made, x = 1; each shrink its own epoch)
+//   agreement:       [1 : 1][0][epoch : 23][round : 20][1 : 1][0 : 1][1 : 1][1 : 1]
+//                    (coll/agreement.hpp: the survivors' rounds on the failed
+//                    set; each agreement of a communicator its own epoch)
 //
 // Point-to-point messages set the top bit and carry the caller's tag
 // (0..2^31-1; untagged calls are tag 0), so messages between one pair with
@@ -41,6 +44,14 @@ constexpr uint64_t kGreetingTag = kP2pTag | 3;
 // lowest bit is 0), the notices' or the greeting's.
 constexpr uint64_t shrink_offer_tag(uint64_t epoch) { return kP2pTag | (epoch << 3) | 5; }
 constexpr uint64_t shrink_ready_tag(uint64_t epoch) { return kP2pTag | (epoch << 3) | 7; }
+// The fault-tolerant agreement's round `round` (coll/agreement.hpp) in the
+// communicator's `epoch`-th agreement: its bits 0-3 (1011) are no other
+// kind's (shrink: bit 2 set; greeting: bit 3 clear; notices: bit 1 clear).
+constexpr uint64_t agreement_tag(uint64_t epoch, uint64_t round) {
+  return kP2pTag | ((epoch & ((uint64_t{1} << 23) - 1)) << 24) | ((round & ((uint64_t{1} << 20) - 1)) << 4) | 0xb;
+}
+static_assert(agreement_tag(0, 0) != kGreetingTag && (agreement_tag(5, 7) & 4) == 0 && (agreement_tag(5, 7) & 8) != 0,
+              "an agreement's tag is no other kind's");
 constexpr int kHeaderStep = (1 << kStepBits) - 1;
 // A communicator's setup messages (the same-host slot rings' offers and the
 // vote on them, comm/same_host_path.cpp), sent before its first operation:
