@@ -183,6 +183,19 @@ class Comm {
     check(rrCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &c, config), comm_);
     return Comm(c);
   }
+  // ULFM's MPI_Comm_shrink with no list: the ranks still alive agree which
+  // failed and make a new Comm without them; *excluded (if given) gets the
+  // agreed old ranks, ascending.
+  Comm shrink_failed(std::vector<int>* excluded = nullptr, const rrConfig_t* config = nullptr) const {
+    int size = 0;
+    check(rrCommCount(comm_, &size), comm_);
+    std::vector<int> ranks(static_cast<size_t>(size));
+    int n = 0;
+    rrComm_t c = nullptr;
+    check(rrCommShrinkFailed(comm_, &c, ranks.data(), &n, config), comm_);
+    if (excluded) excluded->assign(ranks.begin(), ranks.begin() + n);
+    return Comm(c);
+  }
   explicit operator bool() const { return comm_ != nullptr; }
 
  private:

@@ -130,8 +130,12 @@ class Comm:
         """rrCommDestroy, after waiting for the requests still in flight. Idempotent."""
     def abort(self) -> None:
         """rrCommAbort: ends it now; calls in other threads and its requests fail ('aborted'). Idempotent."""
-    def shrink(self, exclude: Sequence[int]) -> Comm:
-        """rrCommShrink: the ranks not in ``exclude`` (all passing it alike) make a new Comm."""
+    def shrink(self, exclude: Optional[Sequence[int]] = None) -> Comm:
+        """rrCommShrink (the ranks not in ``exclude``, all passing it alike, make a new Comm) or, without
+        ``exclude``, rrCommShrinkFailed (the ranks still alive agree which failed)."""
+    @property
+    def excluded(self) -> list[int]:
+        """The old ranks the shrink that made this Comm left out (empty otherwise)."""
     def revoke(self) -> None:
         """rrCommRevoke: every pending and later call here and on every peer raises RevokedError."""
     def async_error(self) -> Optional[Error]:

@@ -235,6 +235,29 @@ def test_survivors_revoke_then_shrink_the_lost_rank_away():
     run_ranks(_shrink, 3, timeout=60, expect_failure=[1])
 
 
+def _shrink_failed(rank: int, size: int) -> None:
+    comm = ringreduce.Comm.from_env(timeout=60.0)
+    comm.barrier()
+    if rank == 2:
+        os._exit(0)
+    with pytest.raises(ringreduce.RemoteError, match="rank 2"):
+        comm.allreduce(IN_PLACE, np.ones(1 << 16, np.float32))
+    comm.revoke()
+    # No list: the survivors agree that rank 2 failed.
+    survivors = comm.shrink()
+    assert survivors.excluded == [2] and comm.excluded == []
+    assert (survivors.rank, survivors.size) == ({0: 0, 1: 1, 3: 2}[rank], 3)
+    x = np.full(1000, rank + 1, np.int64)
+    survivors.allreduce(IN_PLACE, x)
+    assert (x == 1 + 2 + 4).all(), x[:4]
+    survivors.destroy()
+    comm.destroy()
+
+
+def test_survivors_agree_on_the_lost_rank_and_shrink_it_away():
+    run_ranks(_shrink_failed, 4, timeout=60, expect_failure=[2])
+
+
 def _destroy_with_requests(rank: int, size: int) -> None:
     comm = ringreduce.Comm.from_env(timeout=1.0)
     comm.barrier()

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <optional>
 
 namespace ringreduce_core {
@@ -233,17 +234,33 @@ CommClass bind_comm(py::module_& m) {
       "rrCommSplit, as MPI_Comm_split (collective): ranks passing the same color >= 0 form a new Comm, "
       "ranked by key (ties by rank); a negative color gets None. The new communicator has this one's "
       "settings and its own transport.")
-      .def("shrink", [](CommState& s, const std::vector<int>& exclude) -> CommPtr {
+      .def("shrink", [](CommState& s, std::optional<std::vector<int>> exclude) -> CommPtr {
         rrComm_t child = nullptr;
-        s.call("shrink", [&](rrComm_t c) {
-          return rrCommShrink(c, exclude.data(), static_cast<int>(exclude.size()), &child, nullptr);
-        });
-        return adopt(child);
-      }, py::arg("exclude"),
-      "rrCommShrink (ULFM's MPI_Comm_shrink): the ranks not in `exclude` (each passing the same list; the "
-      "excluded ones, dead or alive, do not call) make a new Comm among themselves, ranked in the old "
-      "order, over connections of their own (no store). Works after a failure or revoke() broke this one "
-      "(the usual case: revoke(), then shrink()); destroy this one after.")
+        std::vector<int> excluded;
+        if (exclude) {
+          excluded = *exclude;
+          std::sort(excluded.begin(), excluded.end());
+          s.call("shrink", [&](rrComm_t c) {
+            return rrCommShrink(c, exclude->data(), static_cast<int>(exclude->size()), &child, nullptr);
+          });
+        } else {
+          excluded.resize(static_cast<size_t>(s.size));
+          int n = 0;
+          s.call("shrink", [&](rrComm_t c) { return rrCommShrinkFailed(c, &child, excluded.data(), &n, nullptr); });
+          excluded.resize(static_cast<size_t>(n));
+        }
+        CommPtr made = adopt(child);
+        made->excluded = std::move(excluded);
+        return made;
+      }, py::arg("exclude") = py::none(),
+      "ULFM's MPI_Comm_shrink: a new Comm of the ranks still here, ranked in the old order, over connections "
+      "of their own (no store). With `exclude` (rrCommShrink) the ranks not in it make it (each passing the "
+      "same list; the excluded ones, dead or alive, do not call). Without (rrCommShrinkFailed) every rank "
+      "still alive calls, and they agree among themselves which failed: a rank the transport reports gone, "
+      "or one silent for the timeout. The new Comm's `excluded` names the old ranks left out. Works after a "
+      "failure or revoke() broke this one (the usual case: revoke(), then shrink()); destroy this one after.")
+      .def_property_readonly("excluded", [](const CommState& s) { return s.excluded; },
+                             "The old ranks the shrink that made this Comm left out, ascending (empty otherwise).")
       .def("destroy", [](CommState& s) { s.destroy(true); },
            "rrCommDestroy. First waits for this communicator's requests still in flight, each at most the "
            "communicator's timeout (their errors stay on their Request; abort() waits for none). Calls "

@@ -32,6 +32,7 @@ struct CommState {
   std::shared_mutex lifetime;
   std::atomic<const char*> closed_by{"destroyed (Comm.destroy)"};
   std::vector<std::shared_ptr<Pending>> pending;  // under the GIL
+  std::vector<int> excluded;  // a shrink's: the old ranks it left out
 
   CommState(rrComm_t c, int r, int n) : comm(c), rank(r), size(n) {}
   CommState(const CommState&) = delete;
