@@ -143,6 +143,36 @@ TEST_F(ShrinkFailed, ARankKilledAsTheAgreementStartsIsCountedNeverWaitedFor) {
   expect_survivors_agree(outcomes, {1, 3}, 10.0);
 }
 
+TEST_F(ShrinkFailed, ARankKilledDuringTheAgreementIsCountedAndTheOthersGoOn) {
+  // Rank 4 dies in the loop; rank 2 calls the shrink too and dies 0-5 ms
+  // into it (before, during or after its part of the agreement): the
+  // others agree on {2, 4}, at once or after one more agreement (when the
+  // first decided before rank 2 died, the shrink's exchange finds it gone).
+  const int n = 5;
+  for (int delay_us : {0, 300, 700, 1500, 3000, 5000}) {
+    SCOPED_TRACE("rank 2 killed " + std::to_string(delay_us) + " us into the shrink");
+    auto outcomes = run_world(n, 20000, {2, 4}, [delay_us](int rank, rrComm_t comm, Outcome* out) {
+      for (int i = 0;; ++i) {
+        if (rank == 4 && i == 5) raise(SIGKILL);
+        if (one_collective(comm, i, rank, n) != rrSuccess) break;
+      }
+      (void)rrCommRevoke(comm);
+      if (rank == 2) {
+        std::thread([delay_us] {
+          std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+          raise(SIGKILL);
+        }).detach();
+        rrComm_t next = nullptr;
+        (void)rrCommShrinkFailed(comm, &next, nullptr, nullptr, nullptr);
+        for (;;) pause();
+      }
+      shrink_and_check(comm, rank, n, {2, 4}, out);
+    });
+    print(outcomes, {2, 4});
+    expect_survivors_agree(outcomes, {2, 4}, 10.0);
+  }
+}
+
 TEST_F(ShrinkFailed, ARankStoppedForLessThanTheTimeoutIsWaitedForNotExcluded) {
   // Rank 2 dies; rank 0 stops rank 1 (SIGSTOP) for 1 s of the 3 s timeout
   // just as the survivors shrink: rank 1 is waited for and stays.
