@@ -180,9 +180,10 @@ rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExclude, rr
  * losses (the usual case), one exchange agrees. excludedRanks (NULL, or room
  * for as many ints as comm has ranks) receives the agreed ranks, ascending,
  * and *nExcluded (NULL allowed) their number. A rank that dies after the
- * agreement, while the new communicator is made, makes the others fail
- * naming it (call again: the next agreement counts it). Bounded by about
- * four times the timeout in all. */
+ * agreement decided without it, while the new communicator is made, makes
+ * the survivors agree again, counting it. Each agreement is bounded by
+ * about three times the timeout (a silent rank costs one), the making of
+ * the new communicator by one. */
 rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excludedRanks, int* nExcluded,
                               const rrConfig_t* config);
 /* As ncclCommGetAsyncError: *asyncError = rrSuccess while the communicator is
