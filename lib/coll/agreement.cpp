@@ -73,8 +73,12 @@ Status Agreement::start_round(const std::string& what) {
     p.posted = true;
     p.waiting = true;
   }
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_ || set[static_cast<size_t>(r)] || !transport_->peer_status(r).ok()) continue;
+  // To rank + 1, rank + 2, ... (wrapping): at any moment each rank's
+  // messages go to a different rank, where ascending order would have every
+  // rank send to rank 0 first (rr-sim --shrink: 3x the time at 4,096 ranks).
+  for (int k = 1; k < size_; ++k) {
+    const int r = (rank_ + k) % size_;
+    if (set[static_cast<size_t>(r)] || !transport_->peer_status(r).ok()) continue;
     transport::Completion& done = sends_.emplace_back();
     send_peers_.push_back(r);
     Status posted = transport_->post_send(r, tag, out.data(), out.size(), &done);

@@ -202,8 +202,11 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
     offers[static_cast<size_t>(r)].resize(capacity);
     exchange.add_recv_up_to(r, offer_tag, offers[static_cast<size_t>(r)].data(), capacity);
   }
-  for (int r : survivors) {
-    if (r != rank_) exchange.add_send(r, offer_tag, offer.data(), offer.size());
+  // Sends to the next survivors first (wrapping), so that they do not all
+  // send to the lowest rank at once.
+  for (size_t k = 1; k < survivors.size(); ++k) {
+    const int r = survivors[(static_cast<size_t>(new_rank) + k) % survivors.size()];
+    exchange.add_send(r, offer_tag, offer.data(), offer.size());
   }
   Status exchanged = exchange.run(name + ": the survivors' exchange of their lists and addresses", until, &interrupt);
   if (!exchanged.ok()) return Status(exchanged.code(), exchanged.message() + " (excludeRanks " + list_text(exclude) + ")");
@@ -248,8 +251,8 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   for (int r : survivors) {
     if (r != rank_) tell.add_recv(r, ready_tag, &theirs[static_cast<size_t>(r)], 1);
   }
-  for (int r : survivors) {
-    if (r != rank_) tell.add_send(r, ready_tag, &mine, 1);
+  for (size_t k = 1; k < survivors.size(); ++k) {
+    tell.add_send(survivors[(static_cast<size_t>(new_rank) + k) % survivors.size()], ready_tag, &mine, 1);
   }
   RR_RETURN_IF_ERROR(tell.run(name + ": the survivors' word that their new communicator is made", until, &interrupt));
   RR_RETURN_IF_ERROR(ready);

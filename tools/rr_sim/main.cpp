@@ -6,6 +6,8 @@
 //          [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]
 //          [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]
 //          [--no-check] [--json FILE]
+//   rr-sim --shrink --ranks N [--lost L] [--die-during D] [--overhead SECONDS] [--detect SECONDS]
+//          [--connect SECONDS] [machine options as above]
 
 #include <chrono>
 #include <cmath>
@@ -21,6 +23,7 @@
 #include "algo/schedule.hpp"
 #include "algo/select.hpp"
 #include "command_line.hpp"
+#include "shrink.hpp"
 #include "sim.hpp"
 #include "units.hpp"
 
@@ -33,6 +36,8 @@ struct Options {
   double factor = 2;
   std::string algo = "auto";
   std::string json;
+  bool shrink = false;  // rrCommShrinkFailed's model (shrink.hpp) instead of allreduce
+  rrsim::ShrinkModel shrink_model;
 };
 
 constexpr const char* kUsage =
@@ -41,6 +46,8 @@ constexpr const char* kUsage =
     "              [--ring-order topology|rank] [--chunk-bytes B] [--pipeline-depth D]\n"
     "              [--local-alpha SECONDS] [--local-link RATE] [--reduce-rate RATE]\n"
     "              [--no-check] [--json FILE]\n"
+    "       rr-sim --shrink --ranks N [--lost L] [--die-during D] [--overhead SECONDS] [--detect SECONDS]\n"
+    "              [--connect SECONDS] [the machine's options]\n"
     "  sizes: 64M, 1K, 4096; rates: 100Gbit (bits per second), 12.5GB (bytes per second), or bytes\n"
     "  per second; --alpha 5e-6 or 5us. Defaults: alpha 5us, link 100Gbit, 1 rank per host, block,\n"
     "  auto (the engine's selector, its alpha-beta-gamma model fed this machine), topology order,\n"
@@ -58,7 +65,7 @@ Options parse(int argc, char** argv) {
   o.machine.link_Bps = 100e9 / 8;
   bool no_check = false;
   std::string ranks, size, max_size, factor, alpha, link, ranks_per_host, placement, ring_order, chunk_bytes,
-      pipeline_depth, local_alpha, local_link, reduce_rate;
+      pipeline_depth, local_alpha, local_link, reduce_rate, lost, die_during, overhead, detect, connect;
   rr::tools::CommandLine command_line("rr-sim");
   CLI::App& app = command_line.app;
   app.add_flag("--no-check", no_check);
@@ -78,6 +85,12 @@ Options parse(int argc, char** argv) {
   app.add_option("--local-link", local_link);
   app.add_option("--reduce-rate", reduce_rate);
   app.add_option("--json", o.json);
+  app.add_flag("--shrink", o.shrink);
+  app.add_option("--lost", lost);
+  app.add_option("--die-during", die_during);
+  app.add_option("--overhead", overhead);
+  app.add_option("--detect", detect);
+  app.add_option("--connect", connect);
   command_line.parse_or_exit(argc, argv, kUsage);
   try {
     if (command_line.given("--ranks")) o.machine.ranks = static_cast<int>(rrsim::parse_count("--ranks", ranks));
@@ -98,12 +111,22 @@ Options parse(int argc, char** argv) {
     if (command_line.given("--local-alpha")) o.machine.local_alpha_s = rrsim::parse_seconds("--local-alpha", local_alpha);
     if (command_line.given("--local-link")) o.machine.local_Bps = rrsim::parse_rate("--local-link", local_link);
     if (command_line.given("--reduce-rate")) o.machine.reduce_Bps = rrsim::parse_rate("--reduce-rate", reduce_rate);
+    rrsim::ShrinkModel& sm = o.shrink_model;
+    if (command_line.given("--lost")) sm.lost = static_cast<int>(rrsim::parse_number("--lost", lost));
+    if (command_line.given("--die-during")) sm.die_during = static_cast<int>(rrsim::parse_number("--die-during", die_during));
+    if (command_line.given("--overhead")) sm.overhead_s = rrsim::parse_seconds("--overhead", overhead);
+    if (command_line.given("--detect")) sm.detect_s = rrsim::parse_seconds("--detect", detect);
+    if (command_line.given("--connect")) sm.connect_s = rrsim::parse_seconds("--connect", connect);
   } catch (const std::invalid_argument& e) {
     usage(e.what());
   }
   if (no_check) o.engine.check_arguments = false;
   if (!command_line.given("--ranks") || o.machine.ranks < 1) usage("--ranks N (N >= 1) is required");
-  if (!command_line.given("--size")) usage("--size BYTES is required");
+  if (!command_line.given("--size") && !o.shrink) usage("--size BYTES is required");
+  if (o.shrink && (o.shrink_model.lost < 0 || o.shrink_model.die_during < 0 ||
+                   o.shrink_model.lost + o.shrink_model.die_during >= o.machine.ranks)) {
+    usage("--lost and --die-during: at least 0 each, and fewer than --ranks together");
+  }
   if (o.machine.ranks_per_host < 1) usage("--ranks-per-host must be at least 1");
   if (o.engine.chunk_bytes < 64) usage("--chunk-bytes must be at least 64");
   if (o.max_bytes < o.min_bytes) o.max_bytes = o.min_bytes;
@@ -126,8 +149,28 @@ struct Row {
 
 }  // namespace
 
+// --shrink: one line of rrCommShrinkFailed's cost (shrink.hpp).
+int print_shrink(const Options& o) {
+  const rrsim::Machine& m = o.machine;
+  const rrsim::ShrinkModel& s = o.shrink_model;
+  std::printf("# rr-sim --shrink: %d ranks on %d hosts (%d per host), alpha %s, link %s, local alpha %s; %d lost before, "
+              "%d dying during; overhead %s per message, detection %s, connection %s\n",
+              m.ranks, m.hosts(), m.ranks_per_host, rrsim::format_seconds(m.alpha_s).c_str(),
+              rrsim::format_rate(m.link_Bps).c_str(), rrsim::format_seconds(m.local_alpha_s).c_str(), s.lost,
+              s.die_during, rrsim::format_seconds(s.overhead_s).c_str(), rrsim::format_seconds(s.detect_s).c_str(),
+              rrsim::format_seconds(s.connect_s).c_str());
+  std::printf("# %8s  %9s  %6s  %12s  %12s  %10s  %12s  %10s  %10s\n", "ranks", "survivors", "rounds", "agree msgs",
+              "agree bytes", "agree (ms)", "shrink msgs", "shrink(ms)", "total (ms)");
+  const rrsim::ShrinkResult r = rrsim::simulate_shrink_failed(m, s);
+  std::printf("  %8d  %9d  %6d  %12llu  %12llu  %10.3f  %12llu  %10.3f  %10.3f\n", m.ranks, r.survivors, r.rounds,
+              static_cast<unsigned long long>(r.agreement_messages), static_cast<unsigned long long>(r.agreement_bytes),
+              r.agreement_s * 1e3, static_cast<unsigned long long>(r.shrink_messages), r.shrink_s * 1e3, r.total_s * 1e3);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.shrink) return print_shrink(o);
   const rrsim::Machine& m = o.machine;
   // The engine's selector, fed the simulated machine's constants.
   rr::algo::CostModel model;
