@@ -73,9 +73,9 @@ Status Agreement::start_round(const std::string& what) {
     p.posted = true;
     p.waiting = true;
   }
-  // To rank + 1, rank + 2, ... (wrapping): at any moment each rank's
-  // messages go to a different rank, where ascending order would have every
-  // rank send to rank 0 first (rr-sim --shrink: 3x the time at 4,096 ranks).
+  // To rank + 1, rank + 2, ... (wrapping): at any moment the ranks'
+  // messages go to different ranks, where ascending order would have every
+  // rank send to rank 0 first (an incast at its NIC).
   for (int k = 1; k < size_; ++k) {
     const int r = (rank_ + k) % size_;
     if (set[static_cast<size_t>(r)] || !transport_->peer_status(r).ok()) continue;
