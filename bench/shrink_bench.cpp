@@ -2,13 +2,15 @@
 // every survivor (issue 36's target), and beside it the other way a program
 // goes on today: a new rendezvous of the survivors through a store.
 //
-//   build/bench/rr-shrink-bench [-n RANKS] [-r ROUNDS]
+//   build/bench/rr-shrink-bench [-n RANKS] [-r ROUNDS] [--agree]
 //
 // Forks RANKS ranks on this host (one TCP store each round, on free ports).
 // They allreduce 256 KiB in a loop; at step 50 the last rank writes the
 // monotonic time and SIGKILLs itself. Each survivor reports: detection (the
 // kill to its call failing), rrCommRevoke, rrCommShrink, the first allreduce
-// on the new communicator (checked), the total; then a fresh
+// on the new communicator (checked), the total; with --agree the shrink is
+// rrCommShrinkFailed (the survivors agree on the lost rank; checked) instead
+// of rrCommShrink with the list; then a fresh
 // rrCommInitUrl of the survivors on another port, timed. Prints one line
 // per survivor and round; exits 1 if anything failed.
 
@@ -51,7 +53,7 @@ int free_port() {
 }
 
 // One rank of a round; `killed_at` is shared with the others (the victim's time).
-int run_rank(int rank, int n, int port, int port2, volatile double* killed_at) {
+int run_rank(int rank, int n, int port, int port2, bool agree, volatile double* killed_at) {
   rrConfig_t config = RR_CONFIG_INITIALIZER;
   config.timeout_ms = 20000;
   rrComm_t comm = nullptr;
@@ -73,8 +75,15 @@ int run_rank(int rank, int n, int port, int port2, volatile double* killed_at) {
   const double after_revoke = now();
   const int lost[] = {n - 1};
   rrComm_t next = nullptr;
-  const rrResult_t shrunk = rrCommShrink(comm, lost, 1, &next, nullptr);
+  std::vector<int> agreed(static_cast<size_t>(n), -1);
+  int n_agreed = 0;
+  const rrResult_t shrunk = agree ? rrCommShrinkFailed(comm, &next, agreed.data(), &n_agreed, nullptr)
+                                  : rrCommShrink(comm, lost, 1, &next, nullptr);
   const double after_shrink = now();
+  if (agree && shrunk == rrSuccess && (n_agreed != 1 || agreed[0] != n - 1)) {
+    std::fprintf(stderr, "rank %d: agreed on %d ranks, the first %d; expected {%d}\n", rank, n_agreed, agreed[0], n - 1);
+    return 1;
+  }
   std::vector<float> w(size_t{1} << 16, 1.0f);
   rrResult_t first = shrunk;
   if (shrunk == rrSuccess) first = rrAllReduce(w.data(), w.data(), w.size(), rrFloat32, rrSum, next, nullptr);
@@ -90,9 +99,10 @@ int run_rank(int rank, int n, int port, int port2, volatile double* killed_at) {
   const double after_made = now();
   if (fresh) rrCommDestroy(fresh);
   const double killed = *killed_at;
-  std::printf("rank %d: detect %.1f ms, revoke %.1f ms, shrink %.1f ms, first allreduce %.1f ms: %.1f ms from the "
+  std::printf("rank %d: detect %.1f ms, revoke %.1f ms, %s %.1f ms, first allreduce %.1f ms: %.1f ms from the "
               "kill; a new rendezvous instead: %.1f ms\n",
-              rank, (failed - killed) * 1e3, (after_revoke - failed) * 1e3, (after_shrink - after_revoke) * 1e3,
+              rank, (failed - killed) * 1e3, (after_revoke - failed) * 1e3, agree ? "agree and shrink" : "shrink",
+              (after_shrink - after_revoke) * 1e3,
               (after_first - after_shrink) * 1e3, (after_first - killed) * 1e3, (after_made - before) * 1e3);
   std::fflush(stdout);
   const bool ok = revoked == rrSuccess && right && made == rrSuccess;
@@ -105,26 +115,35 @@ int run_rank(int rank, int n, int port, int port2, volatile double* killed_at) {
 int main(int argc, char** argv) {
   int n = 8;
   int rounds = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "-n") == 0) n = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "-r") == 0) rounds = std::atoi(argv[i + 1]);
+  bool agree = false;
+  bool bad = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--agree") == 0) {
+      agree = true;
+    } else if (i + 1 < argc && std::strcmp(argv[i], "-n") == 0) {
+      n = std::atoi(argv[++i]);
+    } else if (i + 1 < argc && std::strcmp(argv[i], "-r") == 0) {
+      rounds = std::atoi(argv[++i]);
+    } else {
+      bad = true;
+    }
   }
-  if (n < 2 || rounds < 1) {
-    std::fprintf(stderr, "usage: rr-shrink-bench [-n RANKS >= 2] [-r ROUNDS >= 1]\n");
+  if (bad || n < 2 || rounds < 1) {
+    std::fprintf(stderr, "usage: rr-shrink-bench [-n RANKS >= 2] [-r ROUNDS >= 1] [--agree]\n");
     return 2;
   }
   auto* killed_at = static_cast<volatile double*>(
       mmap(nullptr, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   bool ok = true;
   for (int round = 0; round < rounds; ++round) {
-    std::printf("# round %d, %d ranks\n", round, n);
+    std::printf("# round %d, %d ranks, %s\n", round, n, agree ? "rrCommShrinkFailed" : "rrCommShrink");
     std::fflush(stdout);
     const int port = free_port();
     const int port2 = free_port();
     std::vector<pid_t> pids;
     for (int r = 0; r < n; ++r) {
       const pid_t pid = fork();
-      if (pid == 0) _exit(run_rank(r, n, port, port2, killed_at));
+      if (pid == 0) _exit(run_rank(r, n, port, port2, agree, killed_at));
       pids.push_back(pid);
     }
     for (int r = 0; r < n; ++r) {

@@ -186,6 +186,13 @@ rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExclude, rr
  * the new communicator by one. */
 rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excludedRanks, int* nExcluded,
                               const rrConfig_t* config);
+/* The agreement of rrCommShrinkFailed alone (as ULFM's MPIX_Comm_agree on
+ * the failed group): every rank still alive calls it, and all get the same
+ * failed ranks, ascending, in failedRanks (room for as many ints as comm has
+ * ranks; NULL allowed) and their number in *nFailed. For a framework that
+ * renumbers its own bookkeeping from the list and then calls rrCommShrink
+ * with it (torch's shrink_group). Within about three times the timeout. */
+rrResult_t rrCommAgreeFailed(rrComm_t comm, int* failedRanks, int* nFailed);
 /* As ncclCommGetAsyncError: *asyncError = rrSuccess while the communicator is
  * healthy, else the result of the failure that broke it, whether a call here
  * (blocking or async) met it or a peer reported it. */

@@ -334,6 +334,22 @@ RR_API rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excl
   });
 }
 
+RR_API rrResult_t rrCommAgreeFailed(rrComm_t comm, int* failedRanks, int* nFailed) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommAgreeFailed: comm is NULL");
+  if (!nFailed) return fail(comm, rr::Code::kInvalidArgument, "rrCommAgreeFailed: nFailed is NULL");
+  *nFailed = 0;
+  return guarded(comm, [&] {
+    std::vector<int> failed;
+    const int timeout_ms = comm->impl->timeout_ms();
+    InComm inside(comm);
+    rr::Status s = comm->impl->queue().run([&] { return comm->impl->agree_on_failed(timeout_ms, &failed); });
+    if (!s.ok()) return fail(comm, rr::Status(s.code(), "rrCommAgreeFailed: " + s.message()));
+    if (failedRanks) std::copy(failed.begin(), failed.end(), failedRanks);
+    *nFailed = static_cast<int>(failed.size());
+    return rrSuccess;
+  });
+}
+
 RR_API rrResult_t rrCommDump(rrComm_t comm) {
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommDump: comm is NULL");
   comm->impl->dump();

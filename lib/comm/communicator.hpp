@@ -116,6 +116,9 @@ class Communicator final : public exec::Interrupt {
   // one silent for the timeout), then shrink those away as shrink() does.
   // *excluded: the agreed ranks, ascending.
   Status shrink_failed(const Settings& settings, std::unique_ptr<Communicator>* out, std::vector<int>* excluded);
+  // rrCommAgreeFailed: that agreement alone (*failed: the agreed ranks,
+  // ascending), for a framework that shrinks by the list itself.
+  Status agree_on_failed(int timeout_ms, std::vector<int>* failed);
   // What split() and shrink() share (comm/derive.cpp): connects `transport`
   // (rank `new_rank` of `new_size`) to `addresses` and makes *out on it,
   // set up as init does. Not ok when either failed (*out may then be set).

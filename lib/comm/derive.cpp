@@ -266,33 +266,38 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   return Status::Ok();
 }
 
+Status Communicator::agree_on_failed(int timeout_ms, std::vector<int>* failed_ranks) {
+  const std::string name = "the survivors' agreement on the failed ranks";
+  // What this rank's transport knows failed already: mostly every loss the
+  // survivors saw before they called, so that one round agrees.
+  std::vector<bool> failed(static_cast<size_t>(size_), false);
+  for (int r = 0; r < size_; ++r) failed[static_cast<size_t>(r)] = r != rank_ && !transport_->peer_status(r).ok();
+  const auto silence = std::chrono::milliseconds(timeout_ms);
+  coll::Agreement agreement(transport_.get(), agreements_++, std::move(failed), silence);
+  AbortOnly interrupt(this);
+  // Each silent rank may cost `silence` (at most two, in practice: one that
+  // stopped, and the rounds after it); the agreement's own bound.
+  RR_RETURN_IF_ERROR(exec::drive(agreement, name, exec::Clock::now() + 3 * silence, &interrupt, transport_.get()));
+  *failed_ranks = agreement.decided();
+  for (int r : agreement.timed_out()) {
+    RR_LOG(LogLevel::kWarn, "rank %d: %s: rank %d did not answer within %d ms: counted as failed", rank_,
+           name.c_str(), r, timeout_ms);
+  }
+  RR_LOG(LogLevel::kInfo, "rank %d: %s: agreed in %d round(s) that %s failed", rank_, name.c_str(), agreement.rounds(),
+         list_text(*failed_ranks).c_str());
+  return Status::Ok();
+}
+
 Status Communicator::shrink_failed(const Settings& settings, std::unique_ptr<Communicator>* out,
                                    std::vector<int>* excluded) {
   const std::string name = "rrCommShrinkFailed";
-  const auto silence = std::chrono::milliseconds(settings.timeout_ms);
-  AbortOnly interrupt(this);
   // A rank that dies after the agreement decided without it (it had sent
   // its part already) makes the shrink fail on every survivor: each sees
   // it gone and agrees again, now counting it. Each attempt excludes one
   // more rank, so there are at most size_ of them.
   for (int attempt = 0;; ++attempt) {
-    // What this rank's transport knows failed already: mostly every loss
-    // the survivors saw before they called, so that one round agrees.
-    std::vector<bool> failed(static_cast<size_t>(size_), false);
-    for (int r = 0; r < size_; ++r) failed[static_cast<size_t>(r)] = r != rank_ && !transport_->peer_status(r).ok();
-    coll::Agreement agreement(transport_.get(), agreements_++, std::move(failed), silence);
-    // Each silent rank may cost `silence` (at most two, in practice: one
-    // that stopped, and the rounds after it); the agreement's own bound.
-    const auto until = exec::Clock::now() + 3 * silence;
-    RR_RETURN_IF_ERROR(exec::drive(agreement, name + ": the survivors' agreement on the failed ranks", until,
-                                   &interrupt, transport_.get()));
-    *excluded = agreement.decided();
-    for (int r : agreement.timed_out()) {
-      RR_LOG(LogLevel::kWarn, "rank %d: %s: rank %d did not answer within %d ms: counted as failed", rank_,
-             name.c_str(), r, settings.timeout_ms);
-    }
-    RR_LOG(LogLevel::kInfo, "rank %d: %s: the survivors agreed in %d round(s) that %s failed", rank_, name.c_str(),
-           agreement.rounds(), list_text(*excluded).c_str());
+    Status agreed = agree_on_failed(settings.timeout_ms, excluded);
+    if (!agreed.ok()) return Status(agreed.code(), name + ": " + agreed.message());
     Status shrunk = shrink(*excluded, settings, out);
     if (shrunk.ok()) return shrunk;
     int lost = -1;

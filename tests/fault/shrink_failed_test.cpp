@@ -7,7 +7,8 @@
 // as the agreement starts (counted, never waited for); a rank stopped
 // (SIGSTOP) for less than the timeout is waited for, not excluded; a rank
 // that never calls is excluded once the timeout passed, and named; with no
-// failure the survivors agree on nobody.
+// failure the survivors agree on nobody. rrCommAgreeFailed's list, passed
+// to rrCommShrink, makes the same communicator.
 
 #include <ringreduce/ringreduce.h>
 #include <signal.h>
@@ -230,11 +231,43 @@ TEST_F(ShrinkFailed, WithNoFailureTheSurvivorsAgreeOnNobody) {
   }
 }
 
+TEST_F(ShrinkFailed, TheAgreementAloneGivesTheListThatRrCommShrinkTakes) {
+  // rrCommAgreeFailed, then rrCommShrink with its list: what torch's
+  // shrink_group does through the backend.
+  const int n = 4;
+  auto outcomes = run_world(n, 20000, {0}, [](int rank, rrComm_t comm, Outcome* out) {
+    for (int i = 0;; ++i) {
+      if (rank == 0 && i == 7) raise(SIGKILL);
+      if (one_collective(comm, i, rank, n) != rrSuccess) break;
+    }
+    (void)rrCommRevoke(comm);
+    std::vector<int> failed(n, -1);
+    int count = -1;
+    out->result = rrCommAgreeFailed(comm, failed.data(), &count);
+    note(out, "agree", static_cast<rrResult_t>(out->result), comm);
+    if (out->result != rrSuccess) return;
+    if (count != 1 || failed[0] != 0) {
+      std::snprintf(out->error, sizeof(out->error), "agreed on %s", list_text(failed.data(), count).c_str());
+      out->result = -3;
+      return;
+    }
+    rrComm_t next = nullptr;
+    out->result = rrCommShrink(comm, failed.data(), count, &next, nullptr);
+    note(out, "shrink", static_cast<rrResult_t>(out->result), comm);
+    if (out->result == rrSuccess && !check_after(next, rank, {1, 2, 3}, out)) out->result = -2;
+    if (next) (void)rrCommDestroy(next);
+    (void)rrCommDestroy(comm);
+  });
+  expect_survivors_agree(outcomes, {0}, 10.0);
+}
+
 TEST_F(ShrinkFailed, RefusesMissingArguments) {
   auto outcomes = run_world(1, 5000, {}, [](int, rrComm_t comm, Outcome* out) {
     out->result = rrCommShrinkFailed(comm, nullptr, nullptr, nullptr, nullptr);
     note(out, "no newcomm", static_cast<rrResult_t>(out->result), comm);
     if (rrCommShrinkFailed(nullptr, nullptr, nullptr, nullptr, nullptr) != rrInvalidArgument) out->result = -4;
+    if (rrCommAgreeFailed(comm, nullptr, nullptr) != rrInvalidArgument) out->result = -5;
+    if (rrCommAgreeFailed(nullptr, nullptr, nullptr) != rrInvalidArgument) out->result = -6;
   });
   EXPECT_EQ(outcomes[0].result, rrInvalidArgument) << outcomes[0].error;
   EXPECT_TRUE(has(outcomes[0], "newcomm is NULL")) << outcomes[0].error;
