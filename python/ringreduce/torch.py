@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import torch
 import torch.distributed as dist
@@ -51,7 +51,7 @@ from ringreduce import _torch
 from ringreduce._torch import ProcessGroupRingreduce
 from ringreduce.unique_id import get_unique_id
 
-__all__ = ["ProcessGroupRingreduce", "Options", "BACKEND", "DEVICES", "abort", "all_reduce_", "backend_of",
+__all__ = ["ProcessGroupRingreduce", "Options", "BACKEND", "DEVICES", "abort", "agree_on_failed", "all_reduce_", "backend_of",
            "register"]
 
 #: The engine's settings for a group, as ``pg_options``.
@@ -168,6 +168,20 @@ def abort(group: Any = None) -> None:
     ``ProcessGroup.abort()`` reaches the same call.
     """
     backend_of(group).abort()
+
+
+def agree_on_failed(group: Any = None, revoke: bool = True) -> List[int]:
+    """The ranks of ``group`` (default: the default group) that every survivor agrees failed.
+
+    Every rank of the group still alive must call it (after its collective
+    failed naming the lost rank, say); they agree among themselves with no
+    coordinator (``rrCommAgreeFailed``): a rank the transport reports gone
+    is counted, one silent for the group's timeout too. ``revoke`` first
+    ends whatever is still in flight on the group, here and on the peers
+    (``rrCommRevoke``). Pass the list to ``dist.shrink_group`` to go on
+    without them.
+    """
+    return list(backend_of(group).agree_on_failed(revoke))
 
 
 def register() -> None:

@@ -183,6 +183,30 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::shrink(const std::vect
   return backend;
 }
 
+std::vector<int> ProcessGroupRingreduce::agree_on_failed(bool revoke_first) {
+  static constexpr const char* kOp = "agree_on_failed";
+  if (revoke_first) {
+    // As shrink()'s SHRINK_ABORT: not under the issue lock, so that the
+    // operations in flight end now.
+    rrComm_t comm = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(issue_mutex_);
+      check_open(kOp);
+      comm = comm_;
+    }
+    check_result(rrCommRevoke(comm), kOp);
+  }
+  std::vector<int> failed(static_cast<size_t>(size_));
+  int n = 0;
+  {
+    std::unique_lock<std::mutex> lock = lock_issue();
+    check_open(kOp);
+    check_result(rrCommAgreeFailed(comm_, failed.data(), &n), kOp);
+  }
+  failed.resize(static_cast<size_t>(n));
+  return failed;
+}
+
 void ProcessGroupRingreduce::abort() {
   std::lock_guard<std::mutex> lock(issue_mutex_);
   if (state_ == State::kUnconfigured) {

@@ -112,6 +112,10 @@ PYBIND11_MODULE(_torch, m) {
           "makes one from the members' get_reconfigure_handle() handles; timeout bounds every operation.")
       .def("abort", &ProcessGroupRingreduce::abort, py::call_guard<py::gil_scoped_release>(),
            "Ends the communicator now: operations in flight fail here at once, and at the peers naming this rank.")
+      .def("agree_on_failed", &ProcessGroupRingreduce::agree_on_failed, py::arg("revoke") = true,
+           py::call_guard<py::gil_scoped_release>(),
+           "rrCommAgreeFailed (after rrCommRevoke unless revoke=False): the ranks every survivor agrees failed, "
+           "ascending; every rank still alive must call it. What dist.shrink_group then excludes.")
       .def("shutdown", &ProcessGroupRingreduce::shutdown, py::call_guard<py::gil_scoped_release>(),
            "What destroy_process_group calls: destroys the communicator, or aborts it when operations are still "
            "in flight, and waits for every Work to end.")

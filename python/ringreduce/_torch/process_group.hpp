@@ -80,6 +80,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   bool supportsShrinking() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
                                            const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
+  // rrCommAgreeFailed over this communicator (after a failure broke it, or
+  // revoked first): the ranks every survivor agrees failed, ascending, which
+  // shrink_group then excludes (ringreduce.dask.shrink_lost).
+  std::vector<int> agree_on_failed(bool revoke_first);
   // The options of a group split() or shrink() makes, from torch's `opts`.
   c10::intrusive_ptr<Options> options_for_child(const c10::intrusive_ptr<c10d::Backend::Options>& opts) const;
   // What splitGroup clones for the child: this group's Options.

@@ -38,11 +38,15 @@ reports its rank's exception. When a rank's worker leaves the cluster (its
 process dies, the scheduler retires it), a scheduler plugin fails that
 rank's task with :class:`WorkerLost`, naming the rank and the worker,
 instead of leaving it to wait for a worker that will not come back
-(``watch.py``).
+(``watch.py``). With ``on_lost_worker="continue"`` the survivors can go on
+instead: ``fn`` catches its collective's error and calls :func:`shrink_lost`,
+which makes the default group anew from the ranks still alive (``lost.py``).
 """
 
 from .job import ENV_VARIABLES, run, worker_ranks
+from .lost import ON_LOST_WORKER, Shrunk, shrink_lost
 from .results import MAX_MESSAGE_BYTES, Results, publish
 from .watch import WorkerLost
 
-__all__ = ["run", "worker_ranks", "Results", "publish", "WorkerLost", "ENV_VARIABLES", "MAX_MESSAGE_BYTES"]
+__all__ = ["run", "worker_ranks", "Results", "publish", "WorkerLost", "shrink_lost", "Shrunk", "ON_LOST_WORKER",
+           "ENV_VARIABLES", "MAX_MESSAGE_BYTES"]

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import distributed
 from distributed.comm import get_address_host
 
+from . import lost as _lost
 from . import results as _results
 from .watch import check_worker, unwatch, watch
 
@@ -125,7 +126,7 @@ _running: Optional[str] = None  # the key of the task that holds _busy
 
 def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], env: Dict[str, str],
               backend: Optional[str], timeout: Optional[datetime.timedelta], worker: _Worker, key: str,
-              topic: Optional[str]) -> Any:
+              topic: Optional[str], on_lost_worker: str = "fail") -> Any:
     """The task run on each worker: its check, environment, results channel, ``fn``, clean-up."""
     global _running
     rank = int(env["RANK"])
@@ -144,6 +145,7 @@ def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any
         if topic is not None:
             _results._open(topic, rank)
             opened = True
+        _lost._enter(on_lost_worker)
         result = _call(fn, args, kwargs, env, backend, timeout)
         ok = True
         return result
@@ -157,6 +159,7 @@ def _run_rank(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+            _lost._leave()
             _running = None
             _busy.release()
 
@@ -202,7 +205,7 @@ def _call(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], e
 
 
 def run(client: distributed.Client, fn: Callable[..., Any], *args: Any, backend: Optional[str] = "ringreduce",
-        timeout: Timeout = None, results: Optional[_results.Results] = None,
+        timeout: Timeout = None, results: Optional[_results.Results] = None, on_lost_worker: str = "fail",
         **kwargs: Any) -> List[distributed.Future]:
     """Runs ``fn(*args, **kwargs)`` once on every worker of ``client``'s cluster, as one job.
 
@@ -231,6 +234,13 @@ def run(client: distributed.Client, fn: Callable[..., Any], *args: Any, backend:
         results: a :class:`ringreduce.dask.Results` made for this job: what
             ``fn`` hands to ``ringreduce.dask.publish`` reaches it while the
             job runs.
+        on_lost_worker: "fail" (the default): when a rank's worker is lost,
+            the others' collectives raise and, unless ``fn`` handles that,
+            their futures fail. "continue": ``fn`` may catch that error and
+            call :func:`ringreduce.dask.shrink_lost`, which makes the default
+            group anew from the ranks still alive and returns the new rank,
+            size and the lost ranks; the job goes on with them. Needs the
+            ringreduce backend (torch 2.15's Gloo cannot shrink).
 
     Returns:
         One future per worker, in rank order. When ``fn`` raises on a rank,
@@ -249,6 +259,11 @@ def run(client: distributed.Client, fn: Callable[..., Any], *args: Any, backend:
     if results is not None and results.client is not client:
         raise ValueError("results was made for another client")
     group_timeout = _timedelta(timeout)
+    if on_lost_worker not in _lost.ON_LOST_WORKER:
+        raise ValueError(f"on_lost_worker must be one of {_lost.ON_LOST_WORKER}, not {on_lost_worker!r}")
+    if on_lost_worker == "continue" and backend != "ringreduce":
+        raise ValueError(f"on_lost_worker='continue' needs backend='ringreduce' (the default group must shrink), "
+                         f"not {backend!r}")
     workers = _workers(client)
     if not workers:
         raise ValueError("the Dask cluster has no workers")
@@ -284,7 +299,7 @@ def run(client: distributed.Client, fn: Callable[..., Any], *args: Any, backend:
                 "RR_AUTH_TOKEN": token,
             }
             futures.append(client.submit(
-                _run_rank, fn, args, kwargs, env, backend, group_timeout, w, key, topic,
+                _run_rank, fn, args, kwargs, env, backend, group_timeout, w, key, topic, on_lost_worker,
                 key=key, workers=[w.address], allow_other_workers=False, pure=False))
     except BaseException:
         # Nothing of a job that did not start is left: the ranks already
