@@ -1,0 +1,321 @@
+// shrink_fuzz_rank: the fuzzer's kill-and-shrink mode (tests/soak/fuzz-hosts
+// --kill-shrink). One env:// rank (RANK, WORLD_SIZE) of a job that runs
+// generations for --seconds: in each, this process forks a worker that
+// joins the generation's communicator (a file:// rendezvous in --dir, one
+// file per generation), and the workers loop over collectives drawn from
+// the seed (allreduce, broadcast, all-gather, reduce-scatter, all-to-all,
+// barrier; int64 sums, counts from 0 to 70,000, in place or not), each
+// result checked exactly. The generation's plan (the same on every rank)
+// kills 0 to 2 of its ranks, each at the first step it reaches from a drawn
+// one (SIGKILL, by itself, between calls: its peers may be anywhere in
+// theirs); the survivors' calls fail, each revokes and calls
+// rrCommShrinkFailed: every rank they agree on must be a planned victim
+// (nobody alive is excluded), all must agree on the same set, and the loop
+// goes on in the new communicator (in the old order) from the latest step
+// any survivor reached, checked against the survivors' reference. A worker that hangs past --generation-seconds is a failure
+// (the engine's timeout, RR_TIMEOUT_MS, should have ended it); so is any
+// error but the victims' deaths. After each generation the new rank 0
+// writes whether another fits in --seconds; every rank reads it.
+//
+//   shrink_fuzz_rank --seconds S --seed N --dir DIR [--steps K] [--generation-seconds G]
+//
+// Exit status: 0 passed, 1 a wrong result, an engine error, a wrong agreed
+// set or a hang (the first lines say which, with the seed and generation).
+
+#include <ringreduce/ringreduce.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  double seconds = 60;
+  uint64_t seed = 1;
+  std::string dir;
+  int steps = 120;
+  double generation_seconds = 120;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "shrink_fuzz_rank: %s\nusage: shrink_fuzz_rank --seconds S --seed N --dir DIR [--steps K] "
+               "[--generation-seconds G]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+// A generation's plan, the same on every rank: who dies at which step.
+struct Plan {
+  std::vector<int> victims;     // world ranks
+  std::vector<int> kill_steps;  // the step each dies at
+};
+
+Plan plan_of(uint64_t seed, int generation, int n) {
+  std::mt19937_64 random(seed * 1000003u + static_cast<uint64_t>(generation));
+  Plan plan;
+  const int kills = n <= 2 ? static_cast<int>(random() % 2) : static_cast<int>(random() % 3);  // 0..2, one survivor at least
+  std::vector<int> ranks(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) ranks[static_cast<size_t>(r)] = r;
+  std::shuffle(ranks.begin(), ranks.end(), random);
+  for (int k = 0; k < kills && k < n - 1; ++k) {
+    plan.victims.push_back(ranks[static_cast<size_t>(k)]);
+    // Sometimes both at once (the same step), sometimes apart.
+    const int step = k == 1 && random() % 3 == 0 ? plan.kill_steps[0] : 3 + static_cast<int>(random() % 60);
+    plan.kill_steps.push_back(step);
+  }
+  return plan;
+}
+
+[[noreturn]] void fail(int rank, int generation, int step, const std::string& what) {
+  std::fprintf(stderr, "shrink_fuzz: FAILED: rank %d, generation %d, step %d: %s\n", rank, generation, step, what.c_str());
+  std::fflush(stderr);
+  _exit(1);
+}
+
+// Value of element k for world rank r at step s (small: sums stay exact).
+int64_t value(int r, int s, size_t k) { return (r + 1) * 1000 + static_cast<int64_t>((k * 7 + static_cast<size_t>(s)) % 997); }
+
+// One drawn collective on `comm` (whose ranks are the world ranks `members`,
+// this one `me`): runs it and checks it. rrSuccess, or the call's result.
+rrResult_t one_step(rrComm_t comm, const std::vector<int>& members, int me, int step, std::mt19937_64& random,
+                    int generation) {
+  // (A failed call's buffers may hold anything: only a success is checked.)
+  const int n = static_cast<int>(members.size());
+  const int rank = static_cast<int>(std::find(members.begin(), members.end(), me) - members.begin());
+  const int kind = static_cast<int>(random() % 6);
+  const size_t counts[] = {0, 1, 7, 1000, 4099, 70001};
+  const size_t count = counts[random() % 6];
+  const bool in_place = random() % 2 == 0;
+  const int root = static_cast<int>(random() % static_cast<uint64_t>(n));
+  std::vector<int64_t> send, recv;
+  auto expect = [&](size_t at, int64_t want, const char* name) {
+    if (recv[at] != want) {
+      fail(me, generation, step,
+           std::string(name) + ": element " + std::to_string(at) + " is " + std::to_string(recv[at]) + ", expected " +
+               std::to_string(want) + " (count " + std::to_string(count) + ", " + std::to_string(n) + " ranks)");
+    }
+  };
+  rrResult_t r = rrSuccess;
+  switch (kind) {
+    case 0: {  // allreduce
+      recv.resize(count);
+      for (size_t k = 0; k < count; ++k) recv[k] = value(me, step, k);
+      send = recv;
+      r = rrAllReduce(in_place ? recv.data() : send.data(), recv.data(), count, rrInt64, rrSum, comm, nullptr);
+      for (size_t k = 0; k < count && r == rrSuccess; ++k) {
+        int64_t want = 0;
+        for (int m : members) want += value(m, step, k);
+        expect(k, want, "allreduce");
+      }
+      break;
+    }
+    case 1: {  // broadcast
+      recv.assign(count, -1);
+      if (rank == root) for (size_t k = 0; k < count; ++k) recv[k] = value(me, step, k);
+      r = rrBroadcast(recv.data(), recv.data(), count, rrInt64, root, comm, nullptr);
+      for (size_t k = 0; k < count && r == rrSuccess; ++k) expect(k, value(members[static_cast<size_t>(root)], step, k), "broadcast");
+      break;
+    }
+    case 2: {  // all-gather
+      send.resize(count);
+      for (size_t k = 0; k < count; ++k) send[k] = value(me, step, k);
+      recv.assign(count * static_cast<size_t>(n), -1);
+      r = rrAllGather(send.data(), recv.data(), count, rrInt64, comm, nullptr);
+      for (int q = 0; q < n && r == rrSuccess; ++q) {
+        for (size_t k = 0; k < count; ++k) expect(static_cast<size_t>(q) * count + k, value(members[static_cast<size_t>(q)], step, k), "all-gather");
+      }
+      break;
+    }
+    case 3: {  // reduce-scatter
+      send.resize(count * static_cast<size_t>(n));
+      for (size_t k = 0; k < send.size(); ++k) send[k] = value(me, step, k);
+      recv.assign(count, -1);
+      r = rrReduceScatter(send.data(), recv.data(), count, rrInt64, rrSum, comm, nullptr);
+      for (size_t k = 0; k < count && r == rrSuccess; ++k) {
+        int64_t want = 0;
+        for (int m : members) want += value(m, step, static_cast<size_t>(rank) * count + k);
+        expect(k, want, "reduce-scatter");
+      }
+      break;
+    }
+    case 4: {  // all-to-all: block q of rank p's send goes to rank q
+      send.resize(count * static_cast<size_t>(n));
+      for (size_t k = 0; k < send.size(); ++k) send[k] = value(me, step, k);
+      recv.assign(send.size(), -1);
+      r = rrAllToAll(send.data(), recv.data(), count, rrInt64, comm, nullptr);
+      for (int q = 0; q < n && r == rrSuccess; ++q) {
+        for (size_t k = 0; k < count; ++k) {
+          expect(static_cast<size_t>(q) * count + k, value(members[static_cast<size_t>(q)], step, static_cast<size_t>(rank) * count + k),
+                 "all-to-all");
+        }
+      }
+      break;
+    }
+    default:
+      r = rrBarrier(comm, nullptr);
+  }
+  return r;
+}
+
+// The worker of one generation: joins, loops, kills or shrinks, checks.
+int worker(const Options& o, int generation, int me, int n) {
+  const Plan plan = plan_of(o.seed, generation, n);
+  rrConfig_t config = RR_CONFIG_INITIALIZER;
+  rrComm_t comm = nullptr;
+  const std::string url = "file://" + o.dir + "/generation-" + std::to_string(generation);
+  if (rrCommInitUrl(&comm, url.c_str(), n, me, &config) != rrSuccess) {
+    fail(me, generation, -1, std::string("init: ") + rrGetLastError(nullptr));
+  }
+  std::vector<int> members(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) members[static_cast<size_t>(r)] = r;
+  std::vector<int> dead;  // world ranks agreed dead
+  for (int step = 0; step < o.steps; ++step) {
+    for (size_t v = 0; v < plan.victims.size(); ++v) {
+      if (plan.victims[v] == me && step >= plan.kill_steps[v]) raise(SIGKILL);
+    }
+    // Every rank draws step `step`'s call alike.
+    std::mt19937_64 step_random(o.seed * 7919u + static_cast<uint64_t>(generation) * 104729u + static_cast<uint64_t>(step));
+    const rrResult_t r = one_step(comm, members, me, step, step_random, generation);
+    if (r == rrSuccess) continue;
+    // The call failed: a planned victim must have died (one whose step
+    // came, on some rank: ranks fail the call at different steps when a
+    // victim left after some had what they needed from it).
+    bool any = false;
+    for (size_t v = 0; v < plan.victims.size(); ++v) {
+      any |= plan.kill_steps[v] <= step + 2 && std::find(dead.begin(), dead.end(), plan.victims[v]) == dead.end();
+    }
+    if (!any) fail(me, generation, step, std::string("a call failed with no victim due: ") + rrGetLastError(comm));
+    (void)rrCommRevoke(comm);
+    std::vector<int> excluded(members.size(), -1);
+    int count = 0;
+    rrComm_t next = nullptr;
+    if (rrCommShrinkFailed(comm, &next, excluded.data(), &count, nullptr) != rrSuccess) {
+      fail(me, generation, step, std::string("rrCommShrinkFailed: ") + rrGetLastError(comm));
+    }
+    std::vector<int> agreed;  // in world ranks
+    for (int i = 0; i < count; ++i) agreed.push_back(members[static_cast<size_t>(excluded[static_cast<size_t>(i)])]);
+    std::string text;
+    for (int x : agreed) text += " " + std::to_string(x);
+    // Nobody alive is ever excluded: every agreed rank is a planned victim.
+    for (int x : agreed) {
+      if (std::find(plan.victims.begin(), plan.victims.end(), x) == plan.victims.end()) {
+        fail(me, generation, step, "agreed on {" + text + " } failed: rank " + std::to_string(x) + " was alive");
+      }
+    }
+    if (agreed.empty()) fail(me, generation, step, "agreed that nobody failed, after a call failed");
+    std::vector<int> left;
+    for (int m : members) {
+      if (std::find(agreed.begin(), agreed.end(), m) == agreed.end()) left.push_back(m);
+    }
+    members = left;
+    dead.insert(dead.end(), agreed.begin(), agreed.end());
+    (void)rrCommDestroy(comm);
+    comm = next;
+    // Every survivor agreed on the same set (a checksum, min and max), and
+    // they go on from the latest step any of them reached.
+    int64_t mine[3] = {0, static_cast<int64_t>(agreed.size()), step};
+    for (int x : agreed) mine[0] = mine[0] * 131 + x;
+    int64_t low[3], high[3];
+    if (rrAllReduce(mine, low, 3, rrInt64, rrMin, comm, nullptr) != rrSuccess ||
+        rrAllReduce(mine, high, 3, rrInt64, rrMax, comm, nullptr) != rrSuccess) {
+      fail(me, generation, step, std::string("after the shrink: ") + rrGetLastError(comm));
+    }
+    if (low[0] != high[0] || low[1] != high[1]) fail(me, generation, step, "the survivors agreed on different sets: this one {" + text + " }");
+    step = static_cast<int>(high[2]);
+  }
+  // Whether another generation fits: the new rank 0 says, in a file.
+  int rank = -1;
+  (void)rrCommUserRank(comm, &rank);
+  if (rrBarrier(comm, nullptr) != rrSuccess) fail(me, generation, o.steps, std::string("last barrier: ") + rrGetLastError(comm));
+  (void)rrCommDestroy(comm);
+  return rank;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) usage(a + " needs a value");
+    const char* v = argv[++i];
+    if (a == "--seconds") o.seconds = std::atof(v);
+    else if (a == "--seed") o.seed = std::strtoull(v, nullptr, 10);
+    else if (a == "--dir") o.dir = v;
+    else if (a == "--steps") o.steps = std::atoi(v);
+    else if (a == "--generation-seconds") o.generation_seconds = std::atof(v);
+    else usage("unknown option " + a);
+  }
+  if (o.dir.empty()) usage("--dir DIR is required");
+  const char* rank_env = std::getenv("RANK");
+  const char* size_env = std::getenv("WORLD_SIZE");
+  if (!rank_env || !size_env) usage("RANK and WORLD_SIZE must be set (env://)");
+  const int me = std::atoi(rank_env), n = std::atoi(size_env);
+  const auto start = Clock::now();
+  int generations = 0, deaths = 0;
+  for (int generation = 0;; ++generation) {
+    const std::string verdict = o.dir + "/generation-" + std::to_string(generation) + ".next";
+    const pid_t pid = fork();
+    if (pid < 0) fail(me, generation, -1, "fork failed");
+    if (pid == 0) {
+      const int rank = worker(o, generation, me, n);
+      if (rank == 0) {
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        const std::string tmp = verdict + ".tmp";
+        std::ofstream(tmp) << (elapsed + 3 < o.seconds ? "more" : "done");
+        std::rename(tmp.c_str(), verdict.c_str());
+      }
+      _exit(0);
+    }
+    // Wait for the worker, at most --generation-seconds.
+    const auto limit = Clock::now() + std::chrono::duration<double>(o.generation_seconds);
+    int status = 0;
+    for (;;) {
+      const pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid) break;
+      if (Clock::now() > limit) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail(me, generation, -1, "the worker hung past --generation-seconds (the engine's timeout did not end it)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const Plan plan = plan_of(o.seed, generation, n);
+    const bool victim = std::find(plan.victims.begin(), plan.victims.end(), me) != plan.victims.end();
+    if (victim ? !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) : !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 1) return 1;  // it said why
+      fail(me, generation, -1, "the worker ended with status " + std::to_string(status));
+    }
+    ++generations;
+    deaths += static_cast<int>(plan.victims.size());
+    // The verdict: written by the generation's last rank 0 (a survivor).
+    std::string word;
+    while (word.empty()) {
+      std::ifstream(verdict) >> word;
+      if (!word.empty()) break;
+      if (Clock::now() > limit) fail(me, generation, -1, "no verdict from the generation's rank 0");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (word != "more") break;
+  }
+  if (me == 0) {
+    std::printf("shrink_fuzz: passed: %d generations, %d planned deaths, every survivor's agreed set right\n",
+                generations, deaths);
+  }
+  return 0;
+}
