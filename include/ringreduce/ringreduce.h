@@ -193,6 +193,20 @@ rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excludedRan
  * renumbers its own bookkeeping from the list and then calls rrCommShrink
  * with it (torch's shrink_group). Within about three times the timeout. */
 rrResult_t rrCommAgreeFailed(rrComm_t comm, int* failedRanks, int* nFailed);
+/* Growing back (as NCCL 2.29's ncclCommGetUniqueId and ncclCommGrow):
+ * rrCommGetUniqueId is collective over comm: its rank 0 makes a unique id
+ * (its process serves the new communicator's rendezvous, as rrGetUniqueId)
+ * and every rank gets it in *uniqueId. The program hands it to the new
+ * processes out of band. Then every rank of comm calls rrCommGrow with the
+ * same nranks (more than comm's size) and that id, and each new process
+ * calls rrCommInitRank(&c, nranks, id, rank) with a rank from comm's size
+ * up: *newcomm has comm's ranks at their old numbers and the new ones after
+ * them, comm's settings (config NULL) and connections of its own (a new
+ * rendezvous through the id); comm stays as it was. Ranks of comm that pass
+ * another nranks or id fail with rrInvalidUsage naming both; a new rank
+ * that does not come within the timeout fails every rank's rrCommGrow. */
+rrResult_t rrCommGetUniqueId(rrComm_t comm, rrUniqueId* uniqueId);
+rrResult_t rrCommGrow(rrComm_t comm, int nranks, rrUniqueId uniqueId, rrComm_t* newcomm, const rrConfig_t* config);
 /* As ncclCommGetAsyncError: *asyncError = rrSuccess while the communicator is
  * healthy, else the result of the failure that broke it, whether a call here
  * (blocking or async) met it or a peer reported it. */

@@ -196,6 +196,19 @@ class Comm {
     if (excluded) excluded->assign(ranks.begin(), ranks.begin() + n);
     return Comm(c);
   }
+  // rrCommGetUniqueId (collective): the id new ranks join with (rrCommInitRank).
+  rrUniqueId unique_id() const {
+    rrUniqueId id{};
+    check(rrCommGetUniqueId(comm_, &id), comm_);
+    return id;
+  }
+  // rrCommGrow: these ranks at their numbers, the new ones (rrCommInitRank
+  // on `id` with ranks from size() up) after them.
+  Comm grow(int nranks, const rrUniqueId& id, const rrConfig_t* config = nullptr) const {
+    rrComm_t c = nullptr;
+    check(rrCommGrow(comm_, nranks, id, &c, config), comm_);
+    return Comm(c);
+  }
   explicit operator bool() const { return comm_ != nullptr; }
 
  private:

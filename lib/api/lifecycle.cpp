@@ -350,6 +350,53 @@ RR_API rrResult_t rrCommAgreeFailed(rrComm_t comm, int* failedRanks, int* nFaile
   });
 }
 
+RR_API rrResult_t rrCommGetUniqueId(rrComm_t comm, rrUniqueId* uniqueId) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommGetUniqueId: comm is NULL");
+  if (!uniqueId) return fail(comm, rr::Code::kInvalidArgument, "rrCommGetUniqueId: uniqueId is NULL");
+  return guarded(comm, [&] {
+    // Rank 0 makes it (and serves its rendezvous); the others wait for it in
+    // the broadcast, which also tells them when rank 0 could not.
+    rr::Status made = comm->impl->rank() == 0 ? rr::setup::unique_id(uniqueId) : rr::Status::Ok();
+    InComm inside(comm);
+    rr::Status s = comm->impl->queue().run([&] { return comm->impl->share_unique_id(made, uniqueId); });
+    return s.ok() ? rrSuccess : fail(comm, s);
+  });
+}
+
+RR_API rrResult_t rrCommGrow(rrComm_t comm, int nranks, rrUniqueId uniqueId, rrComm_t* newcomm,
+                             const rrConfig_t* config) {
+  if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommGrow: comm is NULL");
+  if (!newcomm) return fail(comm, rr::Code::kInvalidArgument, "rrCommGrow: newcomm is NULL");
+  *newcomm = nullptr;
+  const int size = comm->impl->size();
+  if (nranks <= size) {
+    return fail(comm, rr::Code::kInvalidArgument, "rrCommGrow: nranks is " + std::to_string(nranks) +
+                                                      ", not more than the communicator's " + std::to_string(size) +
+                                                      " ranks");
+  }
+  return guarded(comm, [&] {
+    rr::Settings settings = comm->impl->settings();
+    settings.timeout_ms = comm->impl->timeout_ms();
+    if (config) {
+      rr::Status s = rr::resolve_settings(config, &settings);
+      if (!s.ok()) return fail(comm, s);
+    }
+    {
+      InComm inside(comm);
+      rr::Status s = comm->impl->queue().run([&] { return comm->impl->agree_on_growth(nranks, uniqueId); });
+      if (!s.ok()) return fail(comm, s);
+    }
+    // The new communicator's rendezvous: comm's ranks at their numbers, the
+    // new processes (rrCommInitRank) after them.
+    std::unique_ptr<rr::Communicator> child;
+    rr::Status s = rr::setup::grown(uniqueId, nranks, comm->impl->rank(), settings, &child);
+    if (!s.ok()) return fail(comm, rr::Status(s.code(), "rrCommGrow: " + s.message()));
+    *newcomm = new rrComm{std::move(child)};
+    register_comm(*newcomm);
+    return rrSuccess;
+  });
+}
+
 RR_API rrResult_t rrCommDump(rrComm_t comm) {
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommDump: comm is NULL");
   comm->impl->dump();

@@ -84,15 +84,18 @@ Status swept(Status s) {
 
 Status unique_id(rrUniqueId* id) { return bootstrap::make_unique_id(id); }
 
+Status grown(const rrUniqueId& id, int nranks, int rank, const Settings& settings, std::unique_ptr<Communicator>* out) {
+  const auto deadline = bootstrap::Clock::now() + std::chrono::milliseconds(settings.timeout_ms);
+  bootstrap::Rendezvous rv;
+  RR_RETURN_IF_ERROR(swept(bootstrap::rendezvous_from_unique_id(id, nranks, rank, deadline, &rv)));
+  return swept(build(std::move(rv), settings, deadline, out));
+}
+
 Status from_unique_id(const void* how, int nranks, int rank, const rrConfig_t* config,
                       std::unique_ptr<Communicator>* out) {
   Settings settings;
   RR_RETURN_IF_ERROR(resolve_settings(config, &settings));
-  const auto deadline = bootstrap::Clock::now() + std::chrono::milliseconds(settings.timeout_ms);
-  bootstrap::Rendezvous rv;
-  RR_RETURN_IF_ERROR(swept(
-      bootstrap::rendezvous_from_unique_id(*static_cast<const rrUniqueId*>(how), nranks, rank, deadline, &rv)));
-  return swept(build(std::move(rv), settings, deadline, out));
+  return grown(*static_cast<const rrUniqueId*>(how), nranks, rank, settings, out);
 }
 
 Status from_url(const void* how, int nranks, int rank, const rrConfig_t* config,

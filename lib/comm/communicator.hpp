@@ -119,6 +119,12 @@ class Communicator final : public exec::Interrupt {
   // rrCommAgreeFailed: that agreement alone (*failed: the agreed ranks,
   // ascending), for a framework that shrinks by the list itself.
   Status agree_on_failed(int timeout_ms, std::vector<int>* failed);
+  // rrCommGetUniqueId (comm/derive.cpp): rank 0's `made` id (or why it
+  // could not make one) to every rank; not ok on every rank when it failed.
+  Status share_unique_id(const Status& made, rrUniqueId* id);
+  // rrCommGrow's argument check: every rank passed the same nranks and id;
+  // otherwise not ok on every rank, naming the first that differs.
+  Status agree_on_growth(int nranks, const rrUniqueId& id);
   // What split() and shrink() share (comm/derive.cpp): connects `transport`
   // (rank `new_rank` of `new_size`) to `addresses` and makes *out on it,
   // set up as init does. Not ok when either failed (*out may then be set).

@@ -288,6 +288,45 @@ Status Communicator::agree_on_failed(int timeout_ms, std::vector<int>* failed_ra
   return Status::Ok();
 }
 
+Status Communicator::share_unique_id(const Status& made, rrUniqueId* id) {
+  RR_RETURN_IF_ERROR(check_usable());
+  struct Shared {
+    int32_t ok;
+    rrUniqueId id;
+  } shared{};
+  if (rank_ == 0) {
+    shared.ok = made.ok() ? 1 : 0;
+    shared.id = *id;
+  }
+  RR_RETURN_IF_ERROR(broadcast(&shared, &shared, sizeof(shared), rrUint8, 0));
+  if (rank_ == 0) return made;
+  if (shared.ok == 0) return RemoteError("rrCommGetUniqueId: rank 0 could not make the unique id (its error says why)");
+  *id = shared.id;
+  return Status::Ok();
+}
+
+Status Communicator::agree_on_growth(int nranks, const rrUniqueId& id) {
+  RR_RETURN_IF_ERROR(check_usable());
+  // (nranks, a 64-bit FNV-1a of the id) from every rank.
+  uint64_t hash = 14695981039346656037ull;
+  for (char c : id.internal) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  const int64_t mine[2] = {nranks, static_cast<int64_t>(hash)};
+  std::vector<int64_t> all(2 * static_cast<size_t>(size_));
+  RR_RETURN_IF_ERROR(all_gather(mine, all.data(), 2, rrInt64));
+  for (int r = 0; r < size_; ++r) {
+    const int64_t theirs = all[2 * static_cast<size_t>(r)];
+    if (theirs != nranks) {
+      return InvalidUsage("rrCommGrow: rank " + std::to_string(r) + " passed nranks " + std::to_string(theirs) +
+                          ", rank " + std::to_string(rank_) + " passed " + std::to_string(nranks));
+    }
+    if (all[2 * static_cast<size_t>(r) + 1] != mine[1]) {
+      return InvalidUsage("rrCommGrow: rank " + std::to_string(r) + " passed another uniqueId than rank " +
+                          std::to_string(rank_) + " (every rank passes the one rrCommGetUniqueId gave)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status Communicator::shrink_failed(const Settings& settings, std::unique_ptr<Communicator>* out,
                                    std::vector<int>* excluded) {
   const std::string name = "rrCommShrinkFailed";

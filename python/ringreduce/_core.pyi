@@ -133,6 +133,10 @@ class Comm:
     def shrink(self, exclude: Optional[Sequence[int]] = None) -> Comm:
         """rrCommShrink (the ranks not in ``exclude``, all passing it alike, make a new Comm) or, without
         ``exclude``, rrCommShrinkFailed (the ranks still alive agree which failed)."""
+    def unique_id(self) -> bytes:
+        """rrCommGetUniqueId (collective): the id new processes join with (Comm.init_rank) while these grow()."""
+    def grow(self, nranks: int, unique_id: bytes) -> Comm:
+        """rrCommGrow: these ranks at their numbers, new ranks (Comm.init_rank on unique_id) after them."""
     @property
     def excluded(self) -> list[int]:
         """The old ranks the shrink that made this Comm left out (empty otherwise)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import builtins
 import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -250,8 +252,37 @@ def _shrink_failed(rank: int, size: int) -> None:
     x = np.full(1000, rank + 1, np.int64)
     survivors.allreduce(IN_PLACE, x)
     assert (x == 1 + 2 + 4).all(), x[:4]
+    # Grown back to 4 by a new process, which joins as rank 3.
+    uid = survivors.unique_id()
+    assert isinstance(uid, ringreduce.UniqueId)
+    newcomer = None
+    if survivors.rank == 0:  # (a rank is a daemonic process: no multiprocessing children)
+        newcomer = subprocess.Popen([sys.executable, "-c", _NEWCOMER, bytes(uid).hex()], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+    grown = survivors.grow(4, uid)
+    assert (grown.rank, grown.size) == (survivors.rank, 4)
+    y = np.full(1000, grown.rank + 1, np.int64)
+    grown.allreduce(IN_PLACE, y)
+    assert (y == 1 + 2 + 3 + 4).all(), y[:4]
+    if newcomer is not None:
+        said, _ = newcomer.communicate(timeout=60)
+        assert newcomer.returncode == 0 and said.split()[-1] == "10", said
+    grown.destroy()
     survivors.destroy()
     comm.destroy()
+
+
+# The new process: joins the grown communicator as rank 3 and prints its sum.
+_NEWCOMER = """
+import sys
+import numpy as np
+import ringreduce
+with ringreduce.Comm.init_rank(4, bytes.fromhex(sys.argv[1]), 3, timeout=60.0) as grown:
+    y = np.full(1000, 4, np.int64)
+    grown.allreduce(ringreduce.IN_PLACE, y)
+    assert (y == y[0]).all()
+    print(int(y[0]))
+"""
 
 
 def test_survivors_agree_on_the_lost_rank_and_shrink_it_away():

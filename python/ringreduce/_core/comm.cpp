@@ -259,6 +259,25 @@ CommClass bind_comm(py::module_& m) {
       "still alive calls, and they agree among themselves which failed: a rank the transport reports gone, "
       "or one silent for the timeout. The new Comm's `excluded` names the old ranks left out. Works after a "
       "failure or revoke() broke this one (the usual case: revoke(), then shrink()); destroy this one after.")
+      .def("unique_id", [](CommState& s) -> py::object {
+        rrUniqueId id{};
+        s.call("unique_id", [&](rrComm_t c) { return rrCommGetUniqueId(c, &id); });
+        const py::bytes raw(id.internal, sizeof(id.internal));
+        return py::module_::import("ringreduce.unique_id").attr("UniqueId")(raw);
+      },
+      "rrCommGetUniqueId (collective): rank 0 makes a unique id (its process serves the rendezvous) and every "
+      "rank gets it: hand it to the new processes, which join with Comm.init_rank(nranks, id, rank) while "
+      "every rank here calls grow(nranks, id).")
+      .def("grow", [](CommState& s, int nranks, py::object unique_id) -> CommPtr {
+        const rrUniqueId id = unique_id_of(unique_id);
+        rrComm_t child = nullptr;
+        s.call("grow", [&](rrComm_t c) { return rrCommGrow(c, nranks, id, &child, nullptr); });
+        return adopt(child);
+      }, py::arg("nranks"), py::arg("unique_id"),
+      "rrCommGrow (as NCCL's ncclCommGrow): every rank here passes the same nranks (more than size) and "
+      "unique_id (from unique_id()); the new processes call Comm.init_rank(nranks, unique_id, rank) with "
+      "ranks from size up. Returns the new Comm: these ranks at their numbers, the new ones after, this "
+      "one's settings. This Comm stays as it was.")
       .def_property_readonly("excluded", [](const CommState& s) { return s.excluded; },
                              "The old ranks the shrink that made this Comm left out, ascending (empty otherwise).")
       .def("destroy", [](CommState& s) { s.destroy(true); },
