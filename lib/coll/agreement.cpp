@@ -66,7 +66,7 @@ Status Agreement::start_round(const std::string& what) {
     p.loss_seen = false;
     Status posted = transport_->post_recv(r, tag, p.in.data(), p.in.size(), &p.recv);
     if (!posted.ok()) {
-      if (transport_->peer_status(r).ok()) return Status(posted.code(), what + ": " + posted.message());
+      if (!unreachable(r, posted)) return Status(posted.code(), what + ": " + posted.message());
       mark_failed(r);
       continue;
     }
@@ -84,7 +84,7 @@ Status Agreement::start_round(const std::string& what) {
     Status posted = transport_->post_send(r, tag, out.data(), out.size(), &done);
     if (!posted.ok()) {
       done.done = true;
-      if (transport_->peer_status(r).ok()) return Status(posted.code(), what + ": " + posted.message());
+      if (!unreachable(r, posted)) return Status(posted.code(), what + ": " + posted.message());
       if (!decided_) {
         Peer& p = peers_[static_cast<size_t>(r)];
         if (p.waiting) {
@@ -96,6 +96,13 @@ Status Agreement::start_round(const std::string& what) {
     }
   }
   return Status::Ok();
+}
+
+bool Agreement::unreachable(int peer, const Status& posted) const {
+  // A peer the transport cannot reach (UCX cannot make an endpoint to a
+  // rank on another host whose process is gone: its address no longer
+  // answers) is as failed as one it saw die: the detector's word.
+  return posted.code() == Code::kRemoteError || !transport_->peer_status(peer).ok();
 }
 
 void Agreement::mark_failed(int peer) {

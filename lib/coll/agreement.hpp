@@ -8,9 +8,11 @@
 //
 // The failure detector is the transport's: a rank is failed once
 // peer_status() says so (a same-host peer's pidfd, UCX's endpoint error for
-// a peer on another host), seen in two rounds of progress running (the
-// transport may report the loss before it matched what the peer sent just
-// before leaving). Such a rank is never waited for, also when it dies
+// a peer on another host; believed when seen in two rounds of progress
+// running, since the transport may report the loss before it matched what
+// the peer sent just before leaving), or once a post to it fails as
+// unreachable (UCX cannot make an endpoint to a rank on another host that
+// is gone; found by the fuzzer across fake hosts). Such a rank is never waited for, also when it dies
 // during the agreement. A rank that is alive but silent is waited for
 // `silence`, then counted as failed too (timed_out() names it).
 //
@@ -99,6 +101,9 @@ class Agreement final : public exec::Algorithm {
   bool sends_done() const;
   bool receives_done() const;
   void mark_failed(int peer);
+  // A post to `peer` failed: whether because the peer is gone or cannot be
+  // reached (then it counts as failed), not because of this rank.
+  bool unreachable(int peer, const Status& posted) const;
 
   transport::Transport* transport_;
   const int rank_;

@@ -5,8 +5,9 @@
 // number of their sends: part of a round's broadcast, or part of the
 // "decided" message's) are mixed at random over 2 to 9 ranks; every
 // survivor must decide, all the same set, holding every rank dead before
-// and no survivor. A rank silent for the limit is counted as failed and
-// named; a message of another round or size is refused by name.
+// and no survivor. A rank the transport cannot reach counts at once; a
+// rank silent for the limit is counted as failed and named; a message of
+// another round or size is refused by name.
 
 #include <gtest/gtest.h>
 
@@ -39,7 +40,13 @@ class CrashingTransport final : public transport::Transport {
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   const char* name() const override { return "crashing loopback"; }
+  // Posts to `peer` fail as UCX's do when no endpoint can be made to a
+  // rank on another host that is gone, while peer_status() knows nothing.
+  void unreachable(int peer) { unreachable_.push_back(peer); }
   Status post_send(int peer, uint64_t tag, const void* buf, size_t bytes, transport::Completion* done) override {
+    if (std::count(unreachable_.begin(), unreachable_.end(), peer)) {
+      return RemoteError("cannot connect to rank " + std::to_string(peer) + ": Destination is unreachable");
+    }
     if (limit_ >= 0 && sends_++ >= limit_) {
       crashed_ = true;
       fabric_->fail_rank(inner_.rank());
@@ -69,6 +76,7 @@ class CrashingTransport final : public transport::Transport {
   std::shared_ptr<transport::LoopbackFabric> fabric_;
   transport::LoopbackTransport inner_;
   int limit_;
+  std::vector<int> unreachable_;
   int sends_ = 0;
   bool crashed_ = false;
   std::vector<Counters> counters_;
@@ -182,6 +190,38 @@ TEST(Agreement, RandomDeathsBeforeAndDuringItAllSurvivorsDecideTheSameSet) {
       }
       EXPECT_TRUE(o.timed_out.empty()) << "rank " << r << " timed out " << text(o.timed_out);
     }
+  }
+}
+
+TEST(Agreement, ARankThatCannotBeReachedIsCountedAtOnce) {
+  // Rank 2 is gone on another host: no endpoint can be made to it, and the
+  // transport has no other word of it (it never connected). The others
+  // count it at their first send, not after the silence limit.
+  const int n = 4;
+  auto fabric = std::make_shared<transport::LoopbackFabric>(n);
+  std::vector<std::unique_ptr<CrashingTransport>> transports;
+  for (int r = 0; r < n; ++r) {
+    transports.push_back(std::make_unique<CrashingTransport>(fabric, r, -1));
+    transports.back()->unreachable(2);
+  }
+  std::vector<Outcome> outcomes(n);
+  std::vector<std::thread> threads;
+  for (int r : {0, 1, 3}) {
+    threads.emplace_back([&, r] {
+      coll::Agreement agreement(transports[static_cast<size_t>(r)].get(), 0, std::vector<bool>(n, false), 20000ms);
+      Outcome& o = outcomes[static_cast<size_t>(r)];
+      o.status = exec::drive(agreement, "agreement", exec::Clock::now() + 20000ms, nullptr,
+                             transports[static_cast<size_t>(r)].get());
+      o.decided = agreement.decided();
+      o.timed_out = agreement.timed_out();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r : {0, 1, 3}) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    ASSERT_TRUE(o.status.ok()) << "rank " << r << ": " << o.status.message();
+    EXPECT_EQ(o.decided, std::vector<int>{2}) << "rank " << r;
+    EXPECT_TRUE(o.timed_out.empty()) << "rank " << r;
   }
 }
 
