@@ -202,6 +202,23 @@ else
   fail "a rank killed by signal 9 makes rr-run exit 137"
 fi
 
+# --enable-recovery: rank 1 is killed, the others are not stopped, finish
+# (after a second) and rr-run exits 0, having reported the loss.
+run_rr --enable-recovery -n 3 sh -c '[ $RANK = 1 ] && kill -9 $$; sleep 1; echo done $RANK' "$MARK-recover"
+if [[ $rc -eq 0 && "$(sort "$TMP/out")" == $'[0] done 0\n[2] done 2' ]] &&
+   grep -Eq '^rr-run: rank 1 \(pid [0-9]+\) was killed by signal 9 \(Killed\); the others go on \(--enable-recovery\)$' "$TMP/err"; then
+  pass "--enable-recovery: a killed rank is reported and the others finish"
+else
+  fail "--enable-recovery: a killed rank is reported and the others finish"
+fi
+# ... and when every rank fails, the first failure's status.
+run_rr --enable-recovery -n 2 sh -c 'exit $((RANK + 3))'
+if [[ ($rc -eq 3 || $rc -eq 4) ]] && [[ $(grep -c 'the others go on' "$TMP/err") -eq 2 ]]; then
+  pass "--enable-recovery: with no rank left to finish, the first failure's status"
+else
+  fail "--enable-recovery: with no rank left to finish, the first failure's status"
+fi
+
 # Rank 1 ignores SIGTERM (so does its sleep, which inherits the disposition):
 # only the SIGKILL after the grace period ends it.
 next_nap

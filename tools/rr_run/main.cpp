@@ -222,6 +222,9 @@ class Launcher {
     start_ = Clock::now();
     launch_all(port, *token);
     supervise();
+    // With --enable-recovery the job went on past its lost ranks: it
+    // succeeded when some rank finished it.
+    if (!exit_code_ && lost_code_ && !any_success_) return *lost_code_;
     return exit_code_.value_or(0);
   }
 
@@ -466,11 +469,24 @@ class Launcher {
       if (rank->exec_failed) continue;
       const std::string who = "rank " + std::to_string(rank->index) + " (pid " + std::to_string(pid) + ")";
       if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-        fail(WEXITSTATUS(status), who + " exited with status " + std::to_string(WEXITSTATUS(status)));
+        lose(WEXITSTATUS(status), who + " exited with status " + std::to_string(WEXITSTATUS(status)));
       } else if (WIFSIGNALED(status)) {
-        fail(128 + WTERMSIG(status), who + " was killed by signal " + signal_text(WTERMSIG(status)));
+        lose(128 + WTERMSIG(status), who + " was killed by signal " + signal_text(WTERMSIG(status)));
+      } else {
+        any_success_ = true;
       }
     }
+  }
+
+  // A rank failed: the job's failure, or with --enable-recovery one the
+  // others go on without (until a timeout or a signal stops them all).
+  void lose(int code, const std::string& message) {
+    if (!options_.enable_recovery || exit_code_) {
+      fail(code, message);
+      return;
+    }
+    std::fprintf(stderr, "rr-run: %s; the others go on (--enable-recovery)\n", message.c_str());
+    if (!lost_code_) lost_code_ = code;
   }
 
   // The first failure decides the exit status and starts the shutdown; later
@@ -520,6 +536,8 @@ class Launcher {
   pid_t pgid_ = 0;
   Clock::time_point start_;
   std::optional<int> exit_code_;
+  std::optional<int> lost_code_;  // --enable-recovery: the first lost rank's status
+  bool any_success_ = false;      // some rank exited 0
   std::optional<Clock::time_point> term_sent_;
   std::optional<Clock::time_point> kill_sent_;
 };

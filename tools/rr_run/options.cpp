@@ -29,6 +29,10 @@ const char kUsage[] =
     "  --no-tag-output      pass lines through untagged (still whole lines)\n"
     "  --timeout SECONDS    stop all ranks after SECONDS and exit 124\n"
     "  --grace-ms MS        wait between SIGTERM and SIGKILL (default 2000)\n"
+    "  --enable-recovery    a rank that fails does not stop the others (Open MPI's\n"
+    "                       --enable-recovery, for programs that shrink it away:\n"
+    "                       rrCommShrinkFailed); each failure is reported, and\n"
+    "                       rr-run exits 0 when some rank exited 0\n"
     "  --bind-to none|core  none (default): each rank may run on every CPU\n"
     "                       rr-run may; core: rank r on the (r mod CPUs)-th of\n"
     "                       them alone, so neighbouring ranks run on different\n"
@@ -38,7 +42,8 @@ const char kUsage[] =
     "Every rank also gets RR_AUTH_TOKEN, a random secret that admits it to the\n"
     "rendezvous, unless RR_AUTH_TOKEN is already set (here or with -x).\n"
     "\n"
-    "exit status: 0 when every rank exits 0; else the first failing rank's status\n"
+    "exit status: 0 when every rank exits 0 (--enable-recovery: some rank); else the\n"
+    "first failing rank's status\n"
     "(128+signal if it was killed); 124 on timeout; 126/127 when program cannot be\n"
     "executed / is not found; 128+signal when rr-run is interrupted; 2 on bad usage;\n"
     "1 when rr-run itself fails.\n";
@@ -122,6 +127,7 @@ Options parse_args(int argc, char** argv) {
   app.add_flag("--tag-output", options.tag_output);
   app.add_flag("--no-tag-output", no_tag_output);
   app.add_option("--bind-to", bind_to);
+  app.add_flag("--enable-recovery", options.enable_recovery);
   try {
     // Parsing stops at the program: what follows is its own.
     command_line.parse(static_cast<int>(words.size()), words.data(), /*stop_at_program=*/true);

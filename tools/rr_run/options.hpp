@@ -33,6 +33,7 @@ struct Options {
   std::optional<double> timeout_s;
   bool tag_output = true;
   BindTo bind_to = BindTo::kNone;
+  bool enable_recovery = false;  // a failed rank does not stop the others
   std::vector<std::pair<std::string, std::string>> extra_env;  // -x, in order
   std::vector<std::string> command;
   bool help = false;
