@@ -70,6 +70,20 @@ TEST(UcxLog, PeerGoneAttachFailuresAreKeptOffAlways) {
       << "any other reason is printed, with UCX's own %m intact: " << other;
 }
 
+// As UCX's sock.c writes it when a connect fails.
+void connect_failed(int error) {
+  errno = error;
+  ucs_log_dispatch("ucs/sys/sock.c", 325, "ucs_socket_connect", UCS_LOG_LEVEL_ERROR, &ucs_global_opts.log_component,
+                   "connect(fd=%d, dest_addr=%s) failed: %m", 27, "127.0.0.1:36157");
+}
+
+TEST(UcxLog, ARefusedConnectionToAGonePeerIsKeptOff) {
+  rr::transport::ucx_log::install();
+  EXPECT_EQ(printed([] { connect_failed(ECONNREFUSED); }), "") << "nothing listens: the peer's worker is gone";
+  const std::string other = printed([] { connect_failed(ETIMEDOUT); });
+  EXPECT_NE(other.find("failed: Connection timed out"), std::string::npos) << "any other reason is printed: " << other;
+}
+
 TEST(UcxLog, CloseWarningsAreKeptOffOnlyAfterALoss) {
   rr::transport::ucx_log::install();
   EXPECT_NE(printed(mpool_warning).find("was not returned to mpool"), std::string::npos)

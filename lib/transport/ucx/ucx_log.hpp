@@ -2,7 +2,8 @@
 // UCX's own log, filtered. A few lines UCX prints as ERROR or WARN are the
 // expected echo of a peer that left: attaching to the shared memory of a
 // peer that released it fails (mm_sysv's shmat with EINVAL, mm_posix's open
-// with ENOENT: that errno means exactly this), and a worker closed after a
+// with ENOENT: that errno means exactly this; connecting to a peer on
+// another host is refused once its worker is gone), and a worker closed after a
 // failure still holds unmatched messages and requests (tag_match, mpool:
 // filtered only while some transport in this process has seen a peer leave
 // or its communicator fail). Those lines, and only those, go to
