@@ -195,6 +195,7 @@ class Communicator final : public exec::Interrupt {
   // return kRevoked too. The communicator stays allocated and answers
   // queries; only its calls are refused.
   void request_revoke() { revoke_requested_.store(true, std::memory_order_relaxed); }
+  bool revoke_requested() const { return revoke_requested_.load(std::memory_order_relaxed); }
   Status finish_revoke();
   // rrCommGetAsyncError: rrSuccess while the communicator is healthy, else
   // the result of the failure that broke it (here or, by notice, on a peer).

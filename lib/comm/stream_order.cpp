@@ -139,9 +139,11 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
     return memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   };
   // The stream's earlier work may take long (or wait on another
-  // communicator): an abort does not wait for it.
+  // communicator): an abort does not wait for it, nor a revocation here
+  // (rrCommRevoke; a peer's is heard by the segment's collective, which
+  // needs the segment first, and by the calls after).
   submission.give_up = [this] {
-    if (!comm_->aborting()) return false;
+    if (!comm_->aborting() && !comm_->revoke_requested()) return false;
     gave_up_ = true;
     return true;
   };
@@ -168,10 +170,15 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   // did not run the whole call, its peers did, so the communicator must not
   // go on as if it had (a CUDA error breaks it).
   submission.failed = [this, call, segments = plan->segments](const Status& cause, uint64_t first) {
-    comm_->report_async_failure(Status(cause.code(), std::string(call) + " (stream-ordered, segments " +
-                                                         std::to_string(first) + ".." +
-                                                         std::to_string(first + segments - 1) + "): " +
-                                                         cause.message()));
+    // A wait given up for a revocation is the revocation.
+    const bool revoked = gave_up_ && !comm_->aborting() && comm_->revoke_requested();
+    comm_->report_async_failure(Status(revoked ? Code::kRevoked : cause.code(),
+                                       std::string(call) + " (stream-ordered, segments " + std::to_string(first) +
+                                           ".." + std::to_string(first + segments - 1) + "): " +
+                                           (revoked ? "the communicator was revoked (rrCommRevoke) while the call "
+                                                      "waited for its stream's earlier work: "
+                                                    : "") +
+                                           cause.message()));
   };
   bool refused = false;
   Status submitted = staged_->submit(comm_->queue(), plan, std::move(submission), &refused);
