@@ -97,3 +97,31 @@ def test_example_runs(example):
     for text, times in expected:
         found = len(text.findall(output)) if isinstance(text, re.Pattern) else output.count(text)
         assert found == times, f"{example}: {text!r} {found} times, not {times}:\n{output}"
+
+
+@pytest.mark.parametrize("way", ["shrink", "gloo"])
+def test_shrink_bench_runs(way, tmp_path):
+    """bench/torch/shrink_bench.py on 3 ranks started here as a launcher would
+    (env://, the last rank killing itself): the 2 survivors go on and report."""
+    port, new_port = free_port(), free_port()
+    kill_file = tmp_path / "killed"
+    procs = []
+    for rank in range(3):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="3",
+                   TORCH_FR_BUFFER_SIZE="0", PYTHONDONTWRITEBYTECODE="1")
+        procs.append(subprocess.Popen([sys.executable, str(ROOT / "bench/torch/shrink_bench.py"), way,
+                                       "--kill-file", str(kill_file), "--port", str(new_port)],
+                                      env=env, start_new_session=True, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=120)[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert procs[2].returncode == -signal.SIGKILL, outputs[2]
+    for rank in (0, 1):
+        assert procs[rank].returncode == 0, outputs[rank]
+        assert re.search(rf"^rank {rank}: {way}: detect .* ms from the kill$", outputs[rank], re.M), outputs[rank]
