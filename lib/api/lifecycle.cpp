@@ -116,6 +116,18 @@ rrResult_t make_comm(rr::Status (*setup)(const void*, int, int, const rrConfig_t
 
 }  // namespace
 
+namespace {
+
+// A communicator made from `comm` (split, shrink, grow): `comm`'s settings,
+// its timeout as rrCommSetTimeout left it, then what `config` sets.
+rr::Status child_settings(rrComm_t comm, const rrConfig_t* config, rr::Settings* settings) {
+  *settings = comm->impl->settings();
+  settings->timeout_ms = comm->impl->timeout_ms();
+  return config ? rr::resolve_settings(config, settings) : rr::Status::Ok();
+}
+
+}  // namespace
+
 RR_API rrResult_t rrGetVersion(int* version) {
   if (!version) return fail(nullptr, rr::Code::kInvalidArgument, "version is NULL");
   *version = RR_VERSION_CODE;
@@ -170,12 +182,8 @@ RR_API rrResult_t rrCommSplit(rrComm_t comm, int color, int key, rrComm_t* newco
   if (!comm) return fail(nullptr, rr::Code::kInvalidArgument, "rrCommSplit: comm is NULL");
   if (!newcomm) return fail(comm, rr::Code::kInvalidArgument, "rrCommSplit: newcomm is NULL");
   return guarded(comm, [&] {
-    rr::Settings settings = comm->impl->settings();
-    settings.timeout_ms = comm->impl->timeout_ms();  // as set by rrCommSetTimeout, if it was
-    if (config) {
-      rr::Status s = rr::resolve_settings(config, &settings);
-      if (!s.ok()) return fail(comm, s);
-    }
+    rr::Settings settings;
+    if (rr::Status s = child_settings(comm, config, &settings); !s.ok()) return fail(comm, s);
     std::unique_ptr<rr::Communicator> child;
     InComm inside(comm);
     rr::Status s = comm->impl->queue().run([&] { return comm->impl->split(color, key, settings, &child); });
@@ -291,12 +299,8 @@ RR_API rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExcl
   }
   *newcomm = nullptr;
   return guarded(comm, [&] {
-    rr::Settings settings = comm->impl->settings();
-    settings.timeout_ms = comm->impl->timeout_ms();
-    if (config) {
-      rr::Status s = rr::resolve_settings(config, &settings);
-      if (!s.ok()) return fail(comm, s);
-    }
+    rr::Settings settings;
+    if (rr::Status s = child_settings(comm, config, &settings); !s.ok()) return fail(comm, s);
     const std::vector<int> exclude(excludeRanks, excludeRanks + nExclude);
     std::unique_ptr<rr::Communicator> child;
     InComm inside(comm);
@@ -315,12 +319,8 @@ RR_API rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excl
   *newcomm = nullptr;
   if (nExcluded) *nExcluded = 0;
   return guarded(comm, [&] {
-    rr::Settings settings = comm->impl->settings();
-    settings.timeout_ms = comm->impl->timeout_ms();
-    if (config) {
-      rr::Status s = rr::resolve_settings(config, &settings);
-      if (!s.ok()) return fail(comm, s);
-    }
+    rr::Settings settings;
+    if (rr::Status s = child_settings(comm, config, &settings); !s.ok()) return fail(comm, s);
     std::unique_ptr<rr::Communicator> child;
     std::vector<int> excluded;
     InComm inside(comm);
@@ -375,12 +375,8 @@ RR_API rrResult_t rrCommGrow(rrComm_t comm, int nranks, rrUniqueId uniqueId, rrC
                                                       " ranks");
   }
   return guarded(comm, [&] {
-    rr::Settings settings = comm->impl->settings();
-    settings.timeout_ms = comm->impl->timeout_ms();
-    if (config) {
-      rr::Status s = rr::resolve_settings(config, &settings);
-      if (!s.ok()) return fail(comm, s);
-    }
+    rr::Settings settings;
+    if (rr::Status s = child_settings(comm, config, &settings); !s.ok()) return fail(comm, s);
     {
       InComm inside(comm);
       rr::Status s = comm->impl->queue().run([&] { return comm->impl->agree_on_growth(nranks, uniqueId); });

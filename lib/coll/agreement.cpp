@@ -110,7 +110,7 @@ void Agreement::mark_failed(int peer) {
   failure_seen_ = true;
 }
 
-Status Agreement::take(int peer, const std::string& what, bool* decided_by_peer) {
+Status Agreement::take(int peer, const std::string& what) {
   Peer& p = peers_[static_cast<size_t>(peer)];
   uint32_t header[3] = {0, 0, 0};
   if (p.recv.bytes != p.in.size()) {
@@ -131,8 +131,7 @@ Status Agreement::take(int peer, const std::string& what, bool* decided_by_peer)
     return RemoteError(what + ": rank " + std::to_string(peer) + " counts rank " + std::to_string(rank_) +
                        " as failed " + set_text(theirs) + " (it did not hear from it within the timeout)");
   }
-  *decided_by_peer = header[1] == kDecided;
-  if (*decided_by_peer) {
+  if (header[1] == kDecided) {
     if (!adopted_) adopted_set_ = theirs;
     adopted_ = true;
     return Status::Ok();
@@ -161,8 +160,7 @@ Status Agreement::settle(const std::string& what, bool* moved) {
         mark_failed(r);
         continue;
       }
-      bool decided_by_peer = false;
-      RR_RETURN_IF_ERROR(take(r, what, &decided_by_peer));
+      RR_RETURN_IF_ERROR(take(r, what));
       continue;
     }
     // A loss is believed when seen in two rounds running: the transport may

@@ -97,7 +97,9 @@ class Agreement final : public exec::Algorithm {
   Status settle(const std::string& what, bool* moved);
   // All of the round's receives resolved: decide or start the next round.
   Status finish_round(const std::string& what);
-  Status take(int peer, const std::string& what, bool* decided_by_peer);
+  // Takes `peer`'s message of this round: its set into the union, or its
+  // decision.
+  Status take(int peer, const std::string& what);
   bool sends_done() const;
   bool receives_done() const;
   void mark_failed(int peer);

@@ -92,16 +92,9 @@ void expect_survivors_agree(const std::vector<Outcome>& outcomes, const std::set
 using ShrinkFailed = NoShmLeft;
 
 TEST_F(ShrinkFailed, EveryRankInTurnKilledAtARandomMomentIsAgreedAndShrunkAway) {
-  unsigned seed = 4242;
-  for (int n = 2; n <= 8; ++n) {
-    for (int victim = 0; victim < n; ++victim) {
-      seed = seed * 1103515245u + 12345u;
-      const int kill_at = 2 + static_cast<int>((seed >> 16) % 23);
-      SCOPED_TRACE(std::to_string(n) + " ranks, rank " + std::to_string(victim) + " killed at step " +
-                   std::to_string(kill_at));
-      expect_survivors_agree(kill_and_shrink(n, {victim}, kill_at), {victim}, 10.0);
-    }
-  }
+  every_rank_in_turn(2, 8, 4242, [](int n, int victim, int kill_at) {
+    expect_survivors_agree(kill_and_shrink(n, {victim}, kill_at), {victim}, 10.0);
+  });
 }
 
 TEST_F(ShrinkFailed, OverUcxTcpEveryRankInTurnIsAgreedAndShrunkAway) {

@@ -65,22 +65,15 @@ std::vector<Outcome> kill_and_shrink(int n, const std::set<int>& victims, int ki
 using Shrink = NoShmLeft;
 
 TEST_F(Shrink, EveryRankInTurnKilledAtARandomMomentIsShrunkAway) {
-  unsigned seed = 12345;
-  for (int n = 2; n <= 6; ++n) {
-    for (int victim = 0; victim < n; ++victim) {
-      seed = seed * 1103515245u + 12345u;
-      const int kill_at = 2 + static_cast<int>((seed >> 16) % 23);  // some step of every kind
-      SCOPED_TRACE(std::to_string(n) + " ranks, rank " + std::to_string(victim) + " killed at step " +
-                   std::to_string(kill_at));
-      const std::vector<Outcome> outcomes = kill_and_shrink(n, {victim}, kill_at);
-      for (int r = 0; r < n; ++r) {
-        if (r == victim) continue;
-        const Outcome& o = outcomes[static_cast<size_t>(r)];
-        EXPECT_EQ(o.result, rrSuccess) << "rank " << r << ": " << o.error;
-        EXPECT_LT(o.seconds, 10.0) << "far from the timeout: " << o.error;
-      }
+  every_rank_in_turn(2, 6, 12345, [](int n, int victim, int kill_at) {
+    const std::vector<Outcome> outcomes = kill_and_shrink(n, {victim}, kill_at);
+    for (int r = 0; r < n; ++r) {
+      if (r == victim) continue;
+      const Outcome& o = outcomes[static_cast<size_t>(r)];
+      EXPECT_EQ(o.result, rrSuccess) << "rank " << r << ": " << o.error;
+      EXPECT_LT(o.seconds, 10.0) << "far from the timeout: " << o.error;
     }
-  }
+  });
 }
 
 TEST_F(Shrink, OverUcxTcpEveryRankInTurnIsShrunkAway) {

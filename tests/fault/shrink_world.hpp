@@ -5,6 +5,8 @@
 
 #include <ringreduce/ringreduce.h>
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -62,6 +64,22 @@ inline bool check_after(rrComm_t next, int rank, const std::vector<int>& old_ran
     }
   }
   return true;
+}
+
+// Every rank in turn of `from` to `to` ranks, killed at a step drawn from
+// `seed` (some step of every kind of one_collective): f(n, victim, step),
+// inside a SCOPED_TRACE that says which.
+template <typename F>
+void every_rank_in_turn(int from, int to, unsigned seed, F f) {
+  for (int n = from; n <= to; ++n) {
+    for (int victim = 0; victim < n; ++victim) {
+      seed = seed * 1103515245u + 12345u;
+      const int kill_at = 2 + static_cast<int>((seed >> 16) % 23);
+      SCOPED_TRACE(std::to_string(n) + " ranks, rank " + std::to_string(victim) + " killed at step " +
+                   std::to_string(kill_at));
+      f(n, victim, kill_at);
+    }
+  }
 }
 
 }  // namespace fault_world
