@@ -21,6 +21,11 @@
 // shrink those away as above; that exchange also checks that the agreement
 // held (every survivor passes the list it decided).
 //
+// rrCommGrow's part here is what it asks of this communicator: rank 0's
+// unique id to every rank (share_unique_id) and the check that every rank
+// passed the same size and id (agree_on_growth); the grown communicator is
+// made through that id's rendezvous, as init makes one (api/setup.hpp).
+//
 // The exchange's tags are neither a collective's, a point-to-point call's,
 // a notice's nor the greeting's (exec/tags.hpp), and each shrink of this
 // communicator has its own: a late message of the old communicator, or of
