@@ -189,7 +189,7 @@ rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excludedRan
 /* The agreement of rrCommShrinkFailed alone (as ULFM's MPIX_Comm_agree on
  * the failed group): every rank still alive calls it, and all get the same
  * failed ranks, ascending, in failedRanks (room for as many ints as comm has
- * ranks; NULL allowed) and their number in *nFailed. For a framework that
+ * ranks; NULL allowed) and their number in *nFailed (not NULL). For a framework that
  * renumbers its own bookkeeping from the list and then calls rrCommShrink
  * with it (torch's shrink_group). Within about three times the timeout. */
 rrResult_t rrCommAgreeFailed(rrComm_t comm, int* failedRanks, int* nFailed);
