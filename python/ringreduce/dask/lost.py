@@ -74,7 +74,9 @@ def shrink_lost() -> Shrunk:
     Raises RuntimeError outside such a job, and when no rank was lost;
     the engine's error when the agreement or the shrink fails (a rank that
     did not call within the group's timeout is counted as failed, not
-    waited for).
+    waited for). A rank that dies after the agreement, before the new group
+    is made, makes ``shrink_group`` raise on every survivor: calling
+    ``shrink_lost`` again agrees anew, counting it.
     """
     if _mode != "continue":
         where = "outside a task of ringreduce.dask.run" if _mode is None else f"in a job run with on_lost_worker={_mode!r}"
