@@ -18,6 +18,12 @@
 // writes whether another fits in --seconds; every rank reads it.
 //
 //   shrink_fuzz_rank --seconds S --seed N --dir DIR [--steps K] [--generation-seconds G]
+//                    [--idle-max-ms M --idle-chance P]
+//
+// With --idle-max-ms, each rank pauses 0..M ms after a share P of its steps
+// (drawn per rank), as the soak fuzzer's ranks do: ranks then wait on each
+// other at every moment of a call, and share the cores as a job's would
+// rather than all spinning on them at once.
 //
 // Exit status: 0 passed, 1 a wrong result, an engine error, a wrong agreed
 // set or a hang (the first lines say which, with the seed and generation).
@@ -49,12 +55,14 @@ struct Options {
   std::string dir;
   int steps = 120;
   double generation_seconds = 120;
+  double idle_max_ms = 0;     // after a step, sometimes sleep 0..this (drawn per rank)
+  double idle_chance = 0.25;  // how often
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "shrink_fuzz_rank: %s\nusage: shrink_fuzz_rank --seconds S --seed N --dir DIR [--steps K] "
-               "[--generation-seconds G]\n",
+               "[--generation-seconds G] [--idle-max-ms M --idle-chance P]\n",
                why.c_str());
   std::exit(2);
 }
@@ -184,7 +192,12 @@ int worker(const Options& o, int generation, int me, int n) {
   std::vector<int> members(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) members[static_cast<size_t>(r)] = r;
   std::vector<int> dead;  // world ranks agreed dead
+  std::mt19937_64 idle(o.seed * 31u + static_cast<uint64_t>(generation) * 977u + static_cast<uint64_t>(me));
   for (int step = 0; step < o.steps; ++step) {
+    if (o.idle_max_ms > 0 && std::uniform_real_distribution<double>(0, 1)(idle) < o.idle_chance) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(
+          std::uniform_real_distribution<double>(0, o.idle_max_ms)(idle)));
+    }
     for (size_t v = 0; v < plan.victims.size(); ++v) {
       if (plan.victims[v] == me && step >= plan.kill_steps[v]) raise(SIGKILL);
     }
@@ -259,6 +272,8 @@ int main(int argc, char** argv) {
     else if (a == "--dir") o.dir = v;
     else if (a == "--steps") o.steps = std::atoi(v);
     else if (a == "--generation-seconds") o.generation_seconds = std::atof(v);
+    else if (a == "--idle-max-ms") o.idle_max_ms = std::atof(v);
+    else if (a == "--idle-chance") o.idle_chance = std::atof(v);
     else usage("unknown option " + a);
   }
   if (o.dir.empty()) usage("--dir DIR is required");
