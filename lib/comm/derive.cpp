@@ -71,6 +71,16 @@ std::string list_text(const std::vector<int>& ranks) {
   return text + "}";
 }
 
+// Of `ranks`, those other than `self` that `transport` knows gone now.
+std::vector<int> gone_now(transport::Transport* transport, const std::vector<int>& ranks, int self) {
+  transport->check_peers_now();
+  std::vector<int> gone;
+  for (int r : ranks) {
+    if (r != self && !transport->peer_status(r).ok()) gone.push_back(r);
+  }
+  return gone;
+}
+
 void put_u32(std::vector<uint8_t>* out, uint32_t v) {
   const size_t at = out->size();
   out->resize(at + 4);
@@ -213,8 +223,16 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
     const int r = survivors[(static_cast<size_t>(new_rank) + k) % survivors.size()];
     exchange.add_send(r, offer_tag, offer.data(), offer.size());
   }
+  // A step that failed names every survivor gone by then, not only the
+  // first this rank waited on: the callers' lists fall short by all of them.
+  const auto failed = [&](const Status& step) {
+    const std::vector<int> gone = gone_now(transport_.get(), survivors, rank_);
+    if (gone.empty()) return Status(step.code(), step.message() + " (excludeRanks " + list_text(exclude) + ")");
+    return Status(step.code(), name + ": ranks outside excludeRanks " + list_text(exclude) + " failed too: " +
+                                   list_text(gone) + " (" + step.message() + ")");
+  };
   Status exchanged = exchange.run(name + ": the survivors' exchange of their lists and addresses", until, &interrupt);
-  if (!exchanged.ok()) return Status(exchanged.code(), exchanged.message() + " (excludeRanks " + list_text(exclude) + ")");
+  if (!exchanged.ok()) return failed(exchanged);
 
   // 3. The same list everywhere; the addresses in the new order.
   std::vector<std::vector<uint8_t>> addresses;
@@ -259,7 +277,8 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   for (size_t k = 1; k < survivors.size(); ++k) {
     tell.add_send(survivors[(static_cast<size_t>(new_rank) + k) % survivors.size()], ready_tag, &mine, 1);
   }
-  RR_RETURN_IF_ERROR(tell.run(name + ": the survivors' word that their new communicator is made", until, &interrupt));
+  Status told = tell.run(name + ": the survivors' word that their new communicator is made", until, &interrupt);
+  if (!told.ok()) return failed(told);
   RR_RETURN_IF_ERROR(ready);
   for (int r : survivors) {
     if (theirs[static_cast<size_t>(r)] != 0) {
@@ -276,6 +295,7 @@ Status Communicator::agree_on_failed(int timeout_ms, std::vector<int>* failed_ra
   // What this rank's transport knows failed already: mostly every loss the
   // survivors saw before they called, so that one round agrees.
   std::vector<bool> failed(static_cast<size_t>(size_), false);
+  transport_->check_peers_now();
   for (int r = 0; r < size_; ++r) failed[static_cast<size_t>(r)] = r != rank_ && !transport_->peer_status(r).ok();
   const auto silence = std::chrono::milliseconds(timeout_ms);
   coll::Agreement agreement(transport_.get(), agreements_++, std::move(failed), silence);

@@ -142,7 +142,13 @@ class Transport {
   virtual void expect_peer_loss() {}
 
   // Not ok once `peer` has failed or disconnected; the message names it.
+  // Cheap enough for a wait loop: a transport may look at a peer's process
+  // only every few milliseconds.
   virtual Status peer_status(int peer) const = 0;
+  // Looks at every peer now, so that the peer_status() calls right after
+  // know every loss that has happened (a call that failed on one peer names
+  // the others gone by then, not only the first it saw).
+  virtual void check_peers_now() {}
   // Ranks of this transport on this rank's host, itself included, once
   // connected (a transport that cannot tell says 1).
   virtual int same_host_ranks() const { return 1; }

@@ -64,6 +64,7 @@ class CrashingTransport final : public transport::Transport {
   const std::vector<uint8_t>& local_address() const override { return inner_.local_address(); }
   Status connect(std::vector<std::vector<uint8_t>>, const std::vector<int>&) override { return Status::Ok(); }
   Status peer_status(int peer) const override { return inner_.peer_status(peer); }
+  void check_peers_now() override { inner_.check_peers_now(); }
   bool crashed() const { return crashed_; }
 
  protected:

@@ -617,6 +617,13 @@ Status UcxTransport::peer_status(int peer) const {
                      ucs_status_string(p.failure) + ")");
 }
 
+void UcxTransport::check_peers_now() {
+  for (Peer& p : peers_) {
+    p.next_liveness_check = {};
+    check_liveness(p);
+  }
+}
+
 std::string UcxTransport::describe_posted_error(const Completion& c) const {
   return ucs_status_string(static_cast<ucs_status_t>(c.error));
 }

@@ -57,6 +57,7 @@ class UcxTransport final : public Transport {
   Status register_memory(void* ptr, size_t bytes) override;
   void deregister_memory(void* ptr) override;
   Status peer_status(int peer) const override;
+  void check_peers_now() override;
   int same_host_ranks() const override;
   std::vector<int> host_of_ranks() const override { return host_of_ranks_; }
   std::vector<int> numa_of_ranks() const override { return numa_of_ranks_; }
