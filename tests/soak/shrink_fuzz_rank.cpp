@@ -89,10 +89,31 @@ Plan plan_of(uint64_t seed, int generation, int n) {
   return plan;
 }
 
+// A file in --dir that a failing rank makes, so that the others stop
+// waiting for a verdict no one will write (and end the job at once).
+std::string failed_marker;
+
 [[noreturn]] void fail(int rank, int generation, int step, const std::string& what) {
   std::fprintf(stderr, "shrink_fuzz: FAILED: rank %d, generation %d, step %d: %s\n", rank, generation, step, what.c_str());
   std::fflush(stderr);
+  if (!failed_marker.empty()) std::ofstream(failed_marker) << rank << "\n";
   _exit(1);
+}
+
+// For a call that failed with nobody due to die (a stall the timeout
+// ended): this process's TCP sockets as the kernel holds them now, before
+// any rank exits, so that a message that never arrived shows where it is
+// (in the sender's Send-Q, the receiver's Recv-Q, or neither: inside UCX).
+void print_own_sockets(int rank) {
+  FILE* ss = popen("ss -tnpH 2>/dev/null", "r");
+  if (!ss) return;
+  const std::string mine = "pid=" + std::to_string(getpid()) + ",";
+  char line[1024];
+  while (std::fgets(line, sizeof(line), ss)) {
+    if (std::strstr(line, mine.c_str())) std::fprintf(stderr, "shrink_fuzz: rank %d socket: %s", rank, line);
+  }
+  (void)pclose(ss);
+  std::fflush(stderr);
 }
 
 // Value of element k for world rank r at step s (small: sums stay exact).
@@ -212,7 +233,11 @@ int worker(const Options& o, int generation, int me, int n) {
     for (size_t v = 0; v < plan.victims.size(); ++v) {
       any |= plan.kill_steps[v] <= step + 2 && std::find(dead.begin(), dead.end(), plan.victims[v]) == dead.end();
     }
-    if (!any) fail(me, generation, step, std::string("a call failed with no victim due: ") + rrGetLastError(comm));
+    if (!any) {
+      const std::string error = rrGetLastError(comm);
+      print_own_sockets(me);
+      fail(me, generation, step, "a call failed with no victim due: " + error);
+    }
     (void)rrCommRevoke(comm);
     std::vector<int> excluded(members.size(), -1);
     int count = 0;
@@ -277,6 +302,7 @@ int main(int argc, char** argv) {
     else usage("unknown option " + a);
   }
   if (o.dir.empty()) usage("--dir DIR is required");
+  failed_marker = o.dir + "/failed";
   const char* rank_env = std::getenv("RANK");
   const char* size_env = std::getenv("WORLD_SIZE");
   if (!rank_env || !size_env) usage("RANK and WORLD_SIZE must be set (env://)");
@@ -323,6 +349,7 @@ int main(int argc, char** argv) {
     while (word.empty()) {
       std::ifstream(verdict) >> word;
       if (!word.empty()) break;
+      if (std::ifstream(failed_marker)) return 1;  // another rank failed, and said why
       if (Clock::now() > limit) fail(me, generation, -1, "no verdict from the generation's rank 0");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
