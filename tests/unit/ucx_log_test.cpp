@@ -1,5 +1,6 @@
 // The filter on UCX's log (lib/transport/ucx/ucx_log.hpp): an attach to a
-// segment its peer released is kept off the output always, the warnings a
+// segment its peer released, or a refused connection and UCX's advice right
+// after it, is kept off the output always, the warnings a
 // failure leaves at close only while a loss has been seen, and nothing else
 // ever is.
 
@@ -82,6 +83,40 @@ TEST(UcxLog, ARefusedConnectionToAGonePeerIsKeptOff) {
   EXPECT_EQ(printed([] { connect_failed(ECONNREFUSED); }), "") << "nothing listens: the peer's worker is gone";
   const std::string other = printed([] { connect_failed(ETIMEDOUT); });
   EXPECT_NE(other.find("failed: Connection timed out"), std::string::npos) << "any other reason is printed: " << other;
+}
+
+// As UCX's tcp_ep.c writes it when it gives up reconnecting.
+void gave_up_reconnecting() {
+  ucs_log_dispatch("uct/tcp/tcp_ep.c", 1150, "uct_tcp_ep_create_socket_and_connect", UCS_LOG_LEVEL_ERROR,
+                   &ucs_global_opts.log_component,
+                   "try to increase \"net.core.somaxconn\", \"net.core.netdev_max_backlog\", "
+                   "\"net.ipv4.tcp_max_syn_backlog\" to the maximum value on the remote node or increase %s%s%s (=%u)",
+                   "UCX_", "TCP_", "MAX_CONN_RETRIES", 25u);
+}
+
+TEST(UcxLog, UcxsAdviceAfterARefusedConnectionIsKeptOffOnlyRightAfterIt) {
+  rr::transport::ucx_log::install();
+  EXPECT_EQ(printed([] {
+              connect_failed(ECONNREFUSED);
+              gave_up_reconnecting();
+            }),
+            "")
+      << "UCX gave up on a peer where nothing listens: kept off with the refusal";
+  EXPECT_NE(printed(gave_up_reconnecting).find("MAX_CONN_RETRIES (=25)"), std::string::npos)
+      << "on its own (a live peer's backlog, say), it is printed";
+  const std::string between = printed([] {
+    connect_failed(ECONNREFUSED);
+    log_line("uct/tcp/tcp_iface.c", UCS_LOG_LEVEL_ERROR, "another line");
+    gave_up_reconnecting();
+  });
+  EXPECT_NE(between.find("MAX_CONN_RETRIES (=25)"), std::string::npos)
+      << "with another line between, the refusal no longer explains it: " << between;
+  EXPECT_NE(printed([] {
+              connect_failed(ETIMEDOUT);
+              gave_up_reconnecting();
+            }).find("MAX_CONN_RETRIES"),
+            std::string::npos)
+      << "after a connect that failed otherwise, it is printed";
 }
 
 TEST(UcxLog, CloseWarningsAreKeptOffOnlyAfterALoss) {

@@ -29,8 +29,9 @@ struct Expected {
   int peer_gone_errno;
 };
 
-// peer_gone_errno for a line UCX prints right after one of those attach
-// failures, on the same thread: expected when that one was.
+// peer_gone_errno for a line UCX prints right after one of those failures
+// (an attach, a refused connect), on the same thread, with no other line
+// between: expected when that one was.
 constexpr int kAfterAttach = -1;
 thread_local bool attach_failure_filtered = false;
 
@@ -42,6 +43,8 @@ constexpr Expected kExpected[] = {
     {"mm_ep.c", "mm ep failed to connect to remote FIFO", kAfterAttach},  // what UCX adds to the above
     {"sock.c", "connect(", ECONNREFUSED},  // a peer on another host whose worker is gone: nothing listens
                                            // (the engine names the rank it cannot reach, if that matters)
+    {"tcp_ep.c", "try to increase \"net.core.somaxconn\"", kAfterAttach},  // UCX's advice once it gave up
+                                                                        // reconnecting to that peer
     {"tag_match.c", "unexpected tag-receive descriptor", 0},  // what a failed operation never received
     {"mpool.c", "object ", 0},            // "... was not returned to mpool": requests a failure left
 };
@@ -55,9 +58,10 @@ const char* base_name(const char* path) {
 bool expected(const char* file, const char* format, int error) {
   const char* base = base_name(file);
   const bool after_loss = losses.load(std::memory_order_acquire) > 0;
+  const bool after_filtered_failure = std::exchange(attach_failure_filtered, false);  // this line only
   for (const Expected& e : kExpected) {
     if (std::strcmp(base, e.file) != 0 || std::strncmp(format, e.message, std::strlen(e.message)) != 0) continue;
-    if (e.peer_gone_errno == kAfterAttach) return std::exchange(attach_failure_filtered, false);
+    if (e.peer_gone_errno == kAfterAttach) return after_filtered_failure;
     if (e.peer_gone_errno != 0) return attach_failure_filtered = error == e.peer_gone_errno;
     return after_loss;
   }
