@@ -164,8 +164,9 @@ rrResult_t rrCommRevoke(rrComm_t comm);
  * rendezvous. Works on a communicator that a failure or rrCommRevoke broke
  * (the usual case: revoke, then shrink). Every survivor must pass the same
  * list: otherwise each fails with rrInvalidUsage naming both lists; a
- * survivor that fails or dies meanwhile makes the others fail naming it,
- * within the communicator's timeout. config: the new communicator's
+ * survivor that dies meanwhile makes the others fail naming it, within the
+ * communicator's timeout, and one that fails says so to the others, whose
+ * calls then fail at once naming it (none waits out the timeout for it). config: the new communicator's
  * settings (NULL: this one's). comm stays as it was: destroy it. */
 rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExclude, rrComm_t* newcomm,
                         const rrConfig_t* config);
@@ -179,9 +180,12 @@ rrResult_t rrCommShrink(rrComm_t comm, const int* excludeRanks, int nExclude, rr
  * failed too (a warning names it). When the survivors already saw the same
  * losses (the usual case), one exchange agrees. excludedRanks (NULL, or room
  * for as many ints as comm has ranks) receives the agreed ranks, ascending,
- * and *nExcluded (NULL allowed) their number. A rank that dies after the
- * agreement decided without it, while the new communicator is made, makes
- * the survivors agree again, counting it. Each agreement is bounded by
+ * and *nExcluded (NULL allowed) their number. After the shrink the
+ * survivors agree once more (one exchange when nobody else failed): a rank
+ * that died while the new communicator was made, perhaps after some
+ * survivors had it and before others did, is then counted by all, who all
+ * drop that communicator and shrink again; so every survivor returns the
+ * same communicator, or all make another. Each agreement is bounded by
  * about three times the timeout (a silent rank costs one), the making of
  * the new communicator by one. */
 rrResult_t rrCommShrinkFailed(rrComm_t comm, rrComm_t* newcomm, int* excludedRanks, int* nExcluded,

@@ -185,6 +185,7 @@ void Communicator::report_async_failure(const Status& failure) {
 
 Status Communicator::check() {
   if (aborting()) return InvalidUsage("the communicator was aborted (rrCommAbort)");
+  if (setup_watch_) RR_RETURN_IF_ERROR(setup_watch_->check());
   if (revoked_.ok() && revoke_requested_.load(std::memory_order_relaxed)) {
     revoked_ = Status(Code::kRevoked, "the communicator was revoked (rrCommRevoke on rank " + std::to_string(rank_) + ")");
   }

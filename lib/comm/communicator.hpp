@@ -111,14 +111,23 @@ class Communicator final : public exec::Interrupt {
   // their own, with no store. Runs after a failure or a revocation broke
   // this communicator's calls. `settings` are the new one's.
   Status shrink(std::vector<int> exclude, const Settings& settings, std::unique_ptr<Communicator>* out);
+  // shrink()'s exchanges and set-up once the list is checked; every wait
+  // also ends at `watch` (another survivor left).
+  Status shrink_steps(const std::vector<int>& exclude, const std::vector<int>& survivors, int new_rank, int new_size,
+                      uint64_t epoch, exec::Clock::time_point until, const Settings& settings, exec::Interrupt* watch,
+                      std::unique_ptr<Communicator>* out);
   // rrCommShrinkFailed (comm/derive.cpp): the ranks still alive agree on
   // which failed (coll/agreement.hpp: a rank the transport reports gone, or
-  // one silent for the timeout), then shrink those away as shrink() does.
-  // *excluded: the agreed ranks, ascending.
+  // one silent for the timeout), shrink those away as shrink() does, and
+  // agree once more: the new communicator is kept only where nobody else
+  // failed meanwhile, on every survivor alike. *excluded: the agreed ranks,
+  // ascending.
   Status shrink_failed(const Settings& settings, std::unique_ptr<Communicator>* out, std::vector<int>* excluded);
   // rrCommAgreeFailed: that agreement alone (*failed: the agreed ranks,
-  // ascending), for a framework that shrinks by the list itself.
-  Status agree_on_failed(int timeout_ms, std::vector<int>* failed);
+  // ascending), for a framework that shrinks by the list itself. `known`:
+  // ranks this rank counts as failed from the start, besides those its
+  // transport reports gone (an earlier agreement's).
+  Status agree_on_failed(int timeout_ms, std::vector<int>* failed, const std::vector<int>& known = {});
   // rrCommGetUniqueId (comm/derive.cpp): rank 0's `made` id (or why it
   // could not make one) to every rank; not ok on every rank when it failed.
   Status share_unique_id(const Status& made, rrUniqueId* id);
@@ -128,9 +137,10 @@ class Communicator final : public exec::Interrupt {
   // What split() and shrink() share (comm/derive.cpp): connects `transport`
   // (rank `new_rank` of `new_size`) to `addresses` and makes *out on it,
   // set up as init does. Not ok when either failed (*out may then be set).
+  // `watch`: also ends the set-up's waits (shrink: another survivor left).
   Status make_child(int new_rank, int new_size, const Settings& settings,
                     std::unique_ptr<transport::Transport> transport, std::vector<std::vector<uint8_t>> addresses,
-                    std::unique_ptr<Communicator>* out);
+                    std::unique_ptr<Communicator>* out, exec::Interrupt* watch = nullptr);
 
   // Pipelined chains: recv = root's send on every rank; root's recv = op over ranks of send.
   Status broadcast(const void* send, void* recv, size_t count, rrDataType_t dtype, int root);
@@ -416,6 +426,9 @@ class Communicator final : public exec::Interrupt {
   std::atomic<bool> abort_requested_{false};
   std::atomic<bool> revoke_requested_{false};  // rrCommRevoke here
   uint64_t shrinks_ = 0;      // shrink()s of this communicator so far: each exchange has tags of its own
+  // While a shrink sets this communicator up (make_child's watch): looked
+  // at first by check(), so that its waits end when that shrink is left.
+  exec::Interrupt* setup_watch_ = nullptr;
   uint64_t agreements_ = 0;   // shrink_failed()'s agreements so far: each has tags of its own
   Status revoked_;            // kRevoked once this rank revoked or heard a peer's revocation
   bool revocation_told_ = false;  // the peers were sent a kRevoked notice

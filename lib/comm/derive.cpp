@@ -65,6 +65,61 @@ class AbortOnly final : public exec::Interrupt {
   const Communicator* comm_;
 };
 
+// Every wait of one shrink on this rank (its exchanges, and the new
+// communicator's set-up and greeting): ends when the communicator is
+// aborted, or when another survivor says it left this shrink failing (one
+// byte with the shrink's leave tag, from any rank). Without it, a survivor
+// that found a rank gone and went on to agree again would leave the others
+// waiting out the deadline for its part, and then perhaps counted as
+// silent by that agreement.
+class ShrinkWatch final : public exec::Interrupt {
+ public:
+  ShrinkWatch(const Communicator* comm, transport::Transport* transport, uint64_t tag)
+      : comm_(comm), transport_(transport), tag_(tag) {
+    posted_ = transport_->post_recv(transport::kAnySource, tag_, &byte_, 1, &word_).ok();
+  }
+  ~ShrinkWatch() {
+    if (!posted_ || word_.done) return;
+    transport_->cancel(&word_);
+    const auto limit = exec::Clock::now() + std::chrono::seconds(1);
+    while (!word_.done && exec::Clock::now() < limit) {
+      if (!transport_->progress()) sched_yield();
+    }
+  }
+  ShrinkWatch(const ShrinkWatch&) = delete;
+  ShrinkWatch& operator=(const ShrinkWatch&) = delete;
+
+  Status check() override {
+    if (comm_->aborting()) return InvalidUsage("the communicator was aborted (rrCommAbort)");
+    if (posted_ && !word_.done) (void)transport_->progress();
+    if (posted_ && word_.done && !word_.failed) {
+      return RemoteError("rank " + std::to_string(word_.peer) + " left this shrink (it failed there, and says so)");
+    }
+    return Status::Ok();
+  }
+
+  // This rank leaves the shrink failing: tells every other survivor (bounded:
+  // a dead one is not waited for).
+  void leave(const std::vector<int>& survivors, int self) {
+    static const uint8_t kWord = 1;
+    exec::Batch tell(transport_);
+    for (int r : survivors) {
+      if (r != self) tell.add_send(r, tag_, &kWord, 1);
+    }
+    AbortOnly interrupt(comm_);
+    (void)tell.run("rrCommShrink: telling the survivors that this rank left", exec::Clock::now() + std::chrono::seconds(1),
+                   &interrupt);
+  }
+
+ private:
+  const Communicator* comm_;
+  transport::Transport* transport_;
+  uint64_t tag_;
+  uint8_t byte_ = 0;
+  transport::Completion word_;
+  bool posted_ = false;
+};
+
 std::string list_text(const std::vector<int>& ranks) {
   std::string text = "{";
   for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
@@ -98,12 +153,14 @@ bool get_u32(const std::vector<uint8_t>& in, size_t* at, size_t bytes, uint32_t*
 
 Status Communicator::make_child(int new_rank, int new_size, const Settings& settings,
                                 std::unique_ptr<transport::Transport> transport,
-                                std::vector<std::vector<uint8_t>> addresses, std::unique_ptr<Communicator>* out) {
+                                std::vector<std::vector<uint8_t>> addresses, std::unique_ptr<Communicator>* out,
+                                exec::Interrupt* watch) {
   std::vector<int> neighbours;
   if (new_size > 1) neighbours.push_back((new_rank + 1) % new_size);
   if (new_size > 2) neighbours.push_back((new_rank + new_size - 1) % new_size);
   Status ready = transport->connect(std::move(addresses), neighbours);
   *out = std::make_unique<Communicator>(new_rank, new_size, settings, std::move(transport), keepalive_);
+  (*out)->setup_watch_ = watch;
   if (ready.ok()) ready = (*out)->init();
   return ready;
 }
@@ -190,10 +247,19 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   const int new_rank = static_cast<int>(std::find(survivors.begin(), survivors.end(), rank_) - survivors.begin());
   const int new_size = static_cast<int>(survivors.size());
   const uint64_t epoch = shrinks_++;
+  const auto until = exec::Clock::now() + std::chrono::milliseconds(settings.timeout_ms);
+  ShrinkWatch watch(this, transport_.get(), exec::shrink_leave_tag(epoch));
+  const Status shrunk = shrink_steps(exclude, survivors, new_rank, new_size, epoch, until, settings, &watch, out);
+  if (!shrunk.ok()) watch.leave(survivors, rank_);
+  return shrunk;
+}
+
+Status Communicator::shrink_steps(const std::vector<int>& exclude, const std::vector<int>& survivors, int new_rank,
+                                  int new_size, uint64_t epoch, exec::Clock::time_point until, const Settings& settings,
+                                  exec::Interrupt* watch, std::unique_ptr<Communicator>* out) {
+  const std::string name = "rrCommShrink";
   const uint64_t offer_tag = exec::shrink_offer_tag(epoch);
   const uint64_t ready_tag = exec::shrink_ready_tag(epoch);
-  const auto until = exec::Clock::now() + std::chrono::milliseconds(settings.timeout_ms);
-  AbortOnly interrupt(this);
 
   // 1. A transport of its own for the new communicator, and the offer: the
   //    list this rank passed and that transport's address.
@@ -231,7 +297,7 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
     return Status(step.code(), name + ": ranks outside excludeRanks " + list_text(exclude) + " failed too: " +
                                    list_text(gone) + " (" + step.message() + ")");
   };
-  Status exchanged = exchange.run(name + ": the survivors' exchange of their lists and addresses", until, &interrupt);
+  Status exchanged = exchange.run(name + ": the survivors' exchange of their lists and addresses", until, watch);
   if (!exchanged.ok()) return failed(exchanged);
 
   // 3. The same list everywhere; the addresses in the new order.
@@ -266,7 +332,7 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   // 4. The new communicator, set up as a split's; then every survivor says
   //    whether it made its part.
   std::unique_ptr<Communicator> comm;
-  Status ready = make_child(new_rank, new_size, settings, std::move(child), std::move(addresses), &comm);
+  Status ready = make_child(new_rank, new_size, settings, std::move(child), std::move(addresses), &comm, watch);
   const uint8_t mine = ready.ok() ? 0 : 1;
   std::vector<uint8_t> theirs(static_cast<size_t>(size_), 0);
   exec::Batch tell(transport_.get());
@@ -277,7 +343,7 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
   for (size_t k = 1; k < survivors.size(); ++k) {
     tell.add_send(survivors[(static_cast<size_t>(new_rank) + k) % survivors.size()], ready_tag, &mine, 1);
   }
-  Status told = tell.run(name + ": the survivors' word that their new communicator is made", until, &interrupt);
+  Status told = tell.run(name + ": the survivors' word that their new communicator is made", until, watch);
   if (!told.ok()) return failed(told);
   RR_RETURN_IF_ERROR(ready);
   for (int r : survivors) {
@@ -286,17 +352,19 @@ Status Communicator::shrink(std::vector<int> exclude, const Settings& settings, 
     }
   }
   RR_RETURN_IF_ERROR(comm->greet_neighbours(until));
+  comm->setup_watch_ = nullptr;
   *out = std::move(comm);
   return Status::Ok();
 }
 
-Status Communicator::agree_on_failed(int timeout_ms, std::vector<int>* failed_ranks) {
+Status Communicator::agree_on_failed(int timeout_ms, std::vector<int>* failed_ranks, const std::vector<int>& known) {
   const std::string name = "the survivors' agreement on the failed ranks";
   // What this rank's transport knows failed already: mostly every loss the
   // survivors saw before they called, so that one round agrees.
   std::vector<bool> failed(static_cast<size_t>(size_), false);
   transport_->check_peers_now();
   for (int r = 0; r < size_; ++r) failed[static_cast<size_t>(r)] = r != rank_ && !transport_->peer_status(r).ok();
+  for (int r : known) failed[static_cast<size_t>(r)] = true;
   const auto silence = std::chrono::milliseconds(timeout_ms);
   coll::Agreement agreement(transport_.get(), agreements_++, std::move(failed), silence);
   AbortOnly interrupt(this);
@@ -355,27 +423,40 @@ Status Communicator::agree_on_growth(int nranks, const rrUniqueId& id) {
 Status Communicator::shrink_failed(const Settings& settings, std::unique_ptr<Communicator>* out,
                                    std::vector<int>* excluded) {
   const std::string name = "rrCommShrinkFailed";
-  // A rank that dies after the agreement decided without it (it had sent
-  // its part already) makes the shrink fail on every survivor: each sees
-  // it gone and agrees again, now counting it. Each attempt excludes one
-  // more rank, so there are at most size_ of them.
-  for (int attempt = 0;; ++attempt) {
-    Status agreed = agree_on_failed(settings.timeout_ms, excluded);
-    if (!agreed.ok()) return Status(agreed.code(), name + ": " + agreed.message());
-    Status shrunk = shrink(*excluded, settings, out);
-    if (shrunk.ok()) return shrunk;
-    int lost = -1;
-    for (int r = 0; r < size_ && lost < 0; ++r) {
-      if (r != rank_ && !std::binary_search(excluded->begin(), excluded->end(), r) && !transport_->peer_status(r).ok()) {
-        lost = r;
+  Status agreed = agree_on_failed(settings.timeout_ms, excluded);
+  if (!agreed.ok()) return Status(agreed.code(), name + ": " + agreed.message());
+  // A rank that dies during the shrink may have finished it for some
+  // survivors and not for others (its last message reached only some, or a
+  // survivor never needed one from it after that). So every survivor, with
+  // the new communicator or without, agrees once more, starting from the set
+  // just agreed: the agreement decides alike everywhere, so either all keep
+  // the new communicator (nobody else failed) or all drop it and shrink
+  // again without the new failures. Each attempt excludes one more rank at
+  // least, so there are at most size_ of them.
+  for (int attempt = 1;; ++attempt) {
+    std::unique_ptr<Communicator> made;
+    const Status shrunk = shrink(*excluded, settings, &made);
+    std::vector<int> confirmed;
+    const Status again = agree_on_failed(settings.timeout_ms, &confirmed, *excluded);
+    if (made && (!again.ok() || confirmed != *excluded)) made->expect_peer_loss();  // a member may be gone: no flush to it
+    if (!again.ok()) {
+      return Status(again.code(), name + ": confirming, after the shrink" +
+                                      (shrunk.ok() ? std::string() : " (" + shrunk.message() + ")") + ": " +
+                                      again.message());
+    }
+    if (confirmed == *excluded) {
+      if (!shrunk.ok()) {
+        return Status(shrunk.code(), name + ": after the survivors agreed that " + list_text(*excluded) +
+                                         " failed: " + shrunk.message());
       }
+      *out = std::move(made);
+      return Status::Ok();
     }
-    if (lost < 0 || attempt + 1 >= size_) {
-      return Status(shrunk.code(), name + ": after the survivors agreed that " + list_text(*excluded) +
-                                       " failed: " + shrunk.message());
-    }
-    RR_LOG(LogLevel::kInfo, "rank %d: %s: rank %d died after the agreement (%s): agreeing again", rank_, name.c_str(),
-           lost, shrunk.message().c_str());
+    RR_LOG(LogLevel::kInfo, "rank %d: %s: %s failed during the shrink to %s (%s): shrinking again", rank_, name.c_str(),
+           list_text(confirmed).c_str(), list_text(*excluded).c_str(),
+           shrunk.ok() ? "made here" : shrunk.message().c_str());
+    *excluded = std::move(confirmed);
+    if (attempt >= size_) return InternalError(name + ": the failed set grew " + std::to_string(attempt) + " times");
   }
 }
 

@@ -52,6 +52,16 @@ constexpr uint64_t agreement_tag(uint64_t epoch, uint64_t round) {
 }
 static_assert(agreement_tag(0, 0) != kGreetingTag && (agreement_tag(5, 7) & 4) == 0 && (agreement_tag(5, 7) & 8) != 0,
               "an agreement's tag is no other kind's");
+// A survivor that leaves the `epoch`-th shrink failing says so to the others
+// (comm/derive.cpp): bits 0-4 (10011) are no other kind's (the greeting's
+// are 00011 with nothing above; shrink: 101, 111; agreement: 1011).
+constexpr uint64_t shrink_leave_tag(uint64_t epoch) {
+  return kP2pTag | ((epoch & ((uint64_t{1} << 41) - 1)) << 5) | 0x13;
+}
+static_assert(shrink_leave_tag(0) != kGreetingTag && shrink_leave_tag(0) != kControlTag &&
+                  shrink_leave_tag(2) != shrink_offer_tag(4) && shrink_leave_tag(2) != shrink_ready_tag(4) &&
+                  shrink_leave_tag(3) != agreement_tag(0, 6),
+              "a shrink's leave word's tag is no other kind's");
 constexpr int kHeaderStep = (1 << kStepBits) - 1;
 // A communicator's setup messages (the same-host slot rings' offers and the
 // vote on them, comm/same_host_path.cpp), sent before its first operation:

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "shrink_world.hpp"
@@ -186,10 +187,34 @@ TEST_F(Shrink, SurvivorsShrinkTheDeadRankAwayAndGoOn) {
   }
 }
 
+TEST_F(Shrink, ASurvivorThatLeavesTheShrinkEndsTheOthersWaitsAtOnce) {
+  // As below, but every rank stays alive for 4 s after its shrink: rank 2
+  // waits for rank 0's offer, which never comes, and neither rank 0's exit
+  // nor the 20 s timeout ends that wait; rank 1's word that it left does.
+  auto outcomes = run_world(3, 20000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    if (rrBarrier(comm, nullptr) != rrSuccess) _exit(4);
+    const int two[] = {2};
+    rrComm_t next = nullptr;
+    const auto t0 = Clock::now();
+    out->result = rank == 0 ? rrCommShrink(comm, two, 1, &next, nullptr) : rrCommShrink(comm, nullptr, 0, &next, nullptr);
+    out->seconds = seconds_since(t0);
+    note(out, "shrink", static_cast<rrResult_t>(out->result), comm);
+    if (next) out->result = -2;
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+  });
+  print(outcomes);
+  EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
+  EXPECT_EQ(outcomes[1].result, rrInvalidUsage) << outcomes[1].error;
+  EXPECT_EQ(outcomes[2].result, rrRemoteError) << outcomes[2].error;
+  EXPECT_TRUE(has(outcomes[2], "rank 1 left this shrink")) << outcomes[2].error;
+  EXPECT_LT(outcomes[2].seconds, 3.0) << "before rank 0 exits, far from the timeout: " << outcomes[2].error;
+}
+
 TEST_F(Shrink, SurvivorsThatPassDifferentListsFailNamingBoth) {
   // Rank 0 excludes rank 2, ranks 1 and 2 exclude nobody: rank 0 and rank 1
   // exchange and refuse, naming both lists; rank 2 waits for rank 0, which
-  // never sends to it, and fails naming it (gone, or silent until the timeout).
+  // never sends to it, and fails naming it (rank 1 says it left, or rank 0
+  // is gone).
   auto outcomes = run_world(3, 2000, {}, [](int rank, rrComm_t comm, Outcome* out) {
     if (rrBarrier(comm, nullptr) != rrSuccess) _exit(4);
     const int two[] = {2};
@@ -205,7 +230,7 @@ TEST_F(Shrink, SurvivorsThatPassDifferentListsFailNamingBoth) {
   EXPECT_TRUE(has(outcomes[0], "rank 1 excluded {}, rank 0 excluded {2}")) << outcomes[0].error;
   EXPECT_EQ(outcomes[1].result, rrInvalidUsage) << outcomes[1].error;
   EXPECT_TRUE(has(outcomes[1], "rank 0 excluded {2}, rank 1 excluded {}")) << outcomes[1].error;
-  // Rank 0 leaves once it failed: rank 2 sees it gone, or times out.
+  // Rank 1's word that it left, or rank 0 gone, ends rank 2's wait.
   EXPECT_TRUE(outcomes[2].result == rrTimeout || outcomes[2].result == rrRemoteError) << outcomes[2].error;
   EXPECT_TRUE(has(outcomes[2], "from rank 0")) << outcomes[2].error;
   EXPECT_LT(outcomes[2].seconds, 2.5) << outcomes[2].error;

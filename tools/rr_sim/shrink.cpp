@@ -48,8 +48,9 @@ ShrinkResult simulate_shrink_failed(const Machine& m, const ShrinkModel& s) {
     ++result.survivors;
   }
   // One round when the survivors saw the same losses; each death during it
-  // two more, the first of which waits for the transport to report it.
-  result.rounds = 1 + 2 * s.die_during;
+  // two more, the first of which waits for the transport to report it; and
+  // after the shrink the confirming agreement's one round (nobody else died).
+  result.rounds = 1 + 2 * s.die_during + 1;
   const size_t set_bytes = 12 + (static_cast<size_t>(m.ranks) + 7) / 8;
   for (int round = 0; round < result.rounds; ++round) {
     result.agreement_s += all_to_all(m, per_host, set_bytes, s.overhead_s, &result.agreement_messages);

@@ -17,7 +17,9 @@
 // transport to report it. Then the shrink: an all-to-all of the offers
 // (the list and a UCX worker address of `address_bytes`), the new
 // communicator's connection and set-up (`connect_s`, a constant measured
-// on one host), and an all-to-all of one-byte words.
+// on one host), and an all-to-all of one-byte words; then the agreement's
+// one round more that confirms nobody else failed meanwhile (counted with
+// the agreement's rounds).
 
 #include <cstddef>
 #include <cstdint>
