@@ -168,10 +168,11 @@ TEST_F(ShrinkFailed, ARankKilledDuringTheAgreementIsCountedAndTheOthersGoOn) {
 }
 
 TEST_F(ShrinkFailed, ARankStoppedForLessThanTheTimeoutIsWaitedForNotExcluded) {
-  // Rank 2 dies; rank 0 stops rank 1 (SIGSTOP) for 1 s of the 3 s timeout
-  // just as the survivors shrink: rank 1 is waited for and stays.
+  // Rank 2 dies; rank 0 stops rank 1 (SIGSTOP) for 1 s of the 6 s timeout
+  // just as the survivors shrink: rank 1 is waited for and stays (the
+  // margin is wide, so that a loaded machine does not make it silent).
   const int n = 4;
-  auto outcomes = run_world(n, 3000, {2}, [](int rank, rrComm_t comm, Outcome* out) {
+  auto outcomes = run_world(n, 6000, {2}, [](int rank, rrComm_t comm, Outcome* out) {
     int32_t pid = static_cast<int32_t>(getpid());
     std::vector<int32_t> pids(n);
     if (rrAllGather(&pid, pids.data(), 1, rrInt32, comm, nullptr) != rrSuccess) _exit(4);
@@ -190,7 +191,7 @@ TEST_F(ShrinkFailed, ARankStoppedForLessThanTheTimeoutIsWaitedForNotExcluded) {
     shrink_and_check(comm, rank, n, {2}, out);
   });
   print(outcomes, {2});
-  expect_survivors_agree(outcomes, {2}, 2.9);
+  expect_survivors_agree(outcomes, {2}, 5.9);
 }
 
 TEST_F(ShrinkFailed, ARankThatNeverCallsIsExcludedAfterTheTimeoutAndNamed) {

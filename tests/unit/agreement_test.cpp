@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -227,25 +228,31 @@ TEST(Agreement, ARankThatCannotBeReachedIsCountedAtOnce) {
 }
 
 TEST(Agreement, ARankSilentForTheLimitIsCountedAsFailedAndNamed) {
-  // Rank 2 is alive (not failed) but never takes part.
+  // Rank 2 is alive (not failed) but never takes part. The others start
+  // together (each one's silence limit runs from its own start: a thread
+  // that started a limit later would itself count as silent), and the
+  // limit is a second, far beyond a thread's start on a loaded machine.
   const int n = 4;
   auto fabric = std::make_shared<transport::LoopbackFabric>(n);
   std::vector<std::unique_ptr<transport::LoopbackTransport>> transports;
   for (int r = 0; r < n; ++r) transports.push_back(std::make_unique<transport::LoopbackTransport>(fabric, r));
   std::vector<Outcome> outcomes(n);
   std::vector<std::thread> threads;
+  std::atomic<int> started{0};
   const auto t0 = exec::Clock::now();
   for (int r : {0, 1, 3}) {
     threads.emplace_back([&, r] {
-      coll::Agreement agreement(transports[static_cast<size_t>(r)].get(), 0, std::vector<bool>(n, false), 300ms);
+      started.fetch_add(1);
+      while (started.load() < 3) std::this_thread::yield();
+      coll::Agreement agreement(transports[static_cast<size_t>(r)].get(), 0, std::vector<bool>(n, false), 1000ms);
       Outcome& o = outcomes[static_cast<size_t>(r)];
-      o.status = exec::drive(agreement, "agreement", exec::Clock::now() + 900ms, nullptr, transports[static_cast<size_t>(r)].get());
+      o.status = exec::drive(agreement, "agreement", exec::Clock::now() + 3000ms, nullptr, transports[static_cast<size_t>(r)].get());
       o.decided = agreement.decided();
       o.timed_out = agreement.timed_out();
     });
   }
   for (std::thread& t : threads) t.join();
-  EXPECT_GE(exec::Clock::now() - t0, 300ms);
+  EXPECT_GE(exec::Clock::now() - t0, 1000ms);
   for (int r : {0, 1, 3}) {
     const Outcome& o = outcomes[static_cast<size_t>(r)];
     ASSERT_TRUE(o.status.ok()) << "rank " << r << ": " << o.status.message();
