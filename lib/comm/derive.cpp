@@ -297,19 +297,12 @@ Status Communicator::shrink_steps(const std::vector<int>& exclude, const std::ve
     return Status(step.code(), name + ": ranks outside excludeRanks " + list_text(exclude) + " failed too: " +
                                    list_text(gone) + " (" + step.message() + ")");
   };
-  Status exchanged = exchange.run(name + ": the survivors' exchange of their lists and addresses", until, watch);
-  if (!exchanged.ok()) return failed(exchanged);
-
-  // 3. The same list everywhere; the addresses in the new order.
-  std::vector<std::vector<uint8_t>> addresses;
-  size_t received = 0;
-  for (int r : survivors) {
-    if (r == rank_) {
-      addresses.push_back(address);
-      continue;
-    }
+  // Survivor r's offer (the `index`-th receive): not ok when malformed, or
+  // when r passed another list (the caller's bug: rrInvalidUsage, naming
+  // both); *address_at: where its address starts.
+  const auto offer_of = [&](int r, size_t index, size_t* address_at) {
     const std::vector<uint8_t>& in = offers[static_cast<size_t>(r)];
-    const size_t bytes = exchange.transfer(received++).done.bytes;
+    const size_t bytes = exchange.transfer(index).done.bytes;
     size_t at = 0;
     uint32_t magic = 0, n = 0, length = 0;
     std::vector<int> theirs;
@@ -326,7 +319,38 @@ Status Communicator::shrink_steps(const std::vector<int>& exclude, const std::ve
                           std::to_string(rank_) + " excluded " + list_text(exclude) +
                           " (every survivor must pass the same excludeRanks)");
     }
-    addresses.emplace_back(in.begin() + static_cast<std::ptrdiff_t>(at), in.begin() + static_cast<std::ptrdiff_t>(bytes));
+    *address_at = at;
+    return Status::Ok();
+  };
+  Status exchanged = exchange.run(name + ": the survivors' exchange of their lists and addresses", until, watch);
+  if (!exchanged.ok()) {
+    // Another list among the offers that did arrive is the cause to report
+    // (the survivor that found it first left saying so, which may have
+    // ended this wait before the rest came).
+    size_t index = 0, at = 0;
+    for (int r : survivors) {
+      if (r == rank_) continue;
+      const transport::Completion& got = exchange.transfer(index).done;
+      const Status offer = got.done && !got.failed ? offer_of(r, index, &at) : Status::Ok();
+      if (offer.code() == Code::kInvalidUsage) return offer;
+      ++index;
+    }
+    return failed(exchanged);
+  }
+
+  // 3. The same list everywhere; the addresses in the new order.
+  std::vector<std::vector<uint8_t>> addresses;
+  size_t received = 0;
+  for (int r : survivors) {
+    if (r == rank_) {
+      addresses.push_back(address);
+      continue;
+    }
+    size_t at = 0;
+    RR_RETURN_IF_ERROR(offer_of(r, received++, &at));
+    const std::vector<uint8_t>& in = offers[static_cast<size_t>(r)];
+    addresses.emplace_back(in.begin() + static_cast<std::ptrdiff_t>(at),
+                           in.begin() + static_cast<std::ptrdiff_t>(exchange.transfer(received - 1).done.bytes));
   }
 
   // 4. The new communicator, set up as a split's; then every survivor says
