@@ -187,11 +187,10 @@ TEST_F(Shrink, SurvivorsShrinkTheDeadRankAwayAndGoOn) {
   }
 }
 
-TEST_F(Shrink, ASurvivorThatLeavesTheShrinkEndsTheOthersWaitsAtOnce) {
-  // As below, but every rank stays alive for 4 s after its shrink: rank 2
-  // waits for rank 0's offer, which never comes, and neither rank 0's exit
-  // nor the 20 s timeout ends that wait; rank 1's word that it left does.
-  auto outcomes = run_world(3, 20000, {}, [](int rank, rrComm_t comm, Outcome* out) {
+// Rank 0 excludes rank 2, ranks 1 and 2 exclude nobody, on 3 ranks with
+// `timeout_ms`; each rank stays alive `stay` after its shrink.
+std::vector<Outcome> shrink_with_different_lists(int timeout_ms, std::chrono::seconds stay) {
+  return run_world(3, timeout_ms, {}, [stay](int rank, rrComm_t comm, Outcome* out) {
     if (rrBarrier(comm, nullptr) != rrSuccess) _exit(4);
     const int two[] = {2};
     rrComm_t next = nullptr;
@@ -200,8 +199,15 @@ TEST_F(Shrink, ASurvivorThatLeavesTheShrinkEndsTheOthersWaitsAtOnce) {
     out->seconds = seconds_since(t0);
     note(out, "shrink", static_cast<rrResult_t>(out->result), comm);
     if (next) out->result = -2;
-    std::this_thread::sleep_for(std::chrono::seconds(4));
+    std::this_thread::sleep_for(stay);
   });
+}
+
+TEST_F(Shrink, ASurvivorThatLeavesTheShrinkEndsTheOthersWaitsAtOnce) {
+  // As below, but every rank stays alive for 4 s after its shrink: rank 2
+  // waits for rank 0's offer, which never comes, and neither rank 0's exit
+  // nor the 20 s timeout ends that wait; rank 1's word that it left does.
+  const std::vector<Outcome> outcomes = shrink_with_different_lists(20000, std::chrono::seconds(4));
   print(outcomes);
   EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
   EXPECT_EQ(outcomes[1].result, rrInvalidUsage) << outcomes[1].error;
@@ -211,20 +217,10 @@ TEST_F(Shrink, ASurvivorThatLeavesTheShrinkEndsTheOthersWaitsAtOnce) {
 }
 
 TEST_F(Shrink, SurvivorsThatPassDifferentListsFailNamingBoth) {
-  // Rank 0 excludes rank 2, ranks 1 and 2 exclude nobody: rank 0 and rank 1
-  // exchange and refuse, naming both lists; rank 2 waits for rank 0, which
-  // never sends to it, and fails naming it (rank 1 says it left, or rank 0
-  // is gone).
-  auto outcomes = run_world(3, 2000, {}, [](int rank, rrComm_t comm, Outcome* out) {
-    if (rrBarrier(comm, nullptr) != rrSuccess) _exit(4);
-    const int two[] = {2};
-    rrComm_t next = nullptr;
-    const auto t0 = Clock::now();
-    out->result = rank == 0 ? rrCommShrink(comm, two, 1, &next, nullptr) : rrCommShrink(comm, nullptr, 0, &next, nullptr);
-    out->seconds = seconds_since(t0);
-    note(out, "shrink", static_cast<rrResult_t>(out->result), comm);
-    if (next) out->result = -2;
-  });
+  // Rank 0 and rank 1 exchange and refuse, naming both lists; rank 2 waits
+  // for rank 0, which never sends to it, and fails naming it (rank 1 says
+  // it left, or rank 0 is gone).
+  const std::vector<Outcome> outcomes = shrink_with_different_lists(2000, std::chrono::seconds(0));
   print(outcomes);
   EXPECT_EQ(outcomes[0].result, rrInvalidUsage) << outcomes[0].error;
   EXPECT_TRUE(has(outcomes[0], "rank 1 excluded {}, rank 0 excluded {2}")) << outcomes[0].error;
