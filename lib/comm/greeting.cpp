@@ -22,9 +22,11 @@ Status Communicator::greet_neighbours(exec::Clock::time_point until) {
   if (right != left) batch_->add_send(left, exec::kGreetingTag, header_out_, 1);
   // Deaf to notices: a neighbour that was greeted may be in its first call
   // already, and a notice about that call (a mismatch, say) is for this
-  // rank's first call too, not for its setup; it waits in the inbox.
+  // rank's first call too, not for its setup; it waits in the inbox. A
+  // shrink that makes this communicator may end the wait, though (its
+  // watch: another survivor left the shrink, and will not greet).
   static const std::string kName = "connection setup";
-  const Status greeted = batch_->run(kName, until, nullptr);
+  const Status greeted = batch_->run(kName, until, setup_watch_);
   batch_->clear();
   if (!greeted.ok()) return fail_operation(greeted);
   // From now on, what its calls leave in the transport moves while no call
