@@ -1,8 +1,8 @@
 #pragma once
 // What the algorithms that run one batch per step (recursive doubling,
 // halving-doubling, the binomial trees) share: the batch of the step in
-// flight, whose first pending transfer names the peer the call needs and
-// words its stall, with the algorithm's own "step 2 of 3" beside it.
+// flight, whose pending transfers name the peers the call needs (in turn)
+// and word its stall, with the algorithm's own "step 2 of 3" beside it.
 
 #include <string>
 
@@ -14,8 +14,8 @@ namespace rr::coll {
 class BatchSteps : public exec::Algorithm {
  public:
   void needs(int* from, int* to) const final { batch_.needs(from, to); }
-  Status stalled(const std::string& what, Code code, int, const std::string& cause) const final {
-    return batch_.stalled_at(what, step_note(), code, cause);
+  Status stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const final {
+    return batch_.stalled_at(what, step_note(), code, cause, failed_peer);
   }
   void cancel() final { batch_.cancel(); }
 

@@ -103,6 +103,7 @@ class ShrinkWatch final : public exec::Interrupt {
   void leave(const std::vector<int>& survivors, int self) {
     static const uint8_t kWord = 1;
     exec::Batch tell(transport_);
+    tell.post_past_lost_peers();
     for (int r : survivors) {
       if (r != self) tell.add_send(r, tag_, &kWord, 1);
     }
@@ -276,7 +277,10 @@ Status Communicator::shrink_steps(const std::vector<int>& exclude, const std::ve
 
   // 2. Every survivor's offer, over this communicator's transport.
   std::vector<std::vector<uint8_t>> offers(static_cast<size_t>(size_));
+  // A survivor already known gone fails it once every live one has been
+  // sent this rank's offer (post_past_lost_peers).
   exec::Batch exchange(transport_.get());
+  exchange.post_past_lost_peers();
   exchange.reserve(2 * survivors.size());
   for (int r : survivors) {
     if (r == rank_) continue;
@@ -360,6 +364,7 @@ Status Communicator::shrink_steps(const std::vector<int>& exclude, const std::ve
   const uint8_t mine = ready.ok() ? 0 : 1;
   std::vector<uint8_t> theirs(static_cast<size_t>(size_), 0);
   exec::Batch tell(transport_.get());
+  tell.post_past_lost_peers();
   tell.reserve(2 * survivors.size());
   for (int r : survivors) {
     if (r != rank_) tell.add_recv(r, ready_tag, &theirs[static_cast<size_t>(r)], 1);

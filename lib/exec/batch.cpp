@@ -60,6 +60,7 @@ Status Batch::check(const Transfer& t, const std::string& what) const {
 
 Status Batch::post(const std::string& what) {
   finished_ = 0;
+  next_needed_ = 0;
   poll_wait_.reset();
   for (Transfer& t : transfers_) {
     t.done.reset();
@@ -76,6 +77,11 @@ Status Batch::post(const std::string& what) {
       if (t.bytes == 0 && !t.post_empty) continue;  // both sides skip empty messages
       Status status = t.is_send ? transport_->post_send(t.peer, t.tag, t.buf, t.bytes, &t.done)
                                 : transport_->post_recv(t.peer, t.tag, t.buf, t.bytes, &t.done);
+      if (!status.ok() && t.is_send && past_lost_peers_ && !transport_->peer_status(t.peer).ok()) {
+        t.done.done = true;  // progress() reports it, once the rest are posted
+        t.done.failed = true;
+        continue;
+      }
       if (!status.ok()) {
         t.done.done = true;
         cancel();
@@ -102,27 +108,36 @@ Status Batch::progress(const std::string& what, Round* round) {
   return Status::Ok();
 }
 
-const Transfer* Batch::waiting() const {
+const Transfer* Batch::waiting(int peer) const {
   for (const Transfer& t : transfers_) {
-    if (!t.done.done) return &t;
+    if (!t.done.done && (peer < 0 || t.peer == peer)) return &t;
   }
-  return nullptr;
+  return peer < 0 ? nullptr : waiting();
 }
 
 void Batch::needs(int* from, int* to) const {
-  const Transfer* t = waiting();
-  *from = t && !t->is_send ? t->peer : -1;
-  *to = t && t->is_send ? t->peer : -1;
+  *from = -1;
+  *to = -1;
+  const size_t n = transfers_.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = (next_needed_ + k) % n;
+    const Transfer& t = transfers_[i];
+    if (t.done.done) continue;
+    next_needed_ = i + 1;
+    (t.is_send ? *to : *from) = t.peer;
+    return;
+  }
 }
 
-Status Batch::stalled(const std::string& what, Code code, int, const std::string& cause) const {
-  return stalled_at(what, std::string(), code, cause);
+Status Batch::stalled(const std::string& what, Code code, int failed_peer, const std::string& cause) const {
+  return stalled_at(what, std::string(), code, cause, failed_peer);
 }
 
-Status Batch::stalled_at(const std::string& what, const std::string& step, Code code, const std::string& cause) const {
+Status Batch::stalled_at(const std::string& what, const std::string& step, Code code, const std::string& cause,
+                         int failed_peer) const {
   // Built only when it is needed: a still round must not allocate.
   std::string where = what;
-  if (const Transfer* t = waiting()) {
+  if (const Transfer* t = waiting(failed_peer)) {
     where += ": rank " + std::to_string(transport_->rank()) + " waited to " +
              (t->is_send ? "send " : t->up_to ? "receive up to " : "receive ") + std::to_string(t->bytes) +
              " bytes " + (t->is_send ? "to" : "from") + " rank " + std::to_string(t->peer);

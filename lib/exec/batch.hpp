@@ -39,6 +39,12 @@ class Batch final : public Algorithm {
   explicit Batch(transport::Transport* transport) : transport_(transport) {}
 
   void clear() { transfers_.clear(); }
+  // Sends to a peer the transport already knows gone fail that transfer
+  // only, not the whole post: every live peer still gets its message before
+  // the batch fails (a survivor that leaves a shrink must reach every other
+  // survivor, whichever rank died first). Otherwise the first such send
+  // fails post() and nothing after it is posted.
+  void post_past_lost_peers() { past_lost_peers_ = true; }
   // Keeps room for `n` transfers so that add() does not allocate on the data path.
   void reserve(size_t n) { transfers_.reserve(n); }
   // An empty transfer (bytes == 0) is skipped unless `post_empty`: then it
@@ -60,8 +66,11 @@ class Batch final : public Algorithm {
 
   // Algorithm. post(): every receive, then every send (failing, it cancels
   // what it posted); progress(): one round of the transport, checking each
-  // transfer that completed; needs(): the peer of the first transfer not
-  // done; stalled(): "what: rank 0 waited to receive 32 bytes from rank 1".
+  // transfer that completed; needs(): the peer of a transfer not done, each
+  // pending one in turn from call to call (a batch waits on several peers
+  // at once: a dead one behind a live but stuck one must be seen too);
+  // stalled(): "what: rank 0 waited to receive 32 bytes from rank 1" (the
+  // transfer of the failed peer, when one is named; else the first pending).
   Status post(const std::string& what) override;
   Status progress(const std::string& what, Round* round) override;
   void needs(int* from, int* to) const override;
@@ -71,9 +80,11 @@ class Batch final : public Algorithm {
 
   // stalled() for an algorithm that runs a batch per step: `step` says
   // where the call is ("step 2 of 3") beside the batch's own count.
-  Status stalled_at(const std::string& what, const std::string& step, Code code, const std::string& cause) const;
-  // The first transfer not done (null: none).
-  const Transfer* waiting() const;
+  Status stalled_at(const std::string& what, const std::string& step, Code code, const std::string& cause,
+                    int failed_peer = -1) const;
+  // The first transfer not done (null: none); with `peer` >= 0, the first
+  // not done with that peer, if any.
+  const Transfer* waiting(int peer = -1) const;
 
   // One round of progress with the checks of a still round (exec::drive_round),
   // for a caller that waits on several batches at once (rrGroupEnd over
@@ -91,6 +102,8 @@ class Batch final : public Algorithm {
   transport::Transport* transport_;
   std::vector<Transfer> transfers_;
   size_t finished_ = 0;  // transfers done at the last round
+  bool past_lost_peers_ = false;
+  mutable size_t next_needed_ = 0;  // where needs() looks first
   std::optional<WaitPolicy> poll_wait_;  // poll()'s, made at its first call after post()
 };
 

@@ -27,6 +27,7 @@ struct Outcome {
   double seconds = 0;     // how long that call took
   int async_error = -1;   // rrCommGetAsyncError afterwards
   char error[1536] = {};  // rrGetLastError
+  int agreed = -1;        // shrink tests: how many ranks the survivors agreed had failed
 };
 
 using Body = std::function<void(int rank, rrComm_t comm, Outcome* out)>;

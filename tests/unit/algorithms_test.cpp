@@ -1,7 +1,9 @@
 // The one loop that runs an algorithm (exec::drive, exec/algorithm.hpp), with
 // a scripted algorithm: it ends when the algorithm does, returns a failed
 // post or round (cancelling what the round left), and ends a still call on
-// its deadline, an interrupt or a dead peer, naming what it waited on. Then
+// its deadline, an interrupt or a dead peer, naming what it waited on; a
+// batch sees a dead peer behind a live silent one, and with
+// post_past_lost_peers sends to the live peers past a known-dead one. Then
 // the algorithms on batches (coll/: recursive doubling, halving-doubling, the
 // binomial trees) on 1 to 9 ranks as threads of the loopback transport,
 // against a double-precision reference: counts that do not divide, one
@@ -202,6 +204,49 @@ TEST(BatchPoll, APeerSeenGoneIsFailedByALaterPoll) {
   EXPECT_FALSE(finished);
   EXPECT_EQ(s.code(), Code::kRemoteError);
   EXPECT_EQ(s.message(), "group of 1 sends and receives: rank 0 waited to receive 1 bytes from rank 1: rank 1 has failed");
+}
+
+TEST(Batch, ADeadPeerBehindALiveSilentOneIsSeen) {
+  // A batch waits on several peers at once: rank 1 is alive but sends
+  // nothing (it waits on someone too), rank 2 died. The batch must name
+  // rank 2, not wait out its deadline on rank 1.
+  auto fabric = std::make_shared<transport::LoopbackFabric>(3);
+  transport::LoopbackTransport transport(fabric, 0);
+  exec::Batch batch(&transport);
+  uint8_t from1 = 0, from2 = 0;
+  batch.add_recv(1, 7, &from1, 1);
+  batch.add_recv(2, 7, &from2, 1);
+  fabric->fail_rank(2);
+  const Status s = batch.run("exchange", Clock::now() + std::chrono::seconds(3));
+  EXPECT_EQ(s.code(), Code::kRemoteError) << s.message();
+  EXPECT_EQ(s.message(), "exchange: rank 0 waited to receive 1 bytes from rank 2: rank 2 has failed");
+}
+
+TEST(Batch, SendsPastALostPeerStillReachTheLiveOnes) {
+  // Rank 0 sends to rank 1 (dead, known) and then rank 2: by default the
+  // post fails at rank 1 and rank 2 gets nothing; with post_past_lost_peers
+  // rank 2 gets its message and the batch fails naming rank 1.
+  for (bool past : {false, true}) {
+    SCOPED_TRACE(past ? "post_past_lost_peers" : "default");
+    auto fabric = std::make_shared<transport::LoopbackFabric>(3);
+    transport::LoopbackTransport rank0(fabric, 0), rank2(fabric, 2);
+    fabric->fail_rank(1);
+    exec::Batch batch(&rank0);
+    if (past) batch.post_past_lost_peers();
+    const uint8_t word = 42;
+    batch.add_send(1, 7, &word, 1);
+    batch.add_send(2, 7, &word, 1);
+    const Status s = batch.run("leave", Clock::now() + std::chrono::seconds(3));
+    EXPECT_EQ(s.code(), Code::kRemoteError) << s.message();
+    EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.message();
+    uint8_t got = 0;
+    transport::Completion done;
+    ASSERT_TRUE(rank2.post_recv(0, 7, &got, 1, &done).ok());
+    for (int i = 0; i < 100 && !done.done; ++i) rank2.progress();
+    EXPECT_EQ(done.done, past);
+    EXPECT_EQ(got, past ? word : 0);
+    if (!done.done) rank2.cancel(&done);
+  }
 }
 
 // ---------------------------------------------------------------------------
