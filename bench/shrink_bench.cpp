@@ -3,6 +3,7 @@
 // goes on today: a new rendezvous of the survivors through a store.
 //
 //   build/bench/rr-shrink-bench [-n RANKS] [-r ROUNDS] [--agree]
+//   (-n/--ranks 2-256, default 8; -r/--rounds 1-1000, default 3)
 //
 // Forks RANKS ranks on this host (one TCP store each round, on free ports).
 // They allreduce 256 KiB in a loop; at step 50 the last rank writes the
@@ -23,13 +24,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
+
 namespace {
+
+const char kUsage[] =
+    "usage: rr-shrink-bench [-n RANKS (2-256, default 8)] [-r ROUNDS (1-1000, default 3)] [--agree]\n"
+    "  the kill of the last rank to a working shrunk communicator on every survivor, beside a new\n"
+    "  rendezvous of the survivors; --agree: rrCommShrinkFailed instead of rrCommShrink with the list\n";
 
 double now() {
   timespec t;
@@ -110,28 +119,33 @@ int run_rank(int rank, int n, int port, int port2, bool agree, volatile double* 
   return ok ? 0 : 1;
 }
 
+// A whole number in [lo, hi] for `flag`, or exits naming it.
+int whole(const char* flag, const std::string& text, int lo, int hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
+    std::fprintf(stderr, "rr-shrink-bench: %s takes a whole number from %d to %d, not '%s'\n%s", flag, lo, hi,
+                 text.c_str(), kUsage);
+    std::exit(2);
+  }
+  return static_cast<int>(v);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int n = 8;
   int rounds = 3;
   bool agree = false;
-  bool bad = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--agree") == 0) {
-      agree = true;
-    } else if (i + 1 < argc && std::strcmp(argv[i], "-n") == 0) {
-      n = std::atoi(argv[++i]);
-    } else if (i + 1 < argc && std::strcmp(argv[i], "-r") == 0) {
-      rounds = std::atoi(argv[++i]);
-    } else {
-      bad = true;
-    }
-  }
-  if (bad || n < 2 || rounds < 1) {
-    std::fprintf(stderr, "usage: rr-shrink-bench [-n RANKS >= 2] [-r ROUNDS >= 1] [--agree]\n");
-    return 2;
-  }
+  std::string ranks_text, rounds_text;
+  rr::tools::CommandLine command_line("rr-shrink-bench");
+  command_line.app.add_option("-n,--ranks", ranks_text);
+  command_line.app.add_option("-r,--rounds", rounds_text);
+  command_line.app.add_flag("--agree", agree);
+  command_line.parse_or_exit(argc, argv, kUsage);
+  if (command_line.given("-n")) n = whole("-n", ranks_text, 2, 256);
+  if (command_line.given("-r")) rounds = whole("-r", rounds_text, 1, 1000);
   auto* killed_at = static_cast<volatile double*>(
       mmap(nullptr, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   bool ok = true;
