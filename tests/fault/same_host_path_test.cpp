@@ -70,8 +70,11 @@ TEST_F(SameHostPath, KilledPeerIsNamedByTheSurvivors) {
     EXPECT_TRUE(has(o, "rank 1")) << o.error;
     EXPECT_LT(o.seconds, 10.0) << "far sooner than the 60 s timeout: " << o.error;
   }
-  // Rank 2 reads from rank 1's slots: it sees the death itself.
-  EXPECT_TRUE(has(outcomes[2], "same-host shared memory")) << outcomes[2].error;
+  // Rank 2 reads from rank 1's slots, or from its cell of the board when
+  // the kill lands in a call's argument check (a loaded machine's
+  // allreduces are slow to start): it sees the death itself.
+  EXPECT_TRUE(has(outcomes[2], "same-host shared memory") || has(outcomes[2], "same-host shared-memory board"))
+      << outcomes[2].error;
 }
 
 TEST_F(SameHostPath, StoppedPeerBecomesATimeout) {
