@@ -17,8 +17,9 @@
 // error but the victims' deaths. After each generation the new rank 0
 // writes whether another fits in --seconds; every rank reads it.
 //
-//   shrink_fuzz_rank --seconds S --seed N --dir DIR [--steps K] [--generation-seconds G]
-//                    [--idle-max-ms M --idle-chance P]
+//   shrink_fuzz_rank --dir DIR [--seconds S] [--seed N] [--steps K]
+//                    [--generation-seconds G] [--idle-max-ms M --idle-chance P]
+//   (read through CLI11, tools/common/command_line.hpp, as the other tools)
 //
 // With --idle-max-ms, each rank pauses 0..M ms after a share P of its steps
 // (drawn per rank), as the soak fuzzer's ranks do: ranks then wait on each
@@ -45,6 +46,8 @@
 #include <thread>
 #include <vector>
 
+#include "command_line.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -59,12 +62,65 @@ struct Options {
   double idle_chance = 0.25;  // how often
 };
 
+constexpr const char kUsage[] =
+    "usage: shrink_fuzz_rank --dir DIR [options] (RANK and WORLD_SIZE in the environment: env://)\n"
+    "  --dir DIR                  one file:// rendezvous per generation, and the verdicts (required)\n"
+    "  --seconds S                generations for S seconds (default 60)\n"
+    "  --seed N                   the plan: victims, steps, calls (default 1)\n"
+    "  --steps K                  steps of a generation (default 120)\n"
+    "  --generation-seconds G     a worker still running after G seconds is a hang (default 120)\n"
+    "  --idle-max-ms M            after a share --idle-chance of its steps, a rank pauses 0..M ms (default 0)\n"
+    "  --idle-chance P            (default 0.25)\n"
+    "exit status: 0 passed; 1 a wrong result, an engine error, a wrong agreed set or a hang; 2 usage\n";
+
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "shrink_fuzz_rank: %s\nusage: shrink_fuzz_rank --seconds S --seed N --dir DIR [--steps K] "
-               "[--generation-seconds G] [--idle-max-ms M --idle-chance P]\n",
-               why.c_str());
+  std::fprintf(stderr, "shrink_fuzz_rank: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
+}
+
+// A number >= 0 for `flag`, or exits naming it.
+double number(const char* flag, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v >= 0)) usage(std::string(flag) + " takes a number, not '" + text + "'");
+  return v;
+}
+
+// A whole number for `flag` (a seed past 2^53 must survive exactly).
+uint64_t whole(const char* flag, const std::string& text) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || text[0] == '-') usage(std::string(flag) + " takes a whole number, not '" + text + "'");
+  return static_cast<uint64_t>(v);
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  std::string seconds, seed, steps, generation_seconds, idle_max, idle_chance;
+  rr::tools::CommandLine command_line("shrink_fuzz_rank");
+  CLI::App& app = command_line.app;
+  app.add_option("--seconds", seconds);
+  app.add_option("--seed", seed);
+  app.add_option("--dir", o.dir);
+  app.add_option("--steps", steps);
+  app.add_option("--generation-seconds", generation_seconds);
+  app.add_option("--idle-max-ms", idle_max);
+  app.add_option("--idle-chance", idle_chance);
+  command_line.parse_or_exit(argc, argv, kUsage);
+  const auto given = [&](const char* flag) { return command_line.given(flag); };
+  if (given("--seconds")) o.seconds = number("--seconds", seconds);
+  if (given("--seed")) o.seed = whole("--seed", seed);
+  if (given("--steps")) {
+    const uint64_t k = whole("--steps", steps);
+    if (k < 1 || k > 1000000) usage("--steps takes 1 to 1000000, not '" + steps + "'");
+    o.steps = static_cast<int>(k);
+  }
+  if (given("--generation-seconds")) o.generation_seconds = number("--generation-seconds", generation_seconds);
+  if (given("--idle-max-ms")) o.idle_max_ms = number("--idle-max-ms", idle_max);
+  if (given("--idle-chance")) o.idle_chance = number("--idle-chance", idle_chance);
+  if (o.idle_chance > 1) usage("--idle-chance takes 0 to 1, not '" + idle_chance + "'");
+  if (o.dir.empty()) usage("--dir DIR is required");
+  return o;
 }
 
 // A generation's plan, the same on every rank: who dies at which step.
@@ -287,21 +343,7 @@ int worker(const Options& o, int generation, int me, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) usage(a + " needs a value");
-    const char* v = argv[++i];
-    if (a == "--seconds") o.seconds = std::atof(v);
-    else if (a == "--seed") o.seed = std::strtoull(v, nullptr, 10);
-    else if (a == "--dir") o.dir = v;
-    else if (a == "--steps") o.steps = std::atoi(v);
-    else if (a == "--generation-seconds") o.generation_seconds = std::atof(v);
-    else if (a == "--idle-max-ms") o.idle_max_ms = std::atof(v);
-    else if (a == "--idle-chance") o.idle_chance = std::atof(v);
-    else usage("unknown option " + a);
-  }
-  if (o.dir.empty()) usage("--dir DIR is required");
+  const Options o = parse_options(argc, argv);
   failed_marker = o.dir + "/failed";
   const char* rank_env = std::getenv("RANK");
   const char* size_env = std::getenv("WORLD_SIZE");
