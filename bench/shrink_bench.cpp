@@ -24,7 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -119,19 +118,6 @@ int run_rank(int rank, int n, int port, int port2, bool agree, volatile double* 
   return ok ? 0 : 1;
 }
 
-// A whole number in [lo, hi] for `flag`, or exits naming it.
-int whole(const char* flag, const std::string& text, int lo, int hi) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
-    std::fprintf(stderr, "rr-shrink-bench: %s takes a whole number from %d to %d, not '%s'\n%s", flag, lo, hi,
-                 text.c_str(), kUsage);
-    std::exit(2);
-  }
-  return static_cast<int>(v);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,8 +130,16 @@ int main(int argc, char** argv) {
   command_line.app.add_option("-r,--rounds", rounds_text);
   command_line.app.add_flag("--agree", agree);
   command_line.parse_or_exit(argc, argv, kUsage);
-  if (command_line.given("-n")) n = whole("-n", ranks_text, 2, 256);
-  if (command_line.given("-r")) rounds = whole("-r", rounds_text, 1, 1000);
+  const auto within = [&](const char* flag, const std::string& text, uint64_t lo, uint64_t hi) {
+    const uint64_t v = command_line.whole(flag, text);
+    if (v < lo || v > hi) {
+      command_line.exit_usage(std::string(flag) + " takes " + std::to_string(lo) + " to " + std::to_string(hi) +
+                              ", not '" + text + "'");
+    }
+    return static_cast<int>(v);
+  };
+  if (command_line.given("-n")) n = within("-n", ranks_text, 2, 256);
+  if (command_line.given("-r")) rounds = within("-r", rounds_text, 1, 1000);
   auto* killed_at = static_cast<volatile double*>(
       mmap(nullptr, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   bool ok = true;

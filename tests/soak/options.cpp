@@ -36,37 +36,15 @@ constexpr const char kUsage[] =
     "                         thread per communicator, each in that communicator's program order\n"
     "exit status: 0 every result right and nothing grew; 1 a wrong result, an engine error or growth; 2 usage\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "soak_rank: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-double parse_number(const char* name, const char* text) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(v >= 0)) usage_error(std::string(name) + " takes a number, not '" + text + "'");
-  return v;
-}
-
-// Integers that must survive exactly (a seed past 2^53 would not as a double).
-uint64_t parse_integer(const char* name, const char* text) {
+size_t parse_bytes(const rr::tools::CommandLine& command_line, const char* text) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0' || text[0] == '-') {
-    usage_error(std::string(name) + " takes a whole number, not '" + text + "'");
-  }
-  return static_cast<uint64_t>(v);
-}
-
-size_t parse_bytes(const char* text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text) usage_error(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
+  if (end == text) command_line.exit_usage(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
   int shift = 0;
   if (*end == 'K' || *end == 'k') shift = 10, ++end;
   else if (*end == 'M' || *end == 'm') shift = 20, ++end;
   else if (*end == 'G' || *end == 'g') shift = 30, ++end;
-  if (*end != '\0') usage_error(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
+  if (*end != '\0') command_line.exit_usage(std::string("--max-bytes takes a size like 64M, not '") + text + "'");
   return static_cast<size_t>(v) << shift;
 }
 
@@ -105,20 +83,20 @@ Options parse_options(int argc, char** argv) {
   command_line.parse_or_exit(argc, argv, kUsage);
   if (no_shm_entries_check) o.shm_entries_check = false;
   const auto given = [&](const char* name) { return command_line.given(name); };
-  if (given("--seconds")) o.seconds = parse_number("--seconds", seconds.c_str());
-  if (given("--warmup-seconds")) o.warmup_seconds = parse_number("--warmup-seconds", warmup.c_str());
-  if (given("--sample-seconds")) o.sample_seconds = parse_number("--sample-seconds", sample.c_str());
-  if (given("--seed")) o.seed = parse_integer("--seed", seed.c_str());
-  if (given("--max-bytes")) o.max_bytes = parse_bytes(max_bytes.c_str());
-  if (given("--slots")) o.slots = static_cast<int>(parse_number("--slots", slots.c_str()));
-  if (given("--rss-tolerance-mib")) o.rss_tolerance_mib = parse_number("--rss-tolerance-mib", rss.c_str());
-  if (given("--corrupt-reference")) o.corrupt_call = parse_integer("--corrupt-reference", corrupt.c_str());
-  if (given("--idle-max-ms")) o.idle_max_ms = parse_number("--idle-max-ms", idle_max.c_str());
-  if (given("--idle-chance")) o.idle_chance = parse_number("--idle-chance", idle_chance.c_str());
-  if (o.slots < 1 || o.slots > 16) usage_error("--slots takes 1..16");
-  if (o.warmup_seconds >= o.seconds) usage_error("--warmup-seconds must be less than --seconds");
-  if (o.sample_seconds <= 0) usage_error("--sample-seconds must be positive");
-  if (o.idle_chance > 1) usage_error("--idle-chance takes a probability, 0..1");
+  if (given("--seconds")) o.seconds = command_line.number("--seconds", seconds);
+  if (given("--warmup-seconds")) o.warmup_seconds = command_line.number("--warmup-seconds", warmup);
+  if (given("--sample-seconds")) o.sample_seconds = command_line.number("--sample-seconds", sample);
+  if (given("--seed")) o.seed = command_line.whole("--seed", seed);
+  if (given("--max-bytes")) o.max_bytes = parse_bytes(command_line, max_bytes.c_str());
+  if (given("--slots")) o.slots = static_cast<int>(command_line.number("--slots", slots));
+  if (given("--rss-tolerance-mib")) o.rss_tolerance_mib = command_line.number("--rss-tolerance-mib", rss);
+  if (given("--corrupt-reference")) o.corrupt_call = command_line.whole("--corrupt-reference", corrupt);
+  if (given("--idle-max-ms")) o.idle_max_ms = command_line.number("--idle-max-ms", idle_max);
+  if (given("--idle-chance")) o.idle_chance = command_line.number("--idle-chance", idle_chance);
+  if (o.slots < 1 || o.slots > 16) command_line.exit_usage("--slots takes 1..16");
+  if (o.warmup_seconds >= o.seconds) command_line.exit_usage("--warmup-seconds must be less than --seconds");
+  if (o.sample_seconds <= 0) command_line.exit_usage("--sample-seconds must be positive");
+  if (o.idle_chance > 1) command_line.exit_usage("--idle-chance takes a probability, 0..1");
   return o;
 }
 

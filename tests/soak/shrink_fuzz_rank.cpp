@@ -78,22 +78,6 @@ constexpr const char kUsage[] =
   std::exit(2);
 }
 
-// A number >= 0 for `flag`, or exits naming it.
-double number(const char* flag, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v >= 0)) usage(std::string(flag) + " takes a number, not '" + text + "'");
-  return v;
-}
-
-// A whole number for `flag` (a seed past 2^53 must survive exactly).
-uint64_t whole(const char* flag, const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || text[0] == '-') usage(std::string(flag) + " takes a whole number, not '" + text + "'");
-  return static_cast<uint64_t>(v);
-}
-
 Options parse_options(int argc, char** argv) {
   Options o;
   std::string seconds, seed, steps, generation_seconds, idle_max, idle_chance;
@@ -108,18 +92,20 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--idle-chance", idle_chance);
   command_line.parse_or_exit(argc, argv, kUsage);
   const auto given = [&](const char* flag) { return command_line.given(flag); };
-  if (given("--seconds")) o.seconds = number("--seconds", seconds);
-  if (given("--seed")) o.seed = whole("--seed", seed);
+  if (given("--seconds")) o.seconds = command_line.number("--seconds", seconds);
+  if (given("--seed")) o.seed = command_line.whole("--seed", seed);
   if (given("--steps")) {
-    const uint64_t k = whole("--steps", steps);
-    if (k < 1 || k > 1000000) usage("--steps takes 1 to 1000000, not '" + steps + "'");
+    const uint64_t k = command_line.whole("--steps", steps);
+    if (k < 1 || k > 1000000) command_line.exit_usage("--steps takes 1 to 1000000, not '" + steps + "'");
     o.steps = static_cast<int>(k);
   }
-  if (given("--generation-seconds")) o.generation_seconds = number("--generation-seconds", generation_seconds);
-  if (given("--idle-max-ms")) o.idle_max_ms = number("--idle-max-ms", idle_max);
-  if (given("--idle-chance")) o.idle_chance = number("--idle-chance", idle_chance);
-  if (o.idle_chance > 1) usage("--idle-chance takes 0 to 1, not '" + idle_chance + "'");
-  if (o.dir.empty()) usage("--dir DIR is required");
+  if (given("--generation-seconds")) {
+    o.generation_seconds = command_line.number("--generation-seconds", generation_seconds);
+  }
+  if (given("--idle-max-ms")) o.idle_max_ms = command_line.number("--idle-max-ms", idle_max);
+  if (given("--idle-chance")) o.idle_chance = command_line.number("--idle-chance", idle_chance);
+  if (o.idle_chance > 1) command_line.exit_usage("--idle-chance takes 0 to 1, not '" + idle_chance + "'");
+  if (o.dir.empty()) command_line.exit_usage("--dir DIR is required");
   return o;
 }
 

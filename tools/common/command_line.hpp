@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -68,6 +70,7 @@ class CommandLine {
   // on a bad command line ("<tool>: <why>" and `usage` on stderr, status 2)
   // or on -h / --help (`usage` on stdout, status 0).
   void parse_or_exit(int argc, const char* const* argv, const char* usage) {
+    usage_ = usage;
     app.add_flag("-h,--help", help_);
     try {
       parse(argc, argv);
@@ -84,10 +87,36 @@ class CommandLine {
   // Whether the flag named `name` (any of its names) was given.
   bool given(const std::string& name) const { return app.count(name) > 0; }
 
+  // After parse_or_exit: exits as a bad command line does there
+  // ("<tool>: <why>", the usage, status 2), for a value the tool found bad.
+  [[noreturn]] void exit_usage(const std::string& why) const {
+    std::fprintf(stderr, "%s: %s\n%s", app.get_name().c_str(), why.c_str(), usage_ ? usage_ : "");
+    std::exit(2);
+  }
+  // The values a tool that used parse_or_exit reads itself, naming the flag
+  // when they are not: a number >= 0 ("--seconds takes a number, not 'x'"),
+  // and a whole number, exact past 2^53 (a seed).
+  double number(const std::string& flag, const std::string& text) const {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(v >= 0)) exit_usage(flag + " takes a number, not '" + text + "'");
+    return v;
+  }
+  uint64_t whole(const std::string& flag, const std::string& text) const {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || text[0] == '-' || errno == ERANGE) {
+      exit_usage(flag + " takes a whole number, not '" + text + "'");
+    }
+    return static_cast<uint64_t>(v);
+  }
+
   CLI::App app;
 
  private:
   bool help_ = false;  // parse_or_exit's -h / --help
+  const char* usage_ = nullptr;  // parse_or_exit's usage text
 };
 
 }  // namespace rr::tools
