@@ -113,11 +113,17 @@ class WaitPolicy {
              Sleeper* sleeper = nullptr, WaitMode mode = effective_wait_mode())
       : transport_(transport), deadline_(deadline), interrupt_(interrupt), sleeper_(sleeper), mode_(mode) {}
 
-  // Something moved: go back to spinning.
+  // The call moved (a transfer or chunk completed): go back to spinning,
+  // and a peer seen gone must be seen gone again before it fails the call.
   void reset() {
     idle_rounds_ = 0;
     peer_loss_seen_ = false;
   }
+  // Only the transport moved (wire-up, keepalives, other traffic): spin
+  // again, but a loss already seen stays seen. An algorithm that names its
+  // pending peers in turn (a batch) looks at live ones between two looks at
+  // a dead one; forgetting the loss there could keep it from ever failing.
+  void spin_again() { idle_rounds_ = 0; }
 
   bool expired() const { return Clock::now() >= deadline_; }
 
@@ -138,7 +144,7 @@ class WaitPolicy {
   Status after_still_round(int left, int right, bool transport_moved, int* failed_peer) {
     if (!checks_due()) {
       if (transport_moved) {
-        reset();
+        spin_again();
       } else {
         idle();
       }
@@ -163,7 +169,7 @@ class WaitPolicy {
     }
     if (expired()) return Timeout("deadline passed");
     if (transport_moved) {
-      reset();
+      spin_again();
     } else {
       idle();
     }

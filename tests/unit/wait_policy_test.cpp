@@ -1,10 +1,14 @@
 // How a rank with nothing to do waits (exec/wait_policy.hpp): when each mode
-// spins, yields and sleeps, and on what.
+// spins, yields and sleeps, and on what; a peer seen gone fails the wait at
+// the second look, however the transport moved between them.
 #include "exec/wait_policy.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
+
+#include "transport/loopback/loopback.hpp"
 
 namespace rr::exec {
 namespace {
@@ -96,6 +100,32 @@ TEST(WaitPolicy, ChecksComeEverySixteenthSpinningRoundThenEveryRound) {
   }
   EXPECT_EQ(due, 4);
   EXPECT_TRUE(wait.checks_due());
+}
+
+TEST(WaitPolicy, APeerSeenGoneStaysSeenWhileOnlyTheTransportMoves) {
+  // A batch names its pending peers in turn: live rank 1, dead rank 2,
+  // rank 1, rank 2... with the transport moving at every look (keepalives,
+  // other traffic). The second look at rank 2 must fail the wait; had the
+  // transport's moves made it forget the first, it never would.
+  auto fabric = std::make_shared<transport::LoopbackFabric>(3);
+  transport::LoopbackTransport transport(fabric, 0);
+  fabric->fail_rank(2);
+  WaitPolicy wait(&transport, far_deadline(), nullptr, nullptr, WaitMode::kSpin);
+  int failed_peer = -1;
+  Status s;
+  int looks = 0;
+  for (; looks < 8 && s.ok(); ++looks) {
+    s = wait.after_still_round(looks % 2 == 0 ? 1 : 2, -1, /*transport_moved=*/true, &failed_peer);
+  }
+  EXPECT_EQ(s.code(), Code::kRemoteError) << s.message();
+  EXPECT_EQ(failed_peer, 2);
+  EXPECT_EQ(looks, 4) << "the second look at rank 2";
+  // The call itself moving (a transfer completed) does start the looks over.
+  WaitPolicy again(&transport, far_deadline(), nullptr, nullptr, WaitMode::kSpin);
+  EXPECT_TRUE(again.after_still_round(2, -1, false, &failed_peer).ok());
+  again.reset();
+  EXPECT_TRUE(again.after_still_round(2, -1, false, &failed_peer).ok());
+  EXPECT_FALSE(again.after_still_round(2, -1, false, &failed_peer).ok());
 }
 
 TEST(WaitPolicy, TheModesByName) {

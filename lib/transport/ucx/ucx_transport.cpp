@@ -311,6 +311,10 @@ Status UcxTransport::endpoint(int peer, ucp_ep_h* ep) {
     }
     if (!alive.ok()) return RemoteError("cannot connect to rank " + std::to_string(peer) + ": " + alive.message());
     if (status == UCS_ERR_ENDPOINT_TIMEOUT || status == UCS_ERR_UNREACHABLE) {
+      // The peer's failure from now on, as an endpoint error would be: its
+      // peer_status() says so, so that waits on it end and sends to the
+      // other peers go on (exec::Batch::post_past_lost_peers).
+      on_peer_error(&p, nullptr, status);
       return RemoteError("cannot connect to rank " + std::to_string(peer) + ": " + ucs_status_string(status));
     }
     return ucx_failure("cannot connect to rank " + std::to_string(peer), status, 2, logged);
