@@ -268,12 +268,19 @@ int worker(const Options& o, int generation, int me, int n) {
     std::mt19937_64 step_random(o.seed * 7919u + static_cast<uint64_t>(generation) * 104729u + static_cast<uint64_t>(step));
     const rrResult_t r = one_step(comm, members, me, step, step_random, generation);
     if (r == rrSuccess) continue;
-    // The call failed: a planned victim must have died (one whose step
-    // came, on some rank: ranks fail the call at different steps when a
-    // victim left after some had what they needed from it).
+    // The call failed: a planned victim of this generation must have died,
+    // at whatever step it had reached. A victim may be several steps ahead
+    // of a rank still waiting for what it sent: its sends completed once
+    // UCX's TCP lane had copied them (below the zero-copy size), it went on
+    // to the calls that needed nothing from the waiting rank, and the bytes
+    // still in its process died with it at its kill step (seen 3 steps
+    // ahead, four times in about four fuzz hours, reported as UCX's
+    // "Endpoint timeout"). Still sound: a call that failed with nobody dead
+    // leaves the survivors agreeing on nobody, or on a rank that was not a
+    // victim, and both fail below.
     bool any = false;
     for (size_t v = 0; v < plan.victims.size(); ++v) {
-      any |= plan.kill_steps[v] <= step + 2 && std::find(dead.begin(), dead.end(), plan.victims[v]) == dead.end();
+      any |= std::find(dead.begin(), dead.end(), plan.victims[v]) == dead.end();
     }
     if (!any) {
       const std::string error = rrGetLastError(comm);
