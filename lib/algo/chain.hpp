@@ -18,7 +18,7 @@ class ChainSchedule {
  public:
   // `order` (nranks entries, or null: rank order) as RingSchedule's.
   ChainSchedule(int nranks, int rank, int root, bool reduces, const int* order = nullptr)
-      : nranks_(nranks), order_(order), reduces_(reduces) {
+      : nranks_(nranks), reduces_(reduces) {
     const int me = ring_position(order, nranks, rank);
     left_ = rank_at_position(order, nranks, me - 1);
     right_ = rank_at_position(order, nranks, me + 1);
@@ -48,7 +48,6 @@ class ChainSchedule {
 
  private:
   int nranks_;
-  const int* order_;
   bool reduces_;
   int position_ = 0;
   int left_ = 0;
