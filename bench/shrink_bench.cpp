@@ -130,16 +130,8 @@ int main(int argc, char** argv) {
   command_line.app.add_option("-r,--rounds", rounds_text);
   command_line.app.add_flag("--agree", agree);
   command_line.parse_or_exit(argc, argv, kUsage);
-  const auto within = [&](const char* flag, const std::string& text, uint64_t lo, uint64_t hi) {
-    const uint64_t v = command_line.whole(flag, text);
-    if (v < lo || v > hi) {
-      command_line.exit_usage(std::string(flag) + " takes " + std::to_string(lo) + " to " + std::to_string(hi) +
-                              ", not '" + text + "'");
-    }
-    return static_cast<int>(v);
-  };
-  if (command_line.given("-n")) n = within("-n", ranks_text, 2, 256);
-  if (command_line.given("-r")) rounds = within("-r", rounds_text, 1, 1000);
+  if (command_line.given("-n")) n = static_cast<int>(command_line.whole("-n", ranks_text, 2, 256));
+  if (command_line.given("-r")) rounds = static_cast<int>(command_line.whole("-r", rounds_text, 1, 1000));
   auto* killed_at = static_cast<volatile double*>(
       mmap(nullptr, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   bool ok = true;

@@ -73,11 +73,6 @@ constexpr const char kUsage[] =
     "  --idle-chance P            (default 0.25)\n"
     "exit status: 0 passed; 1 a wrong result, an engine error, a wrong agreed set or a hang; 2 usage\n";
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr, "shrink_fuzz_rank: %s\n%s", why.c_str(), kUsage);
-  std::exit(2);
-}
-
 Options parse_options(int argc, char** argv) {
   Options o;
   std::string seconds, seed, steps, generation_seconds, idle_max, idle_chance;
@@ -94,11 +89,7 @@ Options parse_options(int argc, char** argv) {
   const auto given = [&](const char* flag) { return command_line.given(flag); };
   if (given("--seconds")) o.seconds = command_line.number("--seconds", seconds);
   if (given("--seed")) o.seed = command_line.whole("--seed", seed);
-  if (given("--steps")) {
-    const uint64_t k = command_line.whole("--steps", steps);
-    if (k < 1 || k > 1000000) command_line.exit_usage("--steps takes 1 to 1000000, not '" + steps + "'");
-    o.steps = static_cast<int>(k);
-  }
+  if (given("--steps")) o.steps = static_cast<int>(command_line.whole("--steps", steps, 1, 1000000));
   if (given("--generation-seconds")) {
     o.generation_seconds = command_line.number("--generation-seconds", generation_seconds);
   }
@@ -106,6 +97,9 @@ Options parse_options(int argc, char** argv) {
   if (given("--idle-chance")) o.idle_chance = command_line.number("--idle-chance", idle_chance);
   if (o.idle_chance > 1) command_line.exit_usage("--idle-chance takes 0 to 1, not '" + idle_chance + "'");
   if (o.dir.empty()) command_line.exit_usage("--dir DIR is required");
+  if (!std::getenv("RANK") || !std::getenv("WORLD_SIZE")) {
+    command_line.exit_usage("RANK and WORLD_SIZE must be set (env://)");
+  }
   return o;
 }
 
@@ -338,10 +332,7 @@ int worker(const Options& o, int generation, int me, int n) {
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
   failed_marker = o.dir + "/failed";
-  const char* rank_env = std::getenv("RANK");
-  const char* size_env = std::getenv("WORLD_SIZE");
-  if (!rank_env || !size_env) usage("RANK and WORLD_SIZE must be set (env://)");
-  const int me = std::atoi(rank_env), n = std::atoi(size_env);
+  const int me = std::atoi(std::getenv("RANK")), n = std::atoi(std::getenv("WORLD_SIZE"));  // parse_options checked both
   const auto start = Clock::now();
   int generations = 0, deaths = 0;
   for (int generation = 0;; ++generation) {

@@ -1,6 +1,6 @@
 // The tools' shared command line (tools/common/command_line.hpp): the values
 // a tool reads itself after parse_or_exit (a number >= 0, a whole number
-// exact past 2^53), and the exit that names the flag with the usage, as a
+// exact past 2^53, one in a range), and the exit that names the flag with the usage, as a
 // bad flag does.
 
 #include <gtest/gtest.h>
@@ -43,6 +43,10 @@ TEST(CommandLineDeathTest, ABadValueExitsNamingTheFlagWithTheUsage) {
   EXPECT_EXIT(p.command_line.whole("--seed", "1.5"), testing::ExitedWithCode(2), "--seed takes a whole number");
   EXPECT_EXIT(p.command_line.whole("--seed", "18446744073709551616"), testing::ExitedWithCode(2),
               "--seed takes a whole number");
+  EXPECT_EQ(p.command_line.whole("--steps", "9", 1, 9), 9u);
+  EXPECT_EXIT(p.command_line.whole("--steps", "0", 1, 9), testing::ExitedWithCode(2),
+              "tool: --steps takes 1 to 9, not '0'\nusage: tool");
+  EXPECT_EXIT(p.command_line.whole("--steps", "10", 1, 9), testing::ExitedWithCode(2), "--steps takes 1 to 9, not '10'");
   EXPECT_EXIT(p.command_line.exit_usage("--steps takes 1 to 9"), testing::ExitedWithCode(2),
               "tool: --steps takes 1 to 9\nusage: tool");
 }

@@ -95,7 +95,7 @@ class CommandLine {
   }
   // The values a tool that used parse_or_exit reads itself, naming the flag
   // when they are not: a number >= 0 ("--seconds takes a number, not 'x'"),
-  // and a whole number, exact past 2^53 (a seed).
+  // and a whole number, exact past 2^53 (a seed), or one in a range.
   double number(const std::string& flag, const std::string& text) const {
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
@@ -110,6 +110,14 @@ class CommandLine {
       exit_usage(flag + " takes a whole number, not '" + text + "'");
     }
     return static_cast<uint64_t>(v);
+  }
+  // A whole number from `lo` to `hi` ("-n takes 2 to 256, not '1'").
+  uint64_t whole(const std::string& flag, const std::string& text, uint64_t lo, uint64_t hi) const {
+    const uint64_t v = whole(flag, text);
+    if (v < lo || v > hi) {
+      exit_usage(flag + " takes " + std::to_string(lo) + " to " + std::to_string(hi) + ", not '" + text + "'");
+    }
+    return v;
   }
 
   CLI::App app;
