@@ -29,3 +29,26 @@ print("include=" + ":".join([os.path.join(root, "include"),
 print(f"lib={os.path.join(root, 'lib')}")
 print(f"cxx11_abi={int(torch._C._GLIBCXX_USE_CXX11_ABI)}")
 print(f"cuda={torch.version.cuda or 'none'}")
+
+# The CUDA runtime torch loads (NVIDIA's wheel beside it: nvidia/cu13 for
+# CUDA 13, nvidia/cuda_runtime for 12): the backend's host code compiles
+# against its headers and links the same library, so that the process holds
+# one CUDA runtime.
+cuda_root = "none"
+if torch.version.cuda:
+    major = torch.version.cuda.split(".")[0]
+    try:
+        import nvidia  # a namespace package of NVIDIA's wheels
+        roots = list(nvidia.__path__)
+    except ImportError:
+        roots = []
+    for base in roots:
+        for name in (f"cu{major}", "cuda_runtime"):
+            candidate = os.path.join(base, name)
+            if (os.path.isfile(os.path.join(candidate, "include", "cuda_runtime_api.h"))
+                    and os.path.exists(os.path.join(candidate, "lib", f"libcudart.so.{major}"))):
+                cuda_root = candidate
+                break
+        if cuda_root != "none":
+            break
+print(f"cuda_root={cuda_root}")

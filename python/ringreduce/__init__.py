@@ -41,8 +41,12 @@ from ringreduce.errors import (
     UnhandledSystemError,
 )
 from ringreduce.ops import Op
-from ringreduce import _core
-from ringreduce._core import IN_PLACE, Comm, Request, Status
+from ringreduce import _cuda_runtime
+
+_cuda_runtime.share_torchs()  # before _core loads the engine
+
+from ringreduce import _core  # noqa: E402
+from ringreduce._core import IN_PLACE, Comm, Request, Status  # noqa: E402
 from ringreduce.unique_id import UniqueId, get_unique_id
 
 __all__ = [

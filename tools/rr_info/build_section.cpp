@@ -34,6 +34,7 @@ Section build_section() {
       {"rr-bench peer: NCCL", built(kNccl)},
       {"Python package", built(kPythonPackage)},
       {"torch backend", built(kTorchBackend)},
+      {"torch backend tensors", kTorchBackend ? kTorchTensors : "none"},
   };
   return s;
 }

@@ -83,9 +83,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor&
   void* recv = out.engine.data_ptr();
   return collective(c10d::OpType::ALLTOALL_BASE, opts, kOp, "ringreduce:all_to_all_single",
                     {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
-                    [&](rrRequest_t* r) {
-                      return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
-                                              recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllToAllv, rrAllToAllvAsync, send, send_blocks.counts.data(),
+                                    send_blocks.displs.data(), recv, recv_blocks.counts.data(),
+                                    recv_blocks.displs.data(), dtype);
                     });
 }
 
@@ -108,9 +109,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::
   void* recv = flat_out.data_ptr();
   return collective(c10d::OpType::ALLTOALL, opts, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
                     [flat_out, out] { copy_out(flat_out, out); },
-                    [&](rrRequest_t* r) {
-                      return rrAllToAllvAsync(send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
-                                              recv_blocks.counts.data(), recv_blocks.displs.data(), dtype, comm_, r);
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllToAllv, rrAllToAllvAsync, send, send_blocks.counts.data(),
+                                    send_blocks.displs.data(), recv, recv_blocks.counts.data(),
+                                    recv_blocks.displs.data(), dtype);
                     });
 }
 

@@ -51,7 +51,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
   std::vector<at::Tensor> outputs = tensors;
   return collective(c10d::OpType::ALLREDUCE_COALESCED, opts, kOp, "ringreduce:all_reduce_coalesced", tensors, tensors, {flat},
                     [flat, outputs] { copy_out(flat, outputs); },
-                    [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
@@ -86,7 +86,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
                     [flat_out, out, n] {
                       for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
                     },
-                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, type.count(n), dtype, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coalesced(
@@ -114,7 +114,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coa
                         offset += len;
                       }
                     },
-                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, type.count(n), dtype, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coalesced(
@@ -141,8 +141,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coa
   void* recv = flat_out.data_ptr();
   return collective(c10d::OpType::COALESCED, opts, kOp, "ringreduce:reduce_scatter_tensor_coalesced", inputs, outputs,
                     {flat_in, flat_out}, [flat_out, out] { copy_out(flat_out, out); },
-                    [&](rrRequest_t* r) {
-                      return rrReduceScatterAsync(send, recv, type.count(n), dtype, op, comm_, r);
+                    [&](const EngineCall& c) {
+                      return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, type.count(n), dtype, op);
                     });
 }
 

@@ -13,6 +13,7 @@
 #include "process_group.hpp"
 
 namespace py = pybind11;
+using ringreduce_torch::FakeDeviceSeam;
 using ringreduce_torch::ProcessGroupRingreduce;
 
 PYBIND11_MODULE(_torch, m) {
@@ -32,7 +33,7 @@ PYBIND11_MODULE(_torch, m) {
   });
 
   // The device types this build takes tensors of (RR_TORCH_CUDA: set by
-  // python/meson.build, which so far builds every backend for "cpu" only).
+  // python/meson.build when the CUDA toolkit's major version is torch's).
   m.attr("DEVICES") = RR_TORCH_CUDA ? py::tuple(py::make_tuple("cpu", "cuda")) : py::tuple(py::make_tuple("cpu"));
 
   // Whether the backend implements torch's reconfigure API (torch >= 2.14's
@@ -129,5 +130,20 @@ PYBIND11_MODULE(_torch, m) {
            [](ProcessGroupRingreduce& pg) { return static_cast<int>(pg.async_error()); },
            "rrCommGetAsyncError: 0 while the communicator is healthy, else the result code that broke it.")
       .def("last_error", &ProcessGroupRingreduce::last_error,
-           "rrGetLastError: the text of the communicator's last error (what broke it, naming the peer).");
+           "rrGetLastError: the text of the communicator's last error (what broke it, naming the peer).")
+      .def(
+          "_use_fake_device_seam",
+          [](ProcessGroupRingreduce& pg) {
+            auto seam = std::make_shared<FakeDeviceSeam>();
+            pg.use_fake_device_seam(seam);
+            return seam;
+          },
+          "Tests without a GPU: this group's collectives on CPU tensors take the device path from now on, "
+          "its CUDA calls made on a recording fake (returned).");
+
+  py::class_<FakeDeviceSeam, std::shared_ptr<FakeDeviceSeam>>(
+      m, "_FakeDeviceSeam", "The device path's CUDA calls, recorded by name (device_seam.hpp).")
+      .def("take_trace", &FakeDeviceSeam::take_trace, "The calls made since the last take_trace(), in order.")
+      .def("set_capturing", &FakeDeviceSeam::set_capturing, py::arg("capturing"),
+           "What cudaStreamIsCapturing answers from now on.");
 }

@@ -65,7 +65,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::BROADCAST, opts, kOp, "ringreduce:broadcast",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
-                    [&](rrRequest_t* r) { return rrBroadcastAsync(buf, buf, count, dtype, root, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrBroadcast, rrBroadcastAsync, buf, buf, count, dtype, root); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at::Tensor>& tensors,
@@ -83,7 +83,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
   const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::ALLREDUCE, opts, kOp, "ringreduce:all_reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
-                    [&](rrRequest_t* r) { return rrAllReduceAsync(buf, buf, count, dtype, op, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Tensor>& tensors,
@@ -101,7 +101,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::REDUCE, opts, kOp, "ringreduce:reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
-                    [&](rrRequest_t* r) { return rrReduceAsync(buf, buf, count, dtype, op, root, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrReduce, rrReduceAsync, buf, buf, count, dtype, op, root); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -122,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   const size_t count = type.count(in.engine.numel());
   return collective(c10d::OpType::ALLGATHER, opts, kOp, "ringreduce:all_gather",
                     inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
-                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -144,7 +144,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
   return collective(c10d::OpType::_ALLGATHER_BASE, opts, kOp, "ringreduce:all_gather_into_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
-                    [&](rrRequest_t* r) { return rrAllGatherAsync(send, recv, count, dtype, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -177,14 +177,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   std::vector<at::Tensor> keep{in.engine};
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather", inputs, out, keep, on_success,
-                    [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root); });
 }
 
 #ifdef RR_TORCH_HAS_GATHER_SINGLE
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor& output, at::Tensor& input,
                                                                      const c10d::GatherOptions& opts) {
   static constexpr const char* kOp = "gather_single";
-  check_cpu_dense(kOp, input);
+  check_dense(kOp, input);
   check_rank(kOp, "root", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
   if (rank_ == root) {
@@ -205,7 +205,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor&
   std::vector<at::Tensor> keep{in.engine};
   if (rank_ == root) keep.push_back(output);
   return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
-                    [&](rrRequest_t* r) { return rrGatherAsync(send, recv, count, dtype, root, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root); });
 }
 #endif
 
@@ -235,7 +235,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   std::vector<at::Tensor> keep{out.engine};
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::SCATTER, opts, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
-                    [&](rrRequest_t* r) { return rrScatterAsync(send, recv, count, dtype, root, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrScatter, rrScatterAsync, send, recv, count, dtype, root); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -256,7 +256,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   const size_t count = type.count(out.engine.numel());
   return collective(c10d::OpType::REDUCE_SCATTER, opts, kOp, "ringreduce:reduce_scatter",
                     inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
-                    [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -279,12 +279,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
   return collective(c10d::OpType::_REDUCE_SCATTER_BASE, opts, kOp, "ringreduce:reduce_scatter_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
-                    [&](rrRequest_t* r) { return rrReduceScatterAsync(send, recv, count, dtype, op, comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions& opts) {
   return collective(c10d::OpType::BARRIER, opts, "barrier", "ringreduce:barrier", {}, {}, {}, nullptr,
-                    [&](rrRequest_t* r) { return rrBarrierAsync(comm_, r); });
+                    [&](const EngineCall& c) { return c.call(rrBarrier, rrBarrierAsync); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpType type, const char* op_name,
@@ -292,6 +292,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpTy
   const bool is_send = type == c10d::OpType::SEND;
   if (peer != RR_ANY_SOURCE) check_rank(op_name, is_send ? "dst" : "src", peer, size_);
   if (tag < 0) throw invalid_argument(op_name, "tag=" + std::to_string(tag) + " is negative");
+  if (tensor.is_cuda() || fake_device_) {
+    throw invalid_argument(op_name, "tensors on " + tensor.device().str() +
+                                        " are not supported for send and receive: the engine's point-to-point "
+                                        "calls take host memory (copy to the CPU first, or use "
+                                        "\"cpu:ringreduce,cuda:nccl\" for them)");
+  }
   const EngineType elements = moved_type(tensor);
   const rrDataType_t dtype = elements.dtype;
   auto state = std::make_shared<PointToPoint>();

@@ -20,15 +20,20 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <ringreduce/ringreduce.h>
 
+#include "device_seam.hpp"
+#include "device_work.hpp"
+#include "engine_call.hpp"
 #include "errors.hpp"
 #include "hooks.hpp"
 #include "options.hpp"
@@ -158,6 +163,15 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // The group's timeout now.
   std::chrono::milliseconds group_timeout();
 
+  // Tests without a GPU: from now on this group's collectives on CPU
+  // tensors take the device path through `seam`, which records its calls.
+  void use_fake_device_seam(std::shared_ptr<DeviceSeam> seam);
+  // torch's eager connect (init_process_group(device_id=...) on a backend
+  // that splits): the communicator's stream-ordered path is set up on
+  // `device` now, by a barrier ordered on its current stream, instead of at
+  // the first call on CUDA tensors.
+  void eagerConnectSingleDevice(at::Device device) override;
+
   // The group's collective count, which torch's debug wrapper
   // (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares across ranks before each call.
   // Point-to-point calls do not count: they are not matched across ranks.
@@ -246,9 +260,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
  private:
-  // One engine call: `issue` makes it (an ...Async call that writes the
-  // request), under the issue lock so that the Completer's line is the
-  // engine's order. A failed issue throws here, with the engine's text.
+  // One engine call: `issue` makes it (engine_call.hpp: the ...Async form
+  // that writes the request for CPU tensors; the stream-ordered form for
+  // CUDA ones, device_collective), under the issue lock so that the
+  // Completer's line is the engine's order. A failed issue throws here, with the engine's text.
   // `opts` are the operation's: its timeout (kUnsetTimeout: the group's),
   // and asyncOp, false for a call torch waits for at once (dist.all_reduce
   // without async_op): that one is waited for on the caller's thread, where
@@ -265,6 +280,27 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // (an operation's opts.timeout; kUnsetTimeout: the group's). The
   // Completer ends it, unless `here`: then the caller runs it to its end
   // (run_here) once it let go of the lock.
+  // The same for CUDA tensors on `device` (device_seam.hpp says which calls
+  // it makes, in order): the engine call is ordered on torch's current
+  // stream there, `on_success` (copies back) is enqueued after it on that
+  // stream, and the DeviceWork holds an event recorded after both. Nothing
+  // waits on the host.
+  template <typename Opts, typename Issue>
+  c10::intrusive_ptr<c10d::Work> device_collective(c10d::OpType type, const Opts& opts, const char* op_name,
+                                                   const char* profile, const std::vector<at::Tensor>& inputs,
+                                                   std::vector<at::Tensor> outputs,
+                                                   std::vector<at::Tensor> keep_alive,
+                                                   const std::function<void()>& on_success, Issue&& issue,
+                                                   c10::Device device);
+  // The device of a call's tensors (those the engine reads or writes) when
+  // they are CUDA tensors, all on one device; nullopt for CPU tensors.
+  // Throws naming the operation when they mix devices. With the fake seam,
+  // CPU tensors take the device path.
+  std::optional<c10::Device> device_of(const char* op_name, const std::vector<at::Tensor>& tensors) const;
+  // A DeviceWork's view of the communicator's failure: the group is held
+  // weakly, as the Work may outlive it.
+  DeviceWork::Failure device_failure(const char* op_name);
+
   template <typename Issue>
   void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
                     std::chrono::milliseconds timeout, Issue&& issue, bool here = false);
@@ -303,6 +339,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   void end_communicator(State next);
 
   rrComm_t comm_ = nullptr;
+  // The device path's CUDA calls: the CUDA seam (nullptr in a build without
+  // CUDA support), or a fake the tests put in (use_fake_device_seam).
+  std::shared_ptr<DeviceSeam> seam_ = cuda_seam();
+  bool fake_device_ = false;
   // What the group was made with.
   const c10::intrusive_ptr<Options> options_;
   // The group's timeout: options_'s until setTimeout (dist.set_timeout)
@@ -354,6 +394,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType t
                                                                   std::vector<at::Tensor> outputs,
                                                                   std::vector<at::Tensor> keep_alive,
                                                                   std::function<void()> on_success, Issue&& issue) {
+  if (const std::optional<c10::Device> device = device_of(op_name, keep_alive)) {
+    return device_collective(type, opts, op_name, profile, inputs, std::move(outputs), std::move(keep_alive),
+                             on_success, std::forward<Issue>(issue), *device);
+  }
   auto work = c10::make_intrusive<CollectiveWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
                                                   std::move(keep_alive), std::move(on_success), hooks_);
   bool here = false;
@@ -373,7 +417,7 @@ void ProcessGroupRingreduce::issue_locked(const c10::intrusive_ptr<CollectiveWor
   check_open(op_name);
   use_timeout_locked(op_name, timeout);
   rrRequest_t request = nullptr;
-  check_result(issue(&request), op_name);
+  check_result(issue(EngineCall::queued(comm_, &request)), op_name);
   ++sequence_;
   work->set_request(request);
   if (here) {
@@ -382,6 +426,40 @@ void ProcessGroupRingreduce::issue_locked(const c10::intrusive_ptr<CollectiveWor
     completer_->add(work);
   }
   if (coalescing_) coalesced_.push_back(work);
+}
+
+template <typename Opts, typename Issue>
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::device_collective(
+    c10d::OpType type, const Opts& opts, const char* op_name, const char* profile,
+    const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep_alive,
+    const std::function<void()>& on_success, Issue&& issue, c10::Device device) {
+  std::unique_lock<std::mutex> lock = lock_issue();
+  check_open(op_name);
+  DeviceSeam& seam = *seam_;
+  void* stream = seam.current_stream(device);
+  if (seam.capturing(stream)) {
+    throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name +
+                                    ": the current CUDA stream is being captured into a CUDA graph "
+                                    "(cudaStreamIsCapturing); ringreduce's calls cannot be captured: make the call "
+                                    "outside the capture");
+  }
+  // The engine reads and writes them on its own streams, which this stream
+  // waits for after the call: freed before the stream reached that point,
+  // their memory is not reused until then.
+  for (const at::Tensor& t : keep_alive) seam.record_stream(t, stream);
+  use_timeout_locked(op_name, opts.timeout);
+  check_result(seam.enqueue(device, stream,
+                            [&](void* on) { return issue(EngineCall::on_stream(comm_, on)); }),
+               op_name);
+  ++sequence_;
+  if (on_success) on_success();  // the copies back, after the call on the stream
+  DeviceSeam::Event event = seam.record_event(device, stream);
+  c10::intrusive_ptr<c10::ivalue::Future> future = seam.completed_future(device, outputs);
+  auto work = c10::make_intrusive<DeviceWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
+                                              std::move(keep_alive), device, seam_, std::move(event),
+                                              std::move(future), device_failure(op_name));
+  if (coalescing_) coalesced_.push_back(work);
+  return work;
 }
 
 }  // namespace ringreduce_torch

@@ -169,9 +169,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::sparse_allreduce(std::vec
   auto work = c10::make_intrusive<CollectiveWork>(rank_, c10d::OpType::ALLREDUCE, kOp, "ringreduce:all_reduce_sparse",
                                                   tensors, tensors, std::vector<at::Tensor>{send, recv},
                                                   std::move(sum), hooks_);
-  issue_locked(work, kOp, opts.timeout, [&](rrRequest_t* r) {
-    return rrAllToAllvAsync(send.data_ptr(), send_counts.data(), send_displs.data(), recv.data_ptr(),
-                            recv_counts.data(), recv_displs.data(), rrUint8, comm_, r);
+  issue_locked(work, kOp, opts.timeout, [&](const EngineCall& c) {
+    return c.call(rrAllToAllv, rrAllToAllvAsync, send.data_ptr(), send_counts.data(), send_displs.data(),
+                  recv.data_ptr(), recv_counts.data(), recv_displs.data(), rrUint8);
   });
   return work;
 }

@@ -114,14 +114,15 @@ rrRedOp_t engine_op(const char* op_name, const c10d::ReduceOp& op, at::ScalarTyp
   return choice.op;
 }
 
-void check_cpu_dense(const char* op_name, const at::Tensor& tensor) {
+void check_dense(const char* op_name, const at::Tensor& tensor) {
   if (!tensor.defined()) {
     throw invalid_argument(op_name, std::string("a tensor is undefined"));
   }
-  if (!tensor.device().is_cpu()) {
+  if (!tensor.device().is_cpu() && !(RR_TORCH_CUDA && tensor.is_cuda())) {
     throw invalid_argument(op_name, std::string("tensors on device ") + tensor.device().str() +
-                                        " are not supported by this build of the backend, which takes CPU "
-                                        "tensors (ringreduce.torch.DEVICES says which; README: CUDA tensors)");
+                                        " are not supported by this build of the backend, which takes " +
+                                        (RR_TORCH_CUDA ? "CPU and CUDA tensors" : "CPU tensors") +
+                                        " (ringreduce.torch.DEVICES says which; README: CUDA tensors)");
   }
   if (tensor.layout() != at::kStrided) {
     throw invalid_argument(op_name,
@@ -134,13 +135,13 @@ void check_single(const char* op_name, const std::vector<at::Tensor>& tensors) {
     throw invalid_argument(op_name,
                            std::string("expects one tensor per process, got ") + std::to_string(tensors.size()));
   }
-  check_cpu_dense(op_name, tensors[0]);
+  check_dense(op_name, tensors[0]);
 }
 
 void check_like(const char* op_name, const at::Tensor& like, const std::vector<at::Tensor>& tensors, bool same_shape) {
   for (const auto i : c10::irange(tensors.size())) {
     const at::Tensor& t = tensors[i];
-    check_cpu_dense(op_name, t);
+    check_dense(op_name, t);
     if (t.scalar_type() != like.scalar_type()) {
       throw invalid_argument(op_name, std::string("tensor ") + std::to_string(i) + " has dtype " +
                                           c10::toString(t.scalar_type()) + ", expected " +
@@ -187,8 +188,8 @@ void check_count(const char* op_name, const char* what, size_t got, size_t expec
 }
 
 void check_same_dtype(const char* op_name, const at::Tensor& output, const at::Tensor& input) {
-  check_cpu_dense(op_name, output);
-  check_cpu_dense(op_name, input);
+  check_dense(op_name, output);
+  check_dense(op_name, input);
   if (output.scalar_type() != input.scalar_type()) {
     throw invalid_argument(op_name, "output dtype " + std::string(c10::toString(output.scalar_type())) +
                                         " differs from input dtype " + c10::toString(input.scalar_type()));

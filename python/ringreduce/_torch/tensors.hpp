@@ -50,9 +50,10 @@ const char* reduce_op_name(const c10d::ReduceOp& op);
 // "max", "band", "bor", "bxor"); throws naming `op_name` and the choices.
 c10d::ReduceOp reduce_op_named(const char* op_name, const std::string& name);
 
-// Throws unless `tensor` lives in CPU memory and is dense (strided). Names the
-// operation and what was wrong, as the backend's every error does.
-void check_cpu_dense(const char* op_name, const at::Tensor& tensor);
+// Throws unless `tensor` is dense (strided) and in CPU memory, or on a CUDA
+// device in the CUDA build (RR_TORCH_CUDA). Names the operation and what was
+// wrong, as the backend's every error does.
+void check_dense(const char* op_name, const at::Tensor& tensor);
 // Throws unless `tensors` holds exactly one tensor (the engine serves one
 // device per process, as torch.distributed calls it).
 void check_single(const char* op_name, const std::vector<at::Tensor>& tensors);
@@ -65,7 +66,7 @@ void check_rank(const char* op_name, const char* what, int64_t rank, int size);
 void check_root_tensor(const char* op_name, int64_t root_tensor);
 // Throws unless a list (`what`) holds `expected` entries.
 void check_count(const char* op_name, const char* what, size_t got, size_t expected);
-// Throws unless both are CPU dense tensors of one dtype.
+// Throws unless both pass check_dense and have one dtype.
 void check_same_dtype(const char* op_name, const at::Tensor& output, const at::Tensor& input);
 
 // A tensor the engine can use in place of `user`: `user` itself when it is
