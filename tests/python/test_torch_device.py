@@ -10,7 +10,8 @@ at 1 to 3 ranks, makes its CUDA calls in the contract's order (torch's
 current stream, the capture check, recordStream for each tensor the engine
 holds, the engine call on that stream, the Work's event after it and after
 the copies back, the device-aware future), and Work.wait() makes the current
-stream wait on that event; a call under CUDA graph capture is refused by
+stream wait on that event; torch's eager connect orders a barrier on the
+device's stream; a call under CUDA graph capture is refused by
 name before the engine is called; send and recv refuse device tensors by
 name.
 """
@@ -206,6 +207,23 @@ def _point_to_point_refused(rank: int, size: int) -> str:
     return message
 
 
+def _eager_connect(rank: int, size: int) -> int:
+    seam = init()
+    backend = ringreduce.torch.backend_of()
+    # What init_process_group(device_id=cuda:i) calls on a backend that
+    # splits: a barrier ordered on the device's current stream, which sets
+    # the communicator's stream path up there now.
+    backend.eager_connect_single_device(torch.device("cuda", 0))
+    assert seam.take_trace() == ["current_stream", "enqueue"]
+    backend.eager_connect_single_device(torch.device("cpu"))  # nothing to set up
+    assert seam.take_trace() == []
+    t = torch.ones(3)
+    dist.all_reduce(t)  # the ranks are still in step
+    assert torch.equal(t, torch.full((3,), float(size)))
+    dist.destroy_process_group()
+    return 1
+
+
 def _device_id_without_a_gpu(rank: int, size: int) -> str:
     import ringreduce.torch  # noqa: F401
     try:
@@ -256,6 +274,10 @@ def test_device_id_without_a_gpu_fails_by_name():
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_every_collective_on_the_device_path_in_order(size):
     run_ranks(_every_collective, size, timeout=300)
+
+
+def test_eager_connect_orders_a_barrier_on_the_device_stream():
+    run_ranks(_eager_connect, 2, timeout=300)
 
 
 def test_a_call_under_graph_capture_is_refused_by_name():

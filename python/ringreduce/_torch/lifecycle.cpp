@@ -134,6 +134,14 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
   const bool member = mine != ranks.end();
   const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : RR_SPLIT_NOCOLOR;
   const int key = member ? static_cast<int>(mine - ranks.begin()) : 0;
+  // torch's splitGroup splits each backend once, however many device types
+  // it serves ("cpu" and "cuda" here), but asks again, for the next device
+  // type, a backend that left this rank out (returned nullptr): that second
+  // ask of one splitGroup (the same group name and description, unique to
+  // it) is answered without a second engine split, which the members do not
+  // make.
+  const std::string split_name = opts ? opts->group_name + '\n' + opts->group_desc : std::string();
+  if (!member && !split_name.empty() && split_name == left_out_of_) return nullptr;
   c10::intrusive_ptr<Options> child_options = options_for_child(opts);
   const rrConfig_t config = child_options->config();
   rrComm_t child = nullptr;
@@ -142,6 +150,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupRingreduce::split(const c10::intru
     std::unique_lock<std::mutex> lock = lock_issue();
     check_open(kOp);
     check_result(rrCommSplit(comm_, color, key, &child, &config), kOp);
+    left_out_of_ = child == nullptr ? split_name : std::string();
   }
   if (child == nullptr) return nullptr;
   auto backend = c10::make_intrusive<ProcessGroupRingreduce>(child, std::move(child_options));

@@ -378,6 +378,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // flight, by peer.
   std::mutex monitored_mutex_;
   std::map<int, c10::intrusive_ptr<c10d::Work>> monitored_held_;
+  // The splitGroup (group name and description) that last left this rank
+  // out, asked again for its next device type (split()). Guarded by
+  // issue_mutex_.
+  std::string left_out_of_;
   // get_reconfigure_handle()'s handle, until a reconfigure spent its
   // rendezvous (empty: none made yet), and the uuids reconfigure took.
   // Guarded by reconfigure_mutex_, which one reconfigure holds throughout.
