@@ -137,6 +137,13 @@ def test_torch_suite_against_the_installed_package(env):
          cwd=str(env), timeout=900)
 
 
+def test_device_path_through_the_fake_in_the_wheels_cpu_build(env):
+    # The wheel is built without CUDA: its backend's device path still takes
+    # the fake's calls (test_torch_device.py; the CUDA build's own cases skip).
+    _run([str(env / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+          str(ROOT / "tests" / "python" / "test_torch_device.py")], cwd=str(env), timeout=900)
+
+
 def test_uninstall_leaves_nothing(env):
     py = str(env / "bin" / "python")
     site = pathlib.Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"]).stdout.strip())
