@@ -358,7 +358,11 @@ rrResult_t rrTestStatus(rrRequest_t request, int* done, rrStatus_t* status);
  * every rank (as for blocking calls); several may be in flight on one
  * communicator and their requests may be waited in any order. Blocking calls
  * issued after them run after them. Buffers belong to the call until it
- * finished. */
+ * finished. Device buffers (CUDA build; not rrAllToAllvAsync's) are ordered
+ * on the legacy default stream, as the blocking form's with stream NULL, and
+ * the request finishes once the result is in recvbuff (nothing more to
+ * synchronize); a failure is the request's and the communicator's async
+ * error. */
 rrResult_t rrAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
                             rrRedOp_t op, rrComm_t comm, rrRequest_t* request);
 rrResult_t rrReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount,

@@ -20,7 +20,7 @@ static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size
                      recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
   Route r;
-  if (s.ok()) s = route("rrReduceScatter", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route("rrReduceScatter", stream, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrReduceScatter", r, stream, request,
       [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); },
@@ -34,7 +34,7 @@ static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t s
                      sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
   }
   Route r;
-  if (s.ok()) s = route("rrAllGather", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route("rrAllGather", stream, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrAllGather", r, stream, request,
       [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); },
@@ -45,7 +45,7 @@ static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t c
   rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
   if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
   Route r;
-  if (s.ok()) s = route("rrAllReduce", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route("rrAllReduce", stream, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrAllReduce", r, stream, request,
       [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); },
@@ -61,7 +61,7 @@ static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t co
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrBroadcast", stream, request != nullptr,
+    s = route("rrBroadcast", stream,
               {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
   }
   return dispatch_routed(
@@ -78,7 +78,7 @@ static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrReduce", stream, request != nullptr,
+    s = route("rrReduce", stream,
               {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
   }
   return dispatch_routed(
@@ -98,7 +98,7 @@ static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendc
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrGather", stream, request != nullptr,
+    s = route("rrGather", stream,
               {{"sendbuff", sendbuff}, {"recvbuff", is_root ? recvbuff : nullptr}}, &r);
   }
   return dispatch_routed(
@@ -118,7 +118,7 @@ static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recv
   Route r;
   if (s.ok()) {
     const bool is_root = comm->impl->rank() == root;
-    s = route("rrScatter", stream, request != nullptr,
+    s = route("rrScatter", stream,
               {{"sendbuff", is_root ? sendbuff : nullptr}, {"recvbuff", recvbuff}}, &r);
   }
   return dispatch_routed(
@@ -146,7 +146,7 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
     }
   }
   Route r;
-  if (s.ok()) s = route("rrAllToAll", stream, request != nullptr, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route("rrAllToAll", stream, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrAllToAll", r, stream, request,
       [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); },
@@ -226,10 +226,9 @@ static rrResult_t all_to_all_v_call(const void* sendbuff, const size_t* sendcoun
                               ") overlap (all-to-all-v has no in-place form)");
     }
   }
-  // Device buffers are refused below, the Async form's too (route() would
-  // point that one to the blocking form, which refuses them as well).
+  // Device buffers are refused below, the Async form's too.
   Route r;
-  if (s.ok()) s = route(call, stream, /*async=*/false, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
+  if (s.ok()) s = route(call, stream, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   if (s.ok() && r.staged) {
     s = rr::InvalidArgument(std::string(call) + ": " + r.device_buffer +
                             " is device memory; rrAllToAllv takes host buffers (copy the blocks to the host, or use "
@@ -255,7 +254,7 @@ static rrResult_t all_to_all_v_call(const void* sendbuff, const size_t* sendcoun
 static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
   rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
   Route r;
-  if (s.ok()) s = route("rrBarrier", stream, request != nullptr, {}, &r);
+  if (s.ok()) s = route("rrBarrier", stream, {}, &r);
   return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr);
 }
 

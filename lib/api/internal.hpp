@@ -123,9 +123,9 @@ struct Buffer {
 };
 
 // Classifies the buffers this rank uses (NULL ones are skipped). Device
-// buffers are refused beside host buffers (mixed calls are not staged) and
-// by the Async forms, which have no stream to order them on.
-rr::Status route(const char* call, void* stream, bool async, std::initializer_list<Buffer> buffers, Route* out);
+// buffers are refused beside host buffers (mixed calls are not staged); an
+// Async form's are ordered on the legacy default stream (dispatch_routed).
+rr::Status route(const char* call, void* stream, std::initializer_list<Buffer> buffers, Route* out);
 
 // Point-to-point takes host buffers and no stream.
 rr::Status host_only(const char* call, const char* name, const void* buf, void* stream);
@@ -168,20 +168,31 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
 // As dispatch(), or, for a stream-ordered route, queues the call on the
 // stream and returns at once: `staged` for device buffers (nullptr for a call
 // without buffers), `body` for host ones. Nothing is wrapped
-// for a blocking call: its data path allocates nothing.
+// for a blocking call: its data path allocates nothing. An Async form's
+// device buffers (`request`) are ordered on the legacy default stream, as
+// the blocking form's with stream NULL, and its request finishes once the
+// result is in place there: a request on the queue, after the call's host
+// half, waits for the call's end on the stream.
 template <typename Body, typename Staged>
 rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char* call, const Route& route,
                            void* stream, rrRequest_t* request, Body body, Staged staged) {
   if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body);
-  InComm inside(comm);
-  return guarded(comm, [&] {
-    std::function<rr::StagedCollectives::Plan(const rr::StagedCollectives&)> plan;
-    if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
-      if (route.staged) plan = std::move(staged);
-    }
-    if (!plan) plan = [body](const rr::StagedCollectives&) { return rr::StagedCollectives::host_call(body); };
-    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan));
-  });
+  std::function<rr::Status()> until_done;
+  {
+    InComm inside(comm);
+    const rrResult_t ordered = guarded(comm, [&] {
+      std::function<rr::StagedCollectives::Plan(const rr::StagedCollectives&)> plan;
+      if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
+        if (route.staged) plan = std::move(staged);
+      }
+      if (!plan) plan = [body](const rr::StagedCollectives&) { return rr::StagedCollectives::host_call(body); };
+      return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan,
+                                                      request ? &until_done : nullptr));
+    });
+    if (ordered != rrSuccess || !request) return ordered;
+  }
+  return dispatch(comm, rr::Status::Ok(), request,
+                  [until_done] { return until_done ? until_done() : rr::Status::Ok(); });
 }
 
 }  // namespace rr::api

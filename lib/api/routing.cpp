@@ -97,7 +97,7 @@ rr::Status check_buffers(const char* call, const void* sendbuff, const void* rec
   return rr::Status::Ok();
 }
 
-rr::Status route(const char* call, void* stream, bool async, std::initializer_list<Buffer> buffers, Route* out) {
+rr::Status route(const char* call, void* stream, std::initializer_list<Buffer> buffers, Route* out) {
   Route r;
   const Buffer* host = nullptr;
   const Buffer* device = nullptr;
@@ -120,11 +120,6 @@ rr::Status route(const char* call, void* stream, bool async, std::initializer_li
   if (device && host) {
     return rr::InvalidArgument(std::string(call) + ": " + device->name + " is device memory but " + host->name +
                                " is host memory; pass both on the device or both on the host");
-  }
-  if (device && async) {
-    return rr::InvalidArgument(std::string(call) + "Async: " + device->name +
-                               " is device memory; the Async forms take host buffers (order device buffers on a "
-                               "stream with " + call + ")");
   }
   r.staged = device != nullptr;
   r.device_buffer = device ? device->name : nullptr;

@@ -92,7 +92,17 @@ StreamOrder::~StreamOrder() {
   (void)cudaGetLastError();
 }
 
-Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make) {
+namespace {
+
+// What an Async call's request waits for: its event, then its host half.
+struct CallEnd {
+  memory::CudaEvent done;
+  Status host;  // written on the queue by the host half, read there after it
+};
+
+}  // namespace
+
+Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make, UntilDone* until_done) {
   auto caller_stream = static_cast<cudaStream_t>(stream);
   auto failed = [call](const Status& s) { return Status(s.code(), std::string(call) + ": " + s.message()); };
   // The events and kernels are made on the current device: it must be the
@@ -118,6 +128,12 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   std::lock_guard<std::mutex> lock(submit_mutex_);
   auto plan = std::make_shared<const StagedCollectives::Plan>(make(*staged_));
   if (plan->segments == 0) return Status::Ok();  // count 0: nothing to move or order
+  std::shared_ptr<CallEnd> end;
+  if (until_done) {
+    end = std::make_shared<CallEnd>();
+    const Status made = end->done.create(/*blocking=*/true, "the Async call's end");
+    if (!made.ok()) return failed(made);
+  }
   // 1. The inputs are ready when the caller's stream reaches this point:
   // every staging lane waits for it (the copies back too, not only through
   // the host's releases; the reduction servers, which before it would only
@@ -169,16 +185,18 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   // issue that failure is the cause (the call returned it too): this rank
   // did not run the whole call, its peers did, so the communicator must not
   // go on as if it had (a CUDA error breaks it).
-  submission.failed = [this, call, segments = plan->segments](const Status& cause, uint64_t first) {
+  submission.failed = [this, call, end, segments = plan->segments](const Status& cause, uint64_t first) {
     // A wait given up for a revocation is the revocation.
     const bool revoked = gave_up_ && !comm_->aborting() && comm_->revoke_requested();
-    comm_->report_async_failure(Status(revoked ? Code::kRevoked : cause.code(),
-                                       std::string(call) + " (stream-ordered, segments " + std::to_string(first) +
-                                           ".." + std::to_string(first + segments - 1) + "): " +
-                                           (revoked ? "the communicator was revoked (rrCommRevoke) while the call "
-                                                      "waited for its stream's earlier work: "
-                                                    : "") +
-                                           cause.message()));
+    Status failure(revoked ? Code::kRevoked : cause.code(),
+                   std::string(call) + " (stream-ordered, segments " + std::to_string(first) + ".." +
+                       std::to_string(first + segments - 1) + "): " +
+                       (revoked ? "the communicator was revoked (rrCommRevoke) while the call "
+                                  "waited for its stream's earlier work: "
+                                : "") +
+                       cause.message());
+    if (end) end->host = failure;
+    comm_->report_async_failure(failure);
   };
   bool refused = false;
   Status submitted = staged_->submit(comm_->queue(), plan, std::move(submission), &refused);
@@ -186,7 +204,19 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make)
   // released at destroy (not here: they may still be running), which then
   // does not wait for the stream work before them.
   if (refused) gave_up_ = true;
-  return submitted.ok() ? submitted : failed(submitted);
+  if (!submitted.ok()) return failed(submitted);
+  if (end) {
+    // After step 4's waits: the stream reached it once the copies back ran.
+    const Status recorded =
+        memory::cuda_status(cudaEventRecord(end->done.get(), caller_stream), "cudaEventRecord (the Async call's end)");
+    if (!recorded.ok()) return failed(recorded);
+    *until_done = [end] {
+      RR_RETURN_IF_ERROR(memory::cuda_status(cudaEventSynchronize(end->done.get()),
+                                             "cudaEventSynchronize (the Async call's end)"));
+      return end->host;
+    };
+  }
+  return Status::Ok();
 }
 
 }  // namespace rr

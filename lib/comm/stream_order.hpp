@@ -69,12 +69,20 @@ class StreamOrder {
 
   int device() const { return device_; }
 
+  // Waits on the host until a submitted call's last work on its stream ran;
+  // then its host half's outcome (the Async forms' request, on the
+  // communicator's queue after that host half).
+  using UntilDone = std::function<Status()>;
+
   // Orders the call on `stream` (steps 1-4 above); `call` names it in
   // errors. Not ok when the call could not be ordered: then its host half
   // does not run, or stops where the issue failed (and the failure is the
   // communicator's async error too), or, when only step 4 failed, later
-  // work on the stream is not ordered after the call.
-  Status submit(const char* call, void* stream, const MakePlan& make);
+  // work on the stream is not ordered after the call. With `until_done`, a
+  // call that moves data also records an event on `stream` after step 4
+  // and sets *until_done to wait for it; left empty for a call with
+  // nothing to move.
+  Status submit(const char* call, void* stream, const MakePlan& make, UntilDone* until_done = nullptr);
 
  private:
   StreamOrder(Communicator* comm, int device);
