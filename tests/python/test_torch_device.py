@@ -42,10 +42,15 @@ cuda_build = pytest.mark.skipif("cuda" not in ringreduce.torch.DEVICES,
 
 R = dist.ReduceOp
 
-# What a collective on the device path calls, in order (device_seam.hpp);
-# "record_stream" once for each tensor the engine reads or writes.
+# What a collective on the device path calls, in order (device_seam.hpp):
+# the group's side stream ("side_stream" at a group's first call only) waits
+# for the caller's stream, "record_stream" once for each tensor the engine
+# reads or writes, the call on the side stream, then with the side stream
+# current the copies back, the Work's event and future.
 ISSUE_HEAD = ["current_stream", "capturing"]
-ISSUE_TAIL = ["enqueue", "record_event", "completed_future"]
+FIRST = ["side_stream"]
+ISSUE_READY = ["record_event", "stream_wait"]
+ISSUE_TAIL = ["enqueue", "run_on", "record_event", "completed_future"]
 WAIT = ["current_stream", "stream_wait"]
 
 
@@ -66,10 +71,11 @@ def ordered(trace: list) -> list:
     return [call for call in trace if call != "reached"]
 
 
-def issued(trace: list, holds: int, waited: bool) -> None:
+def issued(trace: list, holds: int, waited: bool, first: bool = False) -> None:
     """Asserts that `trace` is one issue holding `holds` tensors, then a wait if `waited`."""
     trace = ordered(trace)
-    expected = ISSUE_HEAD + ["record_stream"] * holds + ISSUE_TAIL + (WAIT if waited else [])
+    expected = (ISSUE_HEAD + (FIRST if first else []) + ISSUE_READY + ["record_stream"] * holds + ISSUE_TAIL +
+                (WAIT if waited else []))
     assert trace == expected, f"{trace} != {expected}"
 
 
@@ -84,14 +90,14 @@ def _every_collective(rank: int, size: int) -> int:
     # all_reduce, waited at once (torch calls wait()): issue, then the wait.
     t = seeded(1, rank, n)
     dist.all_reduce(t)
-    issued(seam.take_trace(), holds=1, waited=True)
+    issued(seam.take_trace(), holds=1, waited=True, first=True)
     assert torch.allclose(t.double(), ref(1), rtol=1e-5, atol=1e-5)
 
     # async_op: no wait until asked; the future is the seam's.
     t = seeded(2, rank, n)
     work = dist.all_reduce(t, op=R.MAX, async_op=True)
     issued(seam.take_trace(), holds=1, waited=False)
-    assert work.get_future().wait()[0] is not None
+    assert work.get_future().wait()[0] is t
     work.wait()
     assert ordered(seam.take_trace()) == WAIT
     assert torch.equal(t.double(), torch.stack([seeded(2, r, n).double() for r in range(size)]).max(0).values)
@@ -135,20 +141,24 @@ def _every_collective(rank: int, size: int) -> int:
     full = sum(seeded(8, r, size * n).double() for r in range(size))
     assert torch.allclose(out.double(), full[rank * n:(rank + 1) * n], rtol=1e-5, atol=1e-5)
 
-    # all_to_all_single with uneven splits.
-    splits_in = [(rank + p) % 3 + 1 for p in range(size)]
-    splits_out = [(p + rank) % 3 + 1 for p in range(size)]
-    x = torch.arange(sum(splits_in), dtype=torch.float32) + 1000 * rank
-    y = torch.empty(sum(splits_out))
-    dist.all_to_all_single(y, x, splits_out, splits_in)
+    # all_to_all_single and the list form with equal blocks (rrAllToAll on
+    # the device path); uneven blocks are refused by name, before any call.
+    x = torch.arange(size * 5, dtype=torch.float32) + 1000 * rank
+    y = torch.empty(size * 5)
+    dist.all_to_all_single(y, x)
     issued(seam.take_trace(), holds=2, waited=True)
-    offset = 0
     for p in range(size):
-        their_in = [(p + q) % 3 + 1 for q in range(size)]
-        start = sum(their_in[:rank])
-        expect = torch.arange(start, start + their_in[rank], dtype=torch.float32) + 1000 * p
-        assert torch.equal(y[offset:offset + splits_out[p]], expect)
-        offset += splits_out[p]
+        assert torch.equal(y[5 * p:5 * p + 5], torch.arange(5 * rank, 5 * rank + 5, dtype=torch.float32) + 1000 * p)
+    outs = [torch.empty(3) for _ in range(size)]
+    dist.all_to_all(outs, [torch.full((3,), float(10 * rank + p)) for p in range(size)])
+    issued(seam.take_trace(), holds=2, waited=True)
+    for p in range(size):
+        assert torch.equal(outs[p], torch.full((3,), float(10 * p + rank)))
+    if size > 1:
+        splits = [1 + (p == 0) for p in range(size)]
+        with pytest.raises(RuntimeError, match="blocks of different sizes are not supported on CUDA tensors"):
+            dist.all_to_all_single(torch.empty(sum(splits)), torch.zeros(sum(splits)), splits, splits)
+        assert ordered(seam.take_trace()) == []
 
     # gather and scatter at root 0.
     gathered = [torch.empty(n) for _ in range(size)] if rank == 0 else None
@@ -176,6 +186,50 @@ def _every_collective(rank: int, size: int) -> int:
     assert seam.take_trace() == []
 
     dist.destroy_process_group()
+    return 1
+
+
+def _works_after_abort_and_shutdown(rank: int, size: int) -> int:
+    seam = init()
+    # A Work whose event the GPU has not passed: not completed, and
+    # wait(timeout) waits on the host and then says so by name.
+    seam.set_reached(False)
+    t = torch.ones(4)
+    pending = dist.all_reduce(t, async_op=True)
+    assert not pending.is_completed()
+    with pytest.raises(RuntimeError, match="expired before the GPU reached"):
+        pending.wait(datetime.timedelta(milliseconds=50))
+    # One the GPU passed: a success, also after an orderly shutdown.
+    seam.set_reached(True)
+    done = dist.all_reduce(t, async_op=True)
+    assert done.is_completed() and done.is_success() and done.exception() is None
+    seam.set_reached(False)
+    late = dist.all_reduce(t, async_op=True)  # not yet passed when the group is aborted
+    ringreduce.torch.backend_of().abort()
+    # The aborted group's Work is completed, failed, and wait() raises it.
+    assert late.is_completed() and not late.is_success()
+    assert "aborted" in str(late.exception())
+    with pytest.raises(RuntimeError, match="ordered on a CUDA stream.*aborted"):
+        late.wait()
+    assert done.is_success()  # its end was seen before the abort
+    dist.destroy_process_group()
+    return 1
+
+
+def _shutdown_keeps_successes(rank: int, size: int) -> int:
+    seam = init()
+    t = torch.ones(4)
+    seam.set_reached(False)  # torch's own look at the new Work finds it pending
+    work = dist.all_reduce(t, async_op=True)
+    assert not work.is_completed()
+    held = ringreduce.torch.backend_of()  # the group outlives its shutdown here
+    dist.destroy_process_group()
+    seam.set_reached(True)
+    # Its end first seen after the orderly shutdown: not a failure.
+    assert work.is_completed() and work.is_success() and work.exception() is None
+    work.wait()
+    assert ordered(seam.take_trace())[-2:] == WAIT
+    del held
     return 1
 
 
@@ -213,10 +267,10 @@ def _eager_connect(rank: int, size: int) -> int:
     seam = init()
     backend = ringreduce.torch.backend_of()
     # What init_process_group(device_id=cuda:i) calls on a backend that
-    # splits: a barrier ordered on the device's current stream, which sets
-    # the communicator's stream path up there now.
+    # splits: a barrier ordered on the group's stream on the device, which
+    # sets the communicator's stream path up there now.
     backend.eager_connect_single_device(torch.device("cuda", 0))
-    assert seam.take_trace() == ["current_stream", "enqueue"]
+    assert seam.take_trace() == ["side_stream", "enqueue"]  # on the group's stream, never NULL
     backend.eager_connect_single_device(torch.device("cpu"))  # nothing to set up
     assert seam.take_trace() == []
     t = torch.ones(3)
@@ -264,12 +318,16 @@ def test_one_cuda_runtime_in_the_process_in_either_import_order(first):
     assert "nvidia" in loaded[0], f"{loaded[0]} is not torch's CUDA runtime"
 
 
+no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="what a machine without a GPU does")
+
+
 @cuda_build
+@no_gpu
 def test_registered_for_cuda_without_a_driver():
-    assert not torch.cuda.is_available()  # this machine: no GPU, no driver
     assert run_ranks(_registered_for_cuda, 1, timeout=300) == [True]
 
 
+@no_gpu
 def test_device_id_without_a_gpu_fails_by_name():
     (message,) = run_ranks(_device_id_without_a_gpu, 1, timeout=300)
     assert "device_id" in message and "cuda:0" in message, message
@@ -278,6 +336,11 @@ def test_device_id_without_a_gpu_fails_by_name():
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_every_collective_on_the_device_path_in_order(size):
     run_ranks(_every_collective, size, timeout=300)
+
+
+def test_a_pending_work_an_aborted_one_and_an_orderly_shutdown():
+    run_ranks(_works_after_abort_and_shutdown, 2, timeout=300)
+    run_ranks(_shutdown_keeps_successes, 2, timeout=300)
 
 
 def test_eager_connect_orders_a_barrier_on_the_device_stream():

@@ -1,8 +1,10 @@
 // all_to_all_single (alltoall_base, with or without split sizes) and the
-// list form all_to_all: one rrAllToAllv each.
+// list form all_to_all: one rrAllToAllv each; on CUDA tensors, whose memory
+// rrAllToAllv does not take, one rrAllToAll where every block has one size.
 
 #include "process_group.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,32 @@ Blocks blocks_of_list(const std::vector<at::Tensor>& tensors, size_t per_element
   return b;
 }
 
+// The engine call of an all-to-all of `send_blocks` into `recv_blocks`:
+// rrAllToAllv; on the device path, rrAllToAll when every block on both sides
+// has one size, else refused naming the operation.
+std::function<rrResult_t(const EngineCall&)> all_to_all_call(const char* op_name, bool on_device, const void* send,
+                                                             const Blocks& send_blocks, void* recv,
+                                                             const Blocks& recv_blocks, rrDataType_t dtype) {
+  if (!on_device) {
+    return [=](const EngineCall& c) {
+      return c.call(rrAllToAllv, rrAllToAllvAsync, send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
+                    recv_blocks.counts.data(), recv_blocks.displs.data(), dtype);
+    };
+  }
+  const size_t block = send_blocks.counts.empty() ? 0 : send_blocks.counts.front();
+  auto one_size = [block](const Blocks& b) {
+    for (size_t count : b.counts) {
+      if (count != block) return false;
+    }
+    return true;
+  };
+  if (!one_size(send_blocks) || !one_size(recv_blocks)) {
+    throw invalid_argument(op_name, "blocks of different sizes are not supported on CUDA tensors (the engine's "
+                                    "all-to-all-v takes host memory): use equal blocks, or CPU tensors");
+  }
+  return [=](const EngineCall& c) { return c.call(rrAllToAll, rrAllToAllAsync, send, recv, block, dtype); };
+}
+
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -83,11 +111,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall_base(at::Tensor&
   void* recv = out.engine.data_ptr();
   return collective(c10d::OpType::ALLTOALL_BASE, opts, kOp, "ringreduce:all_to_all_single",
                     {input}, {output}, {in.engine, out.engine}, copy_back_if_needed(out),
-                    [&](const EngineCall& c) {
-                      return c.call(rrAllToAllv, rrAllToAllvAsync, send, send_blocks.counts.data(),
-                                    send_blocks.displs.data(), recv, recv_blocks.counts.data(),
-                                    recv_blocks.displs.data(), dtype);
-                    });
+                    all_to_all_call(kOp, on_device(input), send, send_blocks, recv, recv_blocks, dtype));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::Tensor>& outputs,
@@ -109,11 +133,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::alltoall(std::vector<at::
   void* recv = flat_out.data_ptr();
   return collective(c10d::OpType::ALLTOALL, opts, kOp, "ringreduce:all_to_all", inputs, outputs, {flat_in, flat_out},
                     [flat_out, out] { copy_out(flat_out, out); },
-                    [&](const EngineCall& c) {
-                      return c.call(rrAllToAllv, rrAllToAllvAsync, send, send_blocks.counts.data(),
-                                    send_blocks.displs.data(), recv, recv_blocks.counts.data(),
-                                    recv_blocks.displs.data(), dtype);
-                    });
+                    all_to_all_call(kOp, on_device(inputs[0]), send, send_blocks, recv, recv_blocks, dtype));
 }
 
 }  // namespace ringreduce_torch

@@ -33,6 +33,16 @@ class CudaSeam : public DeviceSeam {
     return c10::cuda::getCurrentCUDAStream(device.index()).stream();
   }
 
+  void* side_stream(c10::Device device) override {
+    return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()).stream();
+  }
+
+  void run_on(c10::Device device, void* stream, const std::function<void()>& fn) override {
+    const c10::cuda::CUDAStreamGuard guard(
+        c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device.index()));
+    fn();
+  }
+
   bool capturing(void* stream) override {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     check_cuda(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status), "cudaStreamIsCapturing");
@@ -77,7 +87,8 @@ class CudaSeam : public DeviceSeam {
   c10::intrusive_ptr<c10::ivalue::Future> completed_future(c10::Device device,
                                                           const std::vector<at::Tensor>& outputs) override {
     // markCompleted records the future's own events on each device's
-    // current stream: the one the call was ordered on.
+    // current stream: the one the call was ordered on (run_on made it
+    // current, on the tensors' device).
     auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                            std::vector<c10::Device>{device});
     future->markCompleted(c10::IValue(outputs));

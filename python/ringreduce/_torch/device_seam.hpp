@@ -6,15 +6,25 @@
 // which calls it makes and in what order.
 //
 // A collective on CUDA tensors (process_group.hpp, device_collective) makes
-// them in this order, on the caller's thread, without waiting for the GPU:
+// them in this order, on the caller's thread, without waiting for the GPU,
+// as ProcessGroupNCCL orders its calls on a stream of its own:
 //   current_stream   torch's current stream on the tensors' device;
 //   capturing        refused under CUDA graph capture, by name;
-//   record_stream    each tensor the engine reads or writes, for the stream;
-//   enqueue          the engine's stream-ordered call on that stream;
-//   record_event     the Work's event, after the call (and after the copies
-//                    back into non-contiguous tensors, also on the stream);
-//   completed_future the Work's future, device-aware.
-// Work.wait() / synchronize(): current_stream, then stream_wait on the event.
+//   side_stream      the group's stream on that device (made once);
+//   record_event     on the current stream: the inputs are ready there;
+//   stream_wait      the side stream waits for them;
+//   record_stream    each tensor the engine reads or writes, for the side
+//                    stream (freed earlier on its own stream, its memory is
+//                    not reused before the side stream reached this point);
+//   enqueue          the engine's stream-ordered call on the side stream;
+//   run_on           with the side stream current: the copies back into
+//                    non-contiguous tensors, then
+//     record_event     the Work's event, and
+//     completed_future the Work's future, device-aware (its events on the
+//                      side stream).
+// The current stream goes on at once (async_op overlaps the call with what
+// the caller enqueues next); Work.wait() / synchronize(): current_stream,
+// then stream_wait on the Work's event.
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
@@ -39,6 +49,12 @@ class DeviceSeam {
 
   // torch's current stream on `device` (c10::cuda::getCurrentCUDAStream).
   virtual void* current_stream(c10::Device device) = 0;
+  // A stream of torch's pool on `device` (c10::cuda::getStreamFromPool),
+  // for a group's calls there.
+  virtual void* side_stream(c10::Device device) = 0;
+  // Runs `fn` with `stream` current on `device` (c10::cuda::CUDAStreamGuard):
+  // the tensor copies it enqueues go on that stream.
+  virtual void run_on(c10::Device device, void* stream, const std::function<void()>& fn) = 0;
   // True while `stream` is being captured into a CUDA graph
   // (cudaStreamIsCapturing).
   virtual bool capturing(void* stream) = 0;
@@ -70,11 +86,13 @@ std::shared_ptr<DeviceSeam> cuda_seam();
 
 // The recording fake: every call appends its name to trace(), streams and
 // events are tokens, enqueue runs the call blocking with no stream (host
-// tensors stand in for device ones), and capturing() answers what
-// set_capturing() said.
+// tensors stand in for device ones), and capturing() and reached() answer
+// what set_capturing() and set_reached() said.
 class FakeDeviceSeam : public DeviceSeam {
  public:
   void* current_stream(c10::Device device) override;
+  void* side_stream(c10::Device device) override;
+  void run_on(c10::Device device, void* stream, const std::function<void()>& fn) override;
   bool capturing(void* stream) override;
   void record_stream(const at::Tensor& tensor, void* stream) override;
   rrResult_t enqueue(c10::Device device, void* stream, const std::function<rrResult_t(void* stream)>& call) override;
@@ -85,6 +103,7 @@ class FakeDeviceSeam : public DeviceSeam {
                                                           const std::vector<at::Tensor>& outputs) override;
 
   void set_capturing(bool capturing);
+  void set_reached(bool reached);
   // The calls so far, and forgets them.
   std::vector<std::string> take_trace();
 
@@ -94,6 +113,7 @@ class FakeDeviceSeam : public DeviceSeam {
   std::mutex mutex_;
   std::vector<std::string> trace_;
   bool capturing_ = false;
+  bool reached_ = true;
 };
 
 }  // namespace ringreduce_torch

@@ -24,12 +24,26 @@ DeviceWork::DeviceWork(int rank, c10d::OpType type, const char* op_name, const c
 
 bool DeviceWork::isCompleted() {
   if (ended_ok_.load(std::memory_order_acquire)) return true;
-  if (!seam_->reached(event_)) return failure_() != nullptr;
-  if (failure_()) return true;
-  ended_ok_.store(true, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(keep_mutex_);
-  keep_alive_.clear();
+  std::exception_ptr failed;
+  if (!seam_->reached(event_)) {
+    failed = failure_();
+    if (!failed) return false;
+  } else {
+    failed = failure_();
+    if (!failed) ended_ok_.store(true, std::memory_order_release);
+  }
+  end_once(failed);
   return true;
+}
+
+void DeviceWork::end_once(const std::exception_ptr& failed) {
+  std::lock_guard<std::mutex> lock(keep_mutex_);
+  if (ended_) return;
+  ended_ = true;
+  // The GPU passed the event (or the communicator broke): the engine holds
+  // the tensors no more; torch's profiler range of the call ends here.
+  if (!failed) keep_alive_.clear();
+  finish(failed);
 }
 
 bool DeviceWork::isSuccess() const {

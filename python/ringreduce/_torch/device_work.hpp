@@ -1,13 +1,13 @@
 #pragma once
 // The Work of a collective on CUDA tensors (process_group.hpp's
-// device_collective): the engine call is ordered on torch's current stream
-// and the Work holds a CUDA event recorded after it, as ProcessGroupNCCL's
-// does. Nothing here waits on the host unless asked to: wait() and
+// device_collective): the engine call is ordered on the group's stream,
+// after torch's current one, and the Work holds a CUDA event recorded after
+// it there, as ProcessGroupNCCL's does. Nothing here waits on the host unless asked to: wait() and
 // synchronize() make the caller's current stream wait for the event; a
 // wait() with a timeout also waits on the host until the GPU passed the
 // event (as NCCL's), or throws naming the operation. The future is
-// device-aware and completed at the issue, so DDP's communication hooks
-// chain on the stream.
+// device-aware and completed at the issue on the group's stream, so DDP's
+// communication hooks chain on it.
 //
 // A stream-ordered call fails asynchronously (rrCommGetAsyncError): the Work
 // reads as completed and failed once its communicator broke, with the
@@ -65,7 +65,12 @@ class DeviceWork : public c10d::Work {
   const c10::intrusive_ptr<c10::ivalue::Future> future_;
   const Failure failure_;
   mutable std::atomic<bool> ended_ok_{false};  // the GPU passed the event with the communicator healthy
+  // Once the Work's end is first seen: keep_alive_ dropped (on success) and
+  // c10d::Work::finish() called (torch's profiler range ends).
+  void end_once(const std::exception_ptr& failed);
+
   std::mutex keep_mutex_;
+  bool ended_ = false;                  // end_once ran
   std::vector<at::Tensor> keep_alive_;  // dropped once the GPU passed the event
 };
 

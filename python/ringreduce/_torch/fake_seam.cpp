@@ -13,8 +13,9 @@ namespace ringreduce_torch {
 
 namespace {
 
-// The stream token: any non-null address stands for torch's current stream.
-int fake_stream_token;
+// The stream tokens: any non-null address stands for a stream.
+int fake_current_stream;
+int fake_side_stream;
 
 }  // namespace
 
@@ -25,7 +26,17 @@ void FakeDeviceSeam::note(std::string what) {
 
 void* FakeDeviceSeam::current_stream(c10::Device) {
   note("current_stream");
-  return &fake_stream_token;
+  return &fake_current_stream;
+}
+
+void* FakeDeviceSeam::side_stream(c10::Device) {
+  note("side_stream");
+  return &fake_side_stream;
+}
+
+void FakeDeviceSeam::run_on(c10::Device, void*, const std::function<void()>& fn) {
+  note("run_on");
+  fn();
 }
 
 bool FakeDeviceSeam::capturing(void*) {
@@ -50,7 +61,8 @@ void FakeDeviceSeam::stream_wait(void*, const Event&) { note("stream_wait"); }
 
 bool FakeDeviceSeam::reached(const Event&) {
   note("reached");
-  return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reached_;
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> FakeDeviceSeam::completed_future(c10::Device,
@@ -64,6 +76,11 @@ c10::intrusive_ptr<c10::ivalue::Future> FakeDeviceSeam::completed_future(c10::De
 void FakeDeviceSeam::set_capturing(bool capturing) {
   std::lock_guard<std::mutex> lock(mutex_);
   capturing_ = capturing;
+}
+
+void FakeDeviceSeam::set_reached(bool reached) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reached_ = reached;
 }
 
 std::vector<std::string> FakeDeviceSeam::take_trace() {

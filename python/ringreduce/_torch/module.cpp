@@ -145,5 +145,7 @@ PYBIND11_MODULE(_torch, m) {
       m, "_FakeDeviceSeam", "The device path's CUDA calls, recorded by name (device_seam.hpp).")
       .def("take_trace", &FakeDeviceSeam::take_trace, "The calls made since the last take_trace(), in order.")
       .def("set_capturing", &FakeDeviceSeam::set_capturing, py::arg("capturing"),
-           "What cudaStreamIsCapturing answers from now on.");
+           "What cudaStreamIsCapturing answers from now on.")
+      .def("set_reached", &FakeDeviceSeam::set_reached, py::arg("reached"),
+           "What cudaEventQuery answers from now on (True: the GPU passed every event).");
 }

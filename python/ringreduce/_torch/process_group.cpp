@@ -287,17 +287,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::Barri
                     [&](const EngineCall& c) { return c.call(rrBarrier, rrBarrierAsync); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpType type, const char* op_name,
-                                                                      at::Tensor& tensor, int peer, int tag) {
-  const bool is_send = type == c10d::OpType::SEND;
-  if (peer != RR_ANY_SOURCE) check_rank(op_name, is_send ? "dst" : "src", peer, size_);
-  if (tag < 0) throw invalid_argument(op_name, "tag=" + std::to_string(tag) + " is negative");
-  if (tensor.is_cuda() || fake_device_) {
+void ProcessGroupRingreduce::check_host_tensor(const char* op_name, const at::Tensor& tensor) const {
+  if (on_device(tensor)) {
     throw invalid_argument(op_name, "tensors on " + tensor.device().str() +
                                         " are not supported for send and receive: the engine's point-to-point "
                                         "calls take host memory (copy to the CPU first, or use "
                                         "\"cpu:ringreduce,cuda:nccl\" for them)");
   }
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::point_to_point(c10d::OpType type, const char* op_name,
+                                                                      at::Tensor& tensor, int peer, int tag) {
+  const bool is_send = type == c10d::OpType::SEND;
+  if (peer != RR_ANY_SOURCE) check_rank(op_name, is_send ? "dst" : "src", peer, size_);
+  if (tag < 0) throw invalid_argument(op_name, "tag=" + std::to_string(tag) + " is negative");
   const EngineType elements = moved_type(tensor);
   const rrDataType_t dtype = elements.dtype;
   auto state = std::make_shared<PointToPoint>();
@@ -376,18 +379,21 @@ void check_user_tag(const char* op_name, int tag) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
   check_single("send", tensors);
+  check_host_tensor("send", tensors[0]);
   check_user_tag("send", tag);
   return point_to_point(c10d::OpType::SEND, "send", tensors[0], dst_rank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
   check_single("recv", tensors);
+  check_host_tensor("recv", tensors[0]);
   check_user_tag("recv", tag);
   return point_to_point(c10d::OpType::RECV, "recv", tensors[0], src_rank, tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   check_single("recvAnysource", tensors);
+  check_host_tensor("recvAnysource", tensors[0]);
   check_user_tag("recvAnysource", tag);
   return point_to_point(c10d::OpType::RECVANYSOURCE, "recvAnysource", tensors[0], RR_ANY_SOURCE, tag);
 }

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -281,10 +282,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // Completer ends it, unless `here`: then the caller runs it to its end
   // (run_here) once it let go of the lock.
   // The same for CUDA tensors on `device` (device_seam.hpp says which calls
-  // it makes, in order): the engine call is ordered on torch's current
-  // stream there, `on_success` (copies back) is enqueued after it on that
-  // stream, and the DeviceWork holds an event recorded after both. Nothing
-  // waits on the host.
+  // it makes, in order): the engine call is ordered on the group's stream
+  // there after torch's current one, `on_success` (copies back) is enqueued
+  // after it on that stream, and the DeviceWork holds an event recorded
+  // after both. Nothing waits on the host.
   template <typename Opts, typename Issue>
   c10::intrusive_ptr<c10d::Work> device_collective(c10d::OpType type, const Opts& opts, const char* op_name,
                                                    const char* profile, const std::vector<at::Tensor>& inputs,
@@ -292,14 +293,30 @@ class ProcessGroupRingreduce : public c10d::Backend {
                                                    std::vector<at::Tensor> keep_alive,
                                                    const std::function<void()>& on_success, Issue&& issue,
                                                    c10::Device device);
-  // The device of a call's tensors (those the engine reads or writes) when
-  // they are CUDA tensors, all on one device; nullopt for CPU tensors.
-  // Throws naming the operation when they mix devices. With the fake seam,
-  // CPU tensors take the device path.
-  std::optional<c10::Device> device_of(const char* op_name, const std::vector<at::Tensor>& tensors) const;
+  // The device of a call's tensors (the caller's and those the engine reads
+  // or writes) when they are CUDA tensors, all on one device; nullopt for
+  // CPU tensors. Throws naming the operation when they mix devices. With the
+  // fake seam, CPU tensors take the device path.
+  std::optional<c10::Device> device_of(const char* op_name,
+                                       std::initializer_list<const std::vector<at::Tensor>*> lists) const;
+  // True when `tensor` takes the device path (a CUDA tensor, or any with the
+  // fake seam): for the operations that must refuse it or choose another
+  // engine call there.
+  bool on_device(const at::Tensor& tensor) const { return tensor.is_cuda() || fake_device_; }
+  // Throws unless `tensor` takes the host path: send and recv (user calls;
+  // monitoredBarrier's own bytes are host tensors) refuse device tensors.
+  void check_host_tensor(const char* op_name, const at::Tensor& tensor) const;
+  // The group's stream on `device` (the seam's side stream, made at the
+  // first call there). With the issue lock held.
+  void* side_stream_locked(c10::Device device);
   // A DeviceWork's view of the communicator's failure: the group is held
   // weakly, as the Work may outlive it.
   DeviceWork::Failure device_failure(const char* op_name);
+  // The communicator's async error and its text once it broke, or the
+  // group was aborted; nothing while healthy, after an orderly shutdown
+  // (the communicator ran its calls to their end), or while another thread
+  // holds the issue lock (asked again later: it never waits).
+  std::optional<std::pair<rrResult_t, std::string>> stream_failure();
 
   template <typename Issue>
   void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
@@ -343,6 +360,9 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // CUDA support), or a fake the tests put in (use_fake_device_seam).
   std::shared_ptr<DeviceSeam> seam_ = cuda_seam();
   bool fake_device_ = false;
+  // The side stream of each device this group's calls used, by device index.
+  // Guarded by issue_mutex_.
+  std::map<int, void*> side_streams_;
   // What the group was made with.
   const c10::intrusive_ptr<Options> options_;
   // The group's timeout: options_'s until setTimeout (dist.set_timeout)
@@ -398,7 +418,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::collective(c10d::OpType t
                                                                   std::vector<at::Tensor> outputs,
                                                                   std::vector<at::Tensor> keep_alive,
                                                                   std::function<void()> on_success, Issue&& issue) {
-  if (const std::optional<c10::Device> device = device_of(op_name, keep_alive)) {
+  if (const std::optional<c10::Device> device = device_of(op_name, {&inputs, &outputs, &keep_alive})) {
     return device_collective(type, opts, op_name, profile, inputs, std::move(outputs), std::move(keep_alive),
                              on_success, std::forward<Issue>(issue), *device);
   }
@@ -440,25 +460,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::device_collective(
   std::unique_lock<std::mutex> lock = lock_issue();
   check_open(op_name);
   DeviceSeam& seam = *seam_;
-  void* stream = seam.current_stream(device);
-  if (seam.capturing(stream)) {
+  void* current = seam.current_stream(device);
+  if (seam.capturing(current)) {
     throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name +
                                     ": the current CUDA stream is being captured into a CUDA graph "
                                     "(cudaStreamIsCapturing); ringreduce's calls cannot be captured: make the call "
                                     "outside the capture");
   }
-  // The engine reads and writes them on its own streams, which this stream
-  // waits for after the call: freed before the stream reached that point,
-  // their memory is not reused until then.
-  for (const at::Tensor& t : keep_alive) seam.record_stream(t, stream);
+  void* side = side_stream_locked(device);
+  seam.stream_wait(side, seam.record_event(device, current));  // the inputs are ready on `current`
+  for (const at::Tensor& t : keep_alive) seam.record_stream(t, side);
   use_timeout_locked(op_name, opts.timeout);
-  check_result(seam.enqueue(device, stream,
-                            [&](void* on) { return issue(EngineCall::on_stream(comm_, on)); }),
+  check_result(seam.enqueue(device, side, [&](void* on) { return issue(EngineCall::on_stream(comm_, on)); }),
                op_name);
   ++sequence_;
-  if (on_success) on_success();  // the copies back, after the call on the stream
-  DeviceSeam::Event event = seam.record_event(device, stream);
-  c10::intrusive_ptr<c10::ivalue::Future> future = seam.completed_future(device, outputs);
+  DeviceSeam::Event event;
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  seam.run_on(device, side, [&] {
+    if (on_success) on_success();  // the copies back, after the call on the side stream
+    event = seam.record_event(device, side);
+    future = seam.completed_future(device, outputs);
+  });
   auto work = c10::make_intrusive<DeviceWork>(rank_, type, op_name, profile, inputs, std::move(outputs),
                                               std::move(keep_alive), device, seam_, std::move(event),
                                               std::move(future), device_failure(op_name));
