@@ -14,14 +14,26 @@
 #     build-gpu/tests/gpu/host_context_test \
 #     build-gpu/bench/gpu/rr-gpu-bench build-gpu/bench/gpu/rr-gpu-allreduce-bench \
 #     build-gpu/bench/rr-bench build-gpu/tools/rr-run
+#   mkdir -p .devbundle/include/ringreduce   # the torch backend's build there
+#   cp build-gpu/include/ringreduce/version.h .devbundle/include/ringreduce/
 # (.devbundle/ is a build output: keep /.devbundle/ in .git/info/exclude, and
 # with the device tool name it in `carry`.) On the GPU machine:
 #   source .devbundle/env.sh && bash bench/gpu/check.sh
 #
-# Usage: check.sh [DIR]
+# Usage: check.sh [--dry-run] [--parts engine,torch] [DIR]
 #   DIR holds the binaries: a bundle (DIR/bin/NAME) or a build folder
 #   (DIR/tests/gpu/NAME, DIR/bench/gpu/NAME, DIR/bench/NAME, DIR/tools/NAME);
-#   default .devbundle, then $PATH.
+#   default .devbundle, then $PATH; DIR/lib holds libringreduce.so.0 and
+#   DIR/include ringreduce/version.h for the torch part.
+#   --parts: the engine's tests and benchmarks, the torch backend, or both
+#     (the default).
+#   --dry-run: on a machine without a GPU (this one: `check.sh --dry-run
+#     build`): finds every binary without running it, builds the torch
+#     backend as the GPU machine would (torch_build.sh, against
+#     RR_TORCH_PYTHON's torch, default .venv/bin/python) and runs
+#     torch_check.py --dry-run (the same rank code on CPU tensors).
+#   RR_TORCH_PYTHON: the interpreter whose torch the backend is built for
+#     (default python3; its torch must import).
 #   RR_GPU_BENCH_ARGS: extra arguments for rr-gpu-bench (e.g. --sizes-mib 64).
 #   RR_GPU_ALLREDUCE_ARGS: extra arguments for rr-gpu-allreduce-bench
 #     (e.g. --max-mib 256 for a shorter sweep).
@@ -32,7 +44,22 @@
 # used (everything skipped), 1 otherwise.
 set -uo pipefail
 
-dir=${1:-.devbundle}
+dry_run=0
+parts=engine,torch
+dir=.devbundle
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dry-run) dry_run=1 ;;
+    --parts) parts=${2:?--parts needs a list}; shift ;;
+    --parts=*) parts=${1#*=} ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
+    -*) echo "check.sh: unknown option $1" >&2; exit 2 ;;
+    *) dir=$1 ;;
+  esac
+  shift
+done
+case ",$parts," in *,engine,*|*,torch,*) ;; *) echo "check.sh: --parts takes engine, torch or both" >&2; exit 2 ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
 test_limit=${RR_GPU_TEST_LIMIT_S:-300}
 gpu_tests=(device_reduce_test device_collectives_test host_context_test)
 bench=rr-gpu-bench
@@ -85,6 +112,10 @@ row() {
 }
 : > "$logs/summary.txt"
 
+echo "== GPU checks: binaries from $dir, logs in $logs$([ "$dry_run" = 1 ] && echo ' (dry run)')"
+
+# The engine's GPU tests and benchmarks.
+engine_checks() {
 echo "== GPU checks: binaries from $dir, logs in $logs"
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
@@ -247,6 +278,69 @@ else
   row "$(printf '%-28s %s' "rr-bench nccl" "not run: rr-bench (with nccl) or rr-run not in $dir")"
 fi
 
+}
+
+# A dry run finds each binary and runs none.
+engine_dry_run() {
+  local name binary
+  for name in "${gpu_tests[@]}" "$bench" "$allreduce_bench" rr-bench rr-run; do
+    binary=$(find_binary "$name")
+    if [ -n "$binary" ]; then
+      row "$(printf '%-28s %s' "$name" "found: $binary (dry run: not run)")"
+    else
+      row "$(printf '%-28s %s' "$name" "FAIL: binary not found under $dir or on PATH")"
+      failed=1
+    fi
+  done
+}
+
+# The torch backend on CUDA tensors: built here against this machine's torch
+# (torch_build.sh, about a minute on 16 cores), then torch_check.py; its rows
+# join the table.
+torch_checks() {
+  local python=${RR_TORCH_PYTHON:-python3} pkg status line check_args=()
+  if [ "$dry_run" = 1 ] && [ -z "${RR_TORCH_PYTHON:-}" ] && [ -x "$here/../../.venv/bin/python" ]; then
+    python=$here/../../.venv/bin/python
+  fi
+  if ! "$python" -c 'import torch' >/dev/null 2>&1; then
+    row "$(printf '%-28s %s' "torch backend" "SKIP: no torch for $python")"
+    return
+  fi
+  pkg=$(mktemp -d "${TMPDIR:-/tmp}/rr-torch-pkg.XXXXXX")
+  echo "== torch backend: building against $python's torch into $pkg"
+  PYTHON=$python run_logged "$logs/torch_build.log" 600 bash "$here/torch_build.sh" "$dir/lib" "$dir/include" "$pkg"
+  status=$?
+  if [ "$status" != 0 ]; then
+    row "$(printf '%-28s %s' "torch backend build" "FAIL: exit $status ($logs/torch_build.log)")"
+    failed=1
+    return
+  fi
+  row "$(printf '%-28s %s' "torch backend build" "$(grep -m1 'CUDA tensors' "$logs/torch_build.log" | sed 's/^torch_build: //')")"
+  [ "$dry_run" = 1 ] && check_args=(--dry-run)
+  echo "== torch backend: torch_check.py ${check_args[*]}"
+  PYTHONPATH=$pkg run_logged "$logs/torch_check.log" 600 "$python" "$here/torch_check.py" "${check_args[@]}" \
+    --logs "$logs"
+  status=$?
+  case $status in
+    0) ran=1 ;;
+    77) ;;
+    *) failed=1; ran=1 ;;
+  esac
+  while read -r line; do
+    row "  $line"
+  done < <(cat "$logs/torch_summary.txt" 2>/dev/null)
+  [ "$status" = 77 ] && row "$(printf '%-28s %s' "torch backend" "SKIP: no GPU")"
+  [ "$status" != 0 ] && [ "$status" != 77 ] && row "$(printf '%-28s %s' "torch backend" "FAIL: exit $status")"
+  rm -rf "$pkg"
+}
+
+if [[ ",$parts," == *,engine,* ]]; then
+  if [ "$dry_run" = 1 ]; then engine_dry_run; else engine_checks; fi
+fi
+if [[ ",$parts," == *,torch,* ]]; then
+  torch_checks
+fi
+
 echo
 echo "== GPU checks summary (logs: $logs)"
 printf '%s\n' "${table[@]}"
@@ -254,7 +348,7 @@ echo "overlap = allreduce time / (D2H + host allreduce + H2D, each alone); slowe
 
 if [ "$failed" != 0 ]; then
   exit 1
-elif [ "$ran" = 0 ]; then
+elif [ "$ran" = 0 ] && [ "$dry_run" = 0 ]; then
   exit 77
 fi
 exit 0
