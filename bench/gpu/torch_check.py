@@ -254,6 +254,7 @@ def _ddp(rank: int, size: int, kind: str, backend: str) -> Dict[str, Any]:
         flat = torch.cat([p.detach().flatten().cpu() for p in net.parameters()])
         digest = hashlib.sha256(flat.numpy().tobytes()).hexdigest()
         params = flat[::1000].tolist()  # plain floats: a tensor would cross as a file descriptor
+    group_kind = type(dist.group.WORLD._get_backend(dev)).__name__  # which process group `backend` is here
     mesh_ok = None
     if backend != "ringreduce" and kind == "cuda":
         dist.destroy_process_group()
@@ -270,7 +271,8 @@ def _ddp(rank: int, size: int, kind: str, backend: str) -> Dict[str, Any]:
     us = per_call_us(dev) if backend != "ringreduce" and size == 1 else None
     dist.destroy_process_group()
     timed = times[steps // 4:]
-    return {"params": params, "digest": digest, "step_s": sum(timed) / len(timed), "mesh": mesh_ok, "us": us}
+    return {"kind": group_kind, "params": params, "digest": digest, "step_s": sum(timed) / len(timed),
+            "mesh": mesh_ok, "us": us}
 
 
 def main() -> int:
@@ -323,7 +325,7 @@ def main() -> int:
             f"{'bit for bit' if same else f'max |param - {peer}' + chr(39) + f's| {diff:.3g} (every 1000th)'} "
             f"beside {peer}; "
             f"{ours[0]['step_s'] * 1e3:.1f} ms/step ringreduce at 2 ranks, "
-            f"{theirs[0]['step_s'] * 1e3:.1f} ms/step {peer} at 1 rank")
+            f"{theirs[0]['step_s'] * 1e3:.1f} ms/step {peer} at 1 rank ({theirs[0]['kind']})")
         if theirs[0]["mesh"] is not None:
             failed |= not theirs[0]["mesh"]
             row(f"DeviceMesh cpu:ringreduce,cuda:nccl: {'PASS' if theirs[0]['mesh'] else 'FAIL'}")

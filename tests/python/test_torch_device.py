@@ -290,14 +290,17 @@ def _device_id_without_a_gpu(rank: int, size: int) -> str:
     return ""
 
 
-def _registered_for_cuda(rank: int, size: int) -> bool:
+def _registered_for_cuda(rank: int, size: int, backend: str) -> dict:
     import ringreduce.torch
-    dist.init_process_group("ringreduce", init_method="env://")
-    ours = ringreduce.torch.backend_of()
-    for_cuda = dist.group.WORLD._get_backend(torch.device("cuda"))
-    same = isinstance(for_cuda, ringreduce.torch.ProcessGroupRingreduce)
+    dist.init_process_group(backend, init_method="env://")
+    world = dist.group.WORLD
+    kinds = {device: type(world._get_backend(torch.device(device))).__name__ for device in ("cpu", "cuda")}
+    kinds["one backend"] = world._get_backend(torch.device("cpu")) is world._get_backend(torch.device("cuda"))
+    t = torch.ones(3)
+    dist.all_reduce(t)  # a CPU tensor, on whichever backend "cpu" names
+    assert torch.equal(t, torch.full((3,), float(size)))
     dist.destroy_process_group()
-    return same and ours is not None
+    return kinds
 
 
 # --- the tests --------------------------------------------------------------------------------
@@ -323,8 +326,14 @@ no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="what a machine wi
 
 @cuda_build
 @no_gpu
-def test_registered_for_cuda_without_a_driver():
-    assert run_ranks(_registered_for_cuda, 1, timeout=300) == [True]
+@pytest.mark.parametrize("backend,cpu,one", [
+    ("ringreduce", "ProcessGroupRingreduce", True),
+    ("cpu:ringreduce,cuda:ringreduce", "ProcessGroupRingreduce", True),
+    ("cpu:gloo,cuda:ringreduce", "ProcessGroupGloo", False),
+])
+def test_registered_for_cuda_without_a_driver(backend, cpu, one):
+    (kinds,) = run_ranks(_registered_for_cuda, 1, backend, timeout=300)
+    assert kinds == {"cpu": cpu, "cuda": "ProcessGroupRingreduce", "one backend": one}, kinds
 
 
 @no_gpu
