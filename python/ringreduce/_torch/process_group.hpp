@@ -1,8 +1,9 @@
 #pragma once
 // ProcessGroupRingreduce: torch.distributed's backend "ringreduce", a
 // c10d::Backend over one ringreduce communicator (torch 2.x: a ProcessGroup
-// holds one Backend per device type; this is the one for "cpu"). It is a client of the
-// public C API only, as any framework that embeds ringreduce is.
+// holds one Backend per device type; this one serves "cpu", and "cuda" in
+// the CUDA build). It is a client of the public C API only, as any framework
+// that embeds ringreduce is.
 //
 // Every operation checks its arguments first (throwing with the operation's
 // name), stages what the engine cannot use directly (non-contiguous tensors,
@@ -11,7 +12,8 @@
 // Completer thread completes them. A collective torch waits for at once
 // (opts.asyncOp false) is waited for on the caller's thread instead, and
 // its Work comes back completed. Sends and receives are posted at once and
-// finish in any order.
+// finish in any order. A collective on CUDA tensors is ordered on a stream
+// instead, with a DeviceWork (device_collective; device_seam.hpp).
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <unistd.h>
@@ -26,8 +28,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ringreduce/ringreduce.h>
@@ -169,8 +171,8 @@ class ProcessGroupRingreduce : public c10d::Backend {
   void use_fake_device_seam(std::shared_ptr<DeviceSeam> seam);
   // torch's eager connect (init_process_group(device_id=...) on a backend
   // that splits): the communicator's stream-ordered path is set up on
-  // `device` now, by a barrier ordered on its current stream, instead of at
-  // the first call on CUDA tensors.
+  // `device` now, by a barrier ordered on the group's stream there, instead
+  // of at the first call on CUDA tensors.
   void eagerConnectSingleDevice(at::Device device) override;
 
   // The group's collective count, which torch's debug wrapper
@@ -264,7 +266,8 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // One engine call: `issue` makes it (engine_call.hpp: the ...Async form
   // that writes the request for CPU tensors; the stream-ordered form for
   // CUDA ones, device_collective), under the issue lock so that the
-  // Completer's line is the engine's order. A failed issue throws here, with the engine's text.
+  // Completer's line is the engine's order. A failed issue throws here, with
+  // the engine's text.
   // `opts` are the operation's: its timeout (kUnsetTimeout: the group's),
   // and asyncOp, false for a call torch waits for at once (dist.all_reduce
   // without async_op): that one is waited for on the caller's thread, where
@@ -277,10 +280,6 @@ class ProcessGroupRingreduce : public c10d::Backend {
                                             const char* profile, const std::vector<at::Tensor>& inputs,
                                             std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep_alive,
                                             std::function<void()> on_success, Issue&& issue);
-  // The engine call of `work`, with the issue lock held, under `timeout`
-  // (an operation's opts.timeout; kUnsetTimeout: the group's). The
-  // Completer ends it, unless `here`: then the caller runs it to its end
-  // (run_here) once it let go of the lock.
   // The same for CUDA tensors on `device` (device_seam.hpp says which calls
   // it makes, in order): the engine call is ordered on the group's stream
   // there after torch's current one, `on_success` (copies back) is enqueued
@@ -318,6 +317,10 @@ class ProcessGroupRingreduce : public c10d::Backend {
   // holds the issue lock (asked again later: it never waits).
   std::optional<std::pair<rrResult_t, std::string>> stream_failure();
 
+  // The engine call of `work`, with the issue lock held, under `timeout`
+  // (an operation's opts.timeout; kUnsetTimeout: the group's). The
+  // Completer ends it, unless `here`: then the caller runs it to its end
+  // (run_here) once it let go of the lock.
   template <typename Issue>
   void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
                     std::chrono::milliseconds timeout, Issue&& issue, bool here = false);
