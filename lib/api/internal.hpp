@@ -177,20 +177,20 @@ template <typename Body, typename Staged>
 rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char* call, const Route& route,
                            void* stream, rrRequest_t* request, Body body, Staged staged) {
   if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body);
+  // One use of `comm` throughout: an abort elsewhere cannot end it between
+  // the call's ordering and its request.
+  InComm inside(comm);
   std::function<rr::Status()> until_done;
-  {
-    InComm inside(comm);
-    const rrResult_t ordered = guarded(comm, [&] {
-      std::function<rr::StagedCollectives::Plan(const rr::StagedCollectives&)> plan;
-      if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
-        if (route.staged) plan = std::move(staged);
-      }
-      if (!plan) plan = [body](const rr::StagedCollectives&) { return rr::StagedCollectives::host_call(body); };
-      return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan,
-                                                      request ? &until_done : nullptr));
-    });
-    if (ordered != rrSuccess || !request) return ordered;
-  }
+  const rrResult_t ordered = guarded(comm, [&] {
+    std::function<rr::StagedCollectives::Plan(const rr::StagedCollectives&)> plan;
+    if constexpr (!std::is_same_v<Staged, std::nullptr_t>) {
+      if (route.staged) plan = std::move(staged);
+    }
+    if (!plan) plan = [body](const rr::StagedCollectives&) { return rr::StagedCollectives::host_call(body); };
+    return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan,
+                                                    request ? &until_done : nullptr));
+  });
+  if (ordered != rrSuccess || !request) return ordered;
   return dispatch(comm, rr::Status::Ok(), request,
                   [until_done] { return until_done ? until_done() : rr::Status::Ok(); });
 }

@@ -1,7 +1,10 @@
 #include "comm/stream_order.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "comm/communicator.hpp"
@@ -92,15 +95,42 @@ StreamOrder::~StreamOrder() {
   (void)cudaGetLastError();
 }
 
-namespace {
-
-// What an Async call's request waits for: its event, then its host half.
+// What an Async call's request waits for: its own events on the engine's two
+// copy lanes (recorded once its device half is issued: nothing issued later
+// on them, nor anyone's work on other streams, is waited for), then its host
+// half's outcome.
 struct CallEnd {
-  memory::CudaEvent done;
-  Status host;  // written on the queue by the host half, read there after it
+  memory::CudaEvent done[2];  // [Lane]: kToDevice, kToHost
+  Status recorded;            // the records' failure, if any (written at the issue)
+  Status host;                // written on the queue by the host half, read there after it
 };
 
-}  // namespace
+Status StreamOrder::wait_for_end(const CallEnd& end, const Status& issued) {
+  if (!issued.ok()) return issued;
+  // Polled, not cudaEventSynchronize: the wait runs on the communicator's
+  // queue, and an abort or a revocation (which gives up on the stream's
+  // earlier work) must end it.
+  auto backoff = std::chrono::microseconds(2);
+  for (const memory::CudaEvent& done : end.done) {
+    for (;;) {
+      const cudaError_t state = cudaEventQuery(done.get());
+      if (state == cudaSuccess) break;
+      if (state != cudaErrorNotReady) {
+        const Status failure = memory::cuda_status(state, "cudaEventQuery (the Async call's end)");
+        comm_->report_async_failure(failure);
+        return failure;
+      }
+      if (comm_->aborting() || comm_->revoke_requested()) {
+        return Status(comm_->aborting() ? Code::kInvalidUsage : Code::kRevoked,
+                      comm_->aborting() ? "the communicator was aborted while the call's copies were in flight"
+                                        : "the communicator was revoked while the call's copies were in flight");
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::microseconds(1000));
+    }
+  }
+  return end.host;
+}
 
 Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make, UntilDone* until_done) {
   auto caller_stream = static_cast<cudaStream_t>(stream);
@@ -131,8 +161,10 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make,
   std::shared_ptr<CallEnd> end;
   if (until_done) {
     end = std::make_shared<CallEnd>();
-    const Status made = end->done.create(/*blocking=*/true, "the Async call's end");
-    if (!made.ok()) return failed(made);
+    for (memory::CudaEvent& done : end->done) {
+      const Status made = done.create(/*blocking=*/false, "the Async call's end");
+      if (!made.ok()) return failed(made);
+    }
   }
   // 1. The inputs are ready when the caller's stream reaches this point:
   // every staging lane waits for it (the copies back too, not only through
@@ -167,6 +199,16 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make,
   // every read of its buffers; also after a failed issue, whose copies may
   // still run.
   submission.after_issue = [&] {
+    if (end) {
+      // The Async call's own end, on the lanes themselves.
+      for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
+        if (end->recorded.ok()) {
+          end->recorded = memory::cuda_status(
+              cudaEventRecord(end->done[static_cast<int>(lane)].get(), engine_.stream(lane)),
+              "cudaEventRecord (the Async call's end)");
+        }
+      }
+    }
     Status ordered;
     for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
       cudaEvent_t done = done_[static_cast<int>(lane)].get();
@@ -204,18 +246,16 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make,
   // released at destroy (not here: they may still be running), which then
   // does not wait for the stream work before them.
   if (refused) gave_up_ = true;
-  if (!submitted.ok()) return failed(submitted);
-  if (end) {
-    // After step 4's waits: the stream reached it once the copies back ran.
-    const Status recorded =
-        memory::cuda_status(cudaEventRecord(end->done.get(), caller_stream), "cudaEventRecord (the Async call's end)");
-    if (!recorded.ok()) return failed(recorded);
-    *until_done = [end] {
-      RR_RETURN_IF_ERROR(memory::cuda_status(cudaEventSynchronize(end->done.get()),
-                                             "cudaEventSynchronize (the Async call's end)"));
-      return end->host;
-    };
+  if (end && !refused) {
+    // The host half is queued: the call runs, so the caller gets its
+    // request whatever failed here (an issue that failed broke the
+    // communicator, and the request says so too).
+    const Status issued = submitted.ok() ? end->recorded : failed(submitted);
+    if (!end->recorded.ok()) comm_->report_async_failure(failed(end->recorded));
+    *until_done = [this, end, issued] { return wait_for_end(*end, issued); };
+    return Status::Ok();
   }
+  if (!submitted.ok()) return failed(submitted);
   return Status::Ok();
 }
 

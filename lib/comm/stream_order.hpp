@@ -51,6 +51,7 @@
 namespace rr {
 
 class Communicator;
+struct CallEnd;  // an Async call's end (stream_order.cpp)
 
 class StreamOrder {
  public:
@@ -69,9 +70,10 @@ class StreamOrder {
 
   int device() const { return device_; }
 
-  // Waits on the host until a submitted call's last work on its stream ran;
-  // then its host half's outcome (the Async forms' request, on the
-  // communicator's queue after that host half).
+  // Waits on the host until a submitted call's copies ran, then returns its
+  // host half's outcome (the Async forms' request, on the communicator's
+  // queue after that host half); ends early, failed, at an abort or a
+  // revocation.
   using UntilDone = std::function<Status()>;
 
   // Orders the call on `stream` (steps 1-4 above); `call` names it in
@@ -79,12 +81,16 @@ class StreamOrder {
   // does not run, or stops where the issue failed (and the failure is the
   // communicator's async error too), or, when only step 4 failed, later
   // work on the stream is not ordered after the call. With `until_done`, a
-  // call that moves data also records an event on `stream` after step 4
-  // and sets *until_done to wait for it; left empty for a call with
-  // nothing to move.
+  // call that moves data also records events of its own on the engine's
+  // copy lanes once its device half is issued and sets *until_done to wait
+  // for them; then, once its host half is queued, submit() returns Ok and
+  // any failure of the issue is *until_done's (and the communicator's).
+  // Left empty for a call with nothing to move.
   Status submit(const char* call, void* stream, const MakePlan& make, UntilDone* until_done = nullptr);
 
  private:
+  // *until_done's wait (submit()): `issued` is the issue's failure, if any.
+  Status wait_for_end(const CallEnd& end, const Status& issued);
   StreamOrder(Communicator* comm, int device);
   Status init();
 
