@@ -9,6 +9,7 @@ Runs the package torch_build.sh made (PYTHONPATH) against that machine's torch:
     the data is there) and the result is copied out right after it on the
     same stream, with no synchronisation between, many times; with
     async_op=True and Work.wait() too; never stale;
+  * a call under CUDA graph capture refused by name, the group going on;
   * init_process_group(device_id=...) (torch's eager connect);
   * DDP of a 25 M-parameter model, ringreduce at 2 ranks on the GPU against
     NCCL at 1 rank on the same data (the averaged gradients are the same, so
@@ -180,6 +181,24 @@ def _collectives(rank: int, size: int, kind: str) -> Dict[str, Any]:
                 stale += 1
         if stale:
             wrong.append(f"stream contract: {stale} of {iterations} results stale")
+
+    # Under CUDA graph capture: refused by name on every rank, before the
+    # call stages anything, and the group goes on in step.
+    if kind == "cuda":
+        graph = torch.cuda.CUDAGraph()
+        t = torch.ones(10, device=dev)
+        message = ""
+        try:
+            with torch.cuda.graph(graph):
+                dist.all_reduce(t)
+        except RuntimeError as e:
+            message = str(e)
+        if "CUDA graph" not in message:
+            wrong.append(f"all_reduce under graph capture: {message or 'not refused'}")
+        t = torch.ones(10, device=dev)
+        dist.all_reduce(t)
+        if not torch.equal(t.cpu(), torch.full((10,), float(size))):
+            wrong.append("all_reduce after a refused capture")
 
     # busbw at 64 MiB (float32 sum), 2 warm-up calls and 5 timed.
     busbw = None

@@ -40,6 +40,7 @@
 #include "errors.hpp"
 #include "hooks.hpp"
 #include "options.hpp"
+#include "tensors.hpp"
 #include "work.hpp"
 
 namespace ringreduce_torch {
@@ -464,12 +465,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::device_collective(
   check_open(op_name);
   DeviceSeam& seam = *seam_;
   void* current = seam.current_stream(device);
-  if (seam.capturing(current)) {
-    throw Error(rrInvalidUsage, std::string("ringreduce ") + op_name +
-                                    ": the current CUDA stream is being captured into a CUDA graph "
-                                    "(cudaStreamIsCapturing); ringreduce's calls cannot be captured: make the call "
-                                    "outside the capture");
-  }
+  if (seam.capturing(current)) throw capture_refused(op_name);
   void* side = side_stream_locked(device);
   seam.stream_wait(side, seam.record_event(device, current));  // the inputs are ready on `current`
   for (const at::Tensor& t : keep_alive) seam.record_stream(t, side);

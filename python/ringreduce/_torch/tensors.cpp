@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "../_common/op_policy.hpp"
+#include "device_seam.hpp"
 #include "errors.hpp"
 
 namespace ringreduce_torch {
@@ -128,6 +129,20 @@ void check_dense(const char* op_name, const at::Tensor& tensor) {
     throw invalid_argument(op_name,
                            std::string("only dense (strided) tensors are supported, not ") + c10::str(tensor.layout()));
   }
+  // Under CUDA graph capture, refused before the operation stages anything
+  // (its copies would be captured); device_collective checks again.
+  if (tensor.is_cuda()) {
+    if (const std::shared_ptr<DeviceSeam> seam = cuda_seam()) {
+      if (seam->capturing(seam->current_stream(tensor.device()))) throw capture_refused(op_name);
+    }
+  }
+}
+
+Error capture_refused(const char* op_name) {
+  return Error(rrInvalidUsage, std::string("ringreduce ") + op_name +
+                                   ": the current CUDA stream is being captured into a CUDA graph "
+                                   "(cudaStreamIsCapturing); ringreduce's calls cannot be captured: make the call "
+                                   "outside the capture");
 }
 
 void check_single(const char* op_name, const std::vector<at::Tensor>& tensors) {

@@ -14,6 +14,8 @@
 
 #include <ringreduce/ringreduce.h>
 
+#include "errors.hpp"
+
 namespace ringreduce_torch {
 
 // How the engine carries a tensor's elements: as `dtype`, `per_element` of
@@ -51,9 +53,12 @@ const char* reduce_op_name(const c10d::ReduceOp& op);
 c10d::ReduceOp reduce_op_named(const char* op_name, const std::string& name);
 
 // Throws unless `tensor` is dense (strided) and in CPU memory, or on a CUDA
-// device in the CUDA build (RR_TORCH_CUDA). Names the operation and what was
-// wrong, as the backend's every error does.
+// device in the CUDA build (RR_TORCH_CUDA) whose current stream is not being
+// captured into a CUDA graph. Names the operation and what was wrong, as the
+// backend's every error does.
 void check_dense(const char* op_name, const at::Tensor& tensor);
+// The refusal of a call under CUDA graph capture, naming the operation.
+Error capture_refused(const char* op_name);
 // Throws unless `tensors` holds exactly one tensor (the engine serves one
 // device per process, as torch.distributed calls it).
 void check_single(const char* op_name, const std::vector<at::Tensor>& tensors);
