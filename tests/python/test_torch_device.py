@@ -22,6 +22,7 @@ import datetime
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -205,6 +206,12 @@ def _works_after_abort_and_shutdown(rank: int, size: int) -> int:
     assert done.is_completed() and done.is_success() and done.exception() is None
     seam.set_reached(False)
     late = dist.all_reduce(t, async_op=True)  # not yet passed when the group is aborted
+    # Every rank's call has ended before any aborts (through the store: an
+    # engine barrier's last word could still be in flight at the abort).
+    store = dist.distributed_c10d._get_default_store()
+    store.add("late_issued", 1)
+    while store.add("late_issued", 0) < size:
+        time.sleep(0.01)
     ringreduce.torch.backend_of().abort()
     # The aborted group's Work is completed, failed, and wait() raises it.
     assert late.is_completed() and not late.is_success()
