@@ -99,7 +99,7 @@ StreamOrder::~StreamOrder() {
 // copy lanes (recorded once its device half is issued: nothing issued later
 // on them, nor anyone's work on other streams, is waited for), then its host
 // half's outcome.
-struct CallEnd {
+struct StreamOrder::CallEnd {
   memory::CudaEvent done[2];  // [Lane]: kToDevice, kToHost
   Status recorded;            // the records' failure, if any (written at the issue)
   Status host;                // written on the queue by the host half, read there after it
@@ -199,18 +199,14 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make,
   // every read of its buffers; also after a failed issue, whose copies may
   // still run.
   submission.after_issue = [&] {
-    if (end) {
-      // The Async call's own end, on the lanes themselves.
-      for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
-        if (end->recorded.ok()) {
-          end->recorded = memory::cuda_status(
-              cudaEventRecord(end->done[static_cast<int>(lane)].get(), engine_.stream(lane)),
-              "cudaEventRecord (the Async call's end)");
-        }
-      }
-    }
     Status ordered;
     for (memory::Lane lane : {memory::Lane::kToDevice, memory::Lane::kToHost}) {
+      if (end && end->recorded.ok()) {
+        // The Async call's own end, on the lane itself.
+        end->recorded = memory::cuda_status(
+            cudaEventRecord(end->done[static_cast<int>(lane)].get(), engine_.stream(lane)),
+            "cudaEventRecord (the Async call's end)");
+      }
       cudaEvent_t done = done_[static_cast<int>(lane)].get();
       if (ordered.ok()) {
         ordered =
@@ -255,8 +251,7 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make,
     *until_done = [this, end, issued] { return wait_for_end(*end, issued); };
     return Status::Ok();
   }
-  if (!submitted.ok()) return failed(submitted);
-  return Status::Ok();
+  return submitted.ok() ? submitted : failed(submitted);
 }
 
 }  // namespace rr

@@ -51,7 +51,6 @@
 namespace rr {
 
 class Communicator;
-struct CallEnd;  // an Async call's end (stream_order.cpp)
 
 class StreamOrder {
  public:
@@ -89,6 +88,7 @@ class StreamOrder {
   Status submit(const char* call, void* stream, const MakePlan& make, UntilDone* until_done = nullptr);
 
  private:
+  struct CallEnd;  // an Async call's end (stream_order.cpp)
   // *until_done's wait (submit()): `issued` is the failure, if any.
   Status wait_for_end(const CallEnd& end, const Status& issued);
   StreamOrder(Communicator* comm, int device);

@@ -51,7 +51,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
   std::vector<at::Tensor> outputs = tensors;
   return collective(c10d::OpType::ALLREDUCE_COALESCED, opts, kOp, "ringreduce:all_reduce_coalesced", tensors, tensors, {flat},
                     [flat, outputs] { copy_out(flat, outputs); },
-                    [&](const EngineCall& c) { return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
@@ -86,7 +88,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
                     [flat_out, out, n] {
                       for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
                     },
-                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coalesced(
@@ -114,7 +118,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coa
                         offset += len;
                       }
                     },
-                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coalesced(

@@ -24,14 +24,10 @@ DeviceWork::DeviceWork(int rank, c10d::OpType type, const char* op_name, const c
 
 bool DeviceWork::isCompleted() {
   if (ended_ok_.load(std::memory_order_acquire)) return true;
-  std::exception_ptr failed;
-  if (!seam_->reached(event_)) {
-    failed = failure_();
-    if (!failed) return false;
-  } else {
-    failed = failure_();
-    if (!failed) ended_ok_.store(true, std::memory_order_release);
-  }
+  const bool reached = seam_->reached(event_);
+  const std::exception_ptr failed = failure_();
+  if (!reached && !failed) return false;
+  if (!failed) ended_ok_.store(true, std::memory_order_release);
   end_once(failed);
   return true;
 }

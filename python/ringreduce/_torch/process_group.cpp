@@ -65,7 +65,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::BROADCAST, opts, kOp, "ringreduce:broadcast",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
-                    [&](const EngineCall& c) { return c.call(rrBroadcast, rrBroadcastAsync, buf, buf, count, dtype, root); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrBroadcast, rrBroadcastAsync, buf, buf, count, dtype, root);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at::Tensor>& tensors,
@@ -83,7 +85,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
   const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::ALLREDUCE, opts, kOp, "ringreduce:all_reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
-                    [&](const EngineCall& c) { return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Tensor>& tensors,
@@ -101,7 +105,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   const size_t count = type.count(s.engine.numel());
   return collective(c10d::OpType::REDUCE, opts, kOp, "ringreduce:reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
-                    [&](const EngineCall& c) { return c.call(rrReduce, rrReduceAsync, buf, buf, count, dtype, op, root); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrReduce, rrReduceAsync, buf, buf, count, dtype, op, root);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -122,7 +128,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   const size_t count = type.count(in.engine.numel());
   return collective(c10d::OpType::ALLGATHER, opts, kOp, "ringreduce:all_gather",
                     inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
-                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -144,7 +152,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
   return collective(c10d::OpType::_ALLGATHER_BASE, opts, kOp, "ringreduce:all_gather_into_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
-                    [&](const EngineCall& c) { return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -177,7 +187,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   std::vector<at::Tensor> keep{in.engine};
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather", inputs, out, keep, on_success,
-                    [&](const EngineCall& c) { return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root);
+                    });
 }
 
 #ifdef RR_TORCH_HAS_GATHER_SINGLE
@@ -185,6 +197,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor&
                                                                      const c10d::GatherOptions& opts) {
   static constexpr const char* kOp = "gather_single";
   check_dense(kOp, input);
+  check_not_capturing(kOp, input);
   check_rank(kOp, "root", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
   if (rank_ == root) {
@@ -205,7 +218,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor&
   std::vector<at::Tensor> keep{in.engine};
   if (rank_ == root) keep.push_back(output);
   return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
-                    [&](const EngineCall& c) { return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root);
+                    });
 }
 #endif
 
@@ -235,7 +250,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   std::vector<at::Tensor> keep{out.engine};
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::SCATTER, opts, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
-                    [&](const EngineCall& c) { return c.call(rrScatter, rrScatterAsync, send, recv, count, dtype, root); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrScatter, rrScatterAsync, send, recv, count, dtype, root);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -256,7 +273,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   const size_t count = type.count(out.engine.numel());
   return collective(c10d::OpType::REDUCE_SCATTER, opts, kOp, "ringreduce:reduce_scatter",
                     inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
-                    [&](const EngineCall& c) { return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -279,7 +298,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
   return collective(c10d::OpType::_REDUCE_SCATTER_BASE, opts, kOp, "ringreduce:reduce_scatter_tensor",
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
-                    [&](const EngineCall& c) { return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op); });
+                    [&](const EngineCall& c) {
+                      return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions& opts) {

@@ -129,12 +129,12 @@ void check_dense(const char* op_name, const at::Tensor& tensor) {
     throw invalid_argument(op_name,
                            std::string("only dense (strided) tensors are supported, not ") + c10::str(tensor.layout()));
   }
-  // Under CUDA graph capture, refused before the operation stages anything
-  // (its copies would be captured); device_collective checks again.
-  if (tensor.is_cuda()) {
-    if (const std::shared_ptr<DeviceSeam> seam = cuda_seam()) {
-      if (seam->capturing(seam->current_stream(tensor.device()))) throw capture_refused(op_name);
-    }
+}
+
+void check_not_capturing(const char* op_name, const at::Tensor& tensor) {
+  if (!tensor.is_cuda()) return;
+  if (const std::shared_ptr<DeviceSeam> seam = cuda_seam()) {
+    if (seam->capturing(seam->current_stream(tensor.device()))) throw capture_refused(op_name);
   }
 }
 
@@ -151,6 +151,7 @@ void check_single(const char* op_name, const std::vector<at::Tensor>& tensors) {
                            std::string("expects one tensor per process, got ") + std::to_string(tensors.size()));
   }
   check_dense(op_name, tensors[0]);
+  check_not_capturing(op_name, tensors[0]);
 }
 
 void check_like(const char* op_name, const at::Tensor& like, const std::vector<at::Tensor>& tensors, bool same_shape) {
@@ -167,6 +168,7 @@ void check_like(const char* op_name, const at::Tensor& like, const std::vector<a
                                           ", expected " + c10::str(like.sizes()));
     }
   }
+  if (!tensors.empty()) check_not_capturing(op_name, tensors[0]);  // once: the list shares a device
 }
 
 void check_rank(const char* op_name, const char* what, int64_t rank, int size) {
@@ -205,6 +207,7 @@ void check_count(const char* op_name, const char* what, size_t got, size_t expec
 void check_same_dtype(const char* op_name, const at::Tensor& output, const at::Tensor& input) {
   check_dense(op_name, output);
   check_dense(op_name, input);
+  check_not_capturing(op_name, input);
   if (output.scalar_type() != input.scalar_type()) {
     throw invalid_argument(op_name, "output dtype " + std::string(c10::toString(output.scalar_type())) +
                                         " differs from input dtype " + c10::toString(input.scalar_type()));

@@ -53,10 +53,15 @@ const char* reduce_op_name(const c10d::ReduceOp& op);
 c10d::ReduceOp reduce_op_named(const char* op_name, const std::string& name);
 
 // Throws unless `tensor` is dense (strided) and in CPU memory, or on a CUDA
-// device in the CUDA build (RR_TORCH_CUDA) whose current stream is not being
-// captured into a CUDA graph. Names the operation and what was wrong, as the
-// backend's every error does.
+// device in the CUDA build (RR_TORCH_CUDA). Names the operation and what was
+// wrong, as the backend's every error does.
 void check_dense(const char* op_name, const at::Tensor& tensor);
+// Throws capture_refused when `tensor` is a CUDA tensor whose device's
+// current stream is being captured into a CUDA graph: once per operation,
+// before it stages anything (its copies would be captured);
+// device_collective checks again. check_single, check_like and
+// check_same_dtype make it.
+void check_not_capturing(const char* op_name, const at::Tensor& tensor);
 // The refusal of a call under CUDA graph capture, naming the operation.
 Error capture_refused(const char* op_name);
 // Throws unless `tensors` holds exactly one tensor (the engine serves one
