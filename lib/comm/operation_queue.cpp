@@ -1,6 +1,23 @@
 #include "comm/operation_queue.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace rr {
+
+namespace {
+
+// The worker's scheduling class: SCHED_BATCH while it waits for work, so
+// that its wake-up at an enqueue never preempts a running thread (the
+// enqueuing one, which most often runs the operation itself in wait(), or a
+// rank mid-call on the other core); SCHED_OTHER while it runs an operation,
+// which then progresses as any other thread would. Both are unprivileged.
+void worker_class(int policy) {
+  sched_param param{};
+  (void)pthread_setschedparam(pthread_self(), policy, &param);
+}
+
+}  // namespace
 
 std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> body,
                                                         AsyncOperation::OnDone on_done) {
@@ -13,23 +30,43 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
     op->pass_gate();  // finished: on_done fires when its owner arms it
     return op;
   }
+  // On an idle communicator (the idle-progress thread's few microseconds
+  // count as idle) the operation is first a waiter's.
+  if (queue_.empty() && (!running_.load() || idle_progress_.load())) {
+    op->worker_from_ = AsyncOperation::Clock::now() + grace_;
+  }
   queue_.push_back(op);
   queued_.store(queue_.size());
   if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
-  changed_.notify_all();
+  work_.notify_one();
   return op;
 }
 
 void OperationQueue::work() {
+  worker_class(SCHED_BATCH);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] {
-      if (overtakers_.load() != 0) return false;
-      if (queue_.empty()) return stopping_;
-      return take_turn();
-    });
-    if (queue_.empty()) return;  // stopping, and nothing left to run
+    if (queue_.empty()) {
+      if (stopping_) return;  // every operation ran
+      work_.wait(lock);
+      continue;
+    }
+    if (!stopping_ && AsyncOperation::Clock::now() < queue_.front()->worker_from_) {
+      // Its grace: a thread that waits for it may take it (wait()).
+      lock.unlock();
+      sched_yield();
+      lock.lock();
+      continue;
+    }
+    // A failed take is answered by the holder's give_turn (an overtaker's
+    // too: it counted itself off before it ran).
+    if (overtakers_.load() != 0 || !take_turn()) {
+      work_.wait(lock);
+      continue;
+    }
+    worker_class(SCHED_OTHER);
     (void)run_front(lock);
+    worker_class(SCHED_BATCH);
   }
 }
 
@@ -45,6 +82,7 @@ Status OperationQueue::run_front(std::unique_lock<std::mutex>& lock) {
   op->done_ = true;
   running_.store(false);
   changed_.notify_all();
+  if (!queue_.empty()) work_.notify_one();  // the next one, when a waiter ran this one
   // Outside the lock and the turn: on_done may test the operation, and
   // the next one may start meanwhile.
   lock.unlock();
@@ -60,8 +98,16 @@ Status OperationQueue::wait(AsyncOperation& op) {
     // Next in line, and nothing drives the communicator: run it here rather
     // than wait for the worker thread to wake for it (a call waited right
     // after it was issued then costs no thread hop).
-    if (!queue_.empty() && queue_.front().get() == &op && overtakers_.load() == 0 && take_turn()) {
-      return run_front(lock);
+    if (!queue_.empty() && queue_.front().get() == &op && overtakers_.load() == 0) {
+      if (take_turn()) return run_front(lock);
+      if (idle_progress_.load()) {
+        // The idle-progress thread's few microseconds: wait them out awake,
+        // as run() does, rather than sleep and pay a wake-up.
+        lock.unlock();
+        sched_yield();
+        lock.lock();
+        continue;
+      }
     }
     changed_.wait(lock);
   }
@@ -78,6 +124,7 @@ void OperationQueue::stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
     changed_.notify_all();
+    work_.notify_one();
   }
   if (worker_.joinable()) worker_.join();
 }

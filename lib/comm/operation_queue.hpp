@@ -14,10 +14,28 @@
 // calls, the idle-progress thread (comm/idle_progress.hpp) takes the turn
 // for a few microseconds at a time (run_if_idle): a blocking call that finds
 // it there waits it out instead of handing itself to the worker thread.
+//
+// A non-blocking call is most often waited for at once (torch's
+// dist.all_reduce without async_op; MPI-style issue, then wait), and the
+// thread that waits runs it itself when it is next in line. So the worker,
+// woken for an operation queued on an idle communicator, leaves it to such
+// a waiter for a grace (kWaiterGrace), yielding its core meanwhile, before
+// it takes it. Taking it at once, it won the turn in a third of the calls:
+// the waiter slept through the call and paid a scheduler wake-up at its end
+// (bench/RESULTS.md, "Through torch"). It is not asleep for the grace: a
+// timed sleep costs more here than the grace itself (arming and disarming a
+// timer is two VM exits, 11 us on this machine). An operation queued behind
+// others is the worker's as soon as the turn is free. The worker has a
+// condition variable of its own, notified only when it has something to
+// run, so that the end of every operation does not wake it, and it waits in
+// SCHED_BATCH, whose wake-up preempts no running thread: woken at every
+// enqueue in the normal class, it took the core of the thread that was to
+// wait for the operation (one involuntary switch per call).
 
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -34,6 +52,7 @@ namespace rr {
 
 class AsyncOperation {
  public:
+  using Clock = std::chrono::steady_clock;
   // Called once with the operation's result, on the thread that finished it
   // or armed it, whichever came last.
   using OnDone = std::function<void(const Status&)>;
@@ -55,11 +74,19 @@ class AsyncOperation {
   std::atomic<int> gates_{0};  // finished, armed: on_done fires at the second
   bool done_ = false;
   Status status_;
+  // Until then the worker leaves it to a thread that waits for it (set when
+  // it was queued on an idle communicator; the epoch otherwise).
+  Clock::time_point worker_from_{};
 };
 
 class OperationQueue {
  public:
-  OperationQueue() = default;
+  // How long the worker leaves an operation queued on an idle communicator
+  // to a thread that waits for it.
+  static constexpr std::chrono::microseconds kWaiterGrace{20};
+
+  // `grace`: kWaiterGrace, or another for tests.
+  explicit OperationQueue(std::chrono::microseconds grace = kWaiterGrace) : grace_(grace) {}
   ~OperationQueue() { stop(); }
   OperationQueue(const OperationQueue&) = delete;
   OperationQueue& operator=(const OperationQueue&) = delete;
@@ -177,6 +204,7 @@ class OperationQueue {
     if (queued_.load() != 0 || overtakers_.load() != 0) {
       std::lock_guard<std::mutex> lock(mutex_);
       changed_.notify_all();
+      if (!queue_.empty()) work_.notify_one();
     }
   }
   // An escaping exception becomes a status: the token must always come back.
@@ -192,13 +220,19 @@ class OperationQueue {
   }
 
   std::mutex mutex_;
+  // Waiters, overtakers and blocking calls queued: an operation ended or the
+  // turn came free.
   std::condition_variable changed_;
+  // The worker: an operation was queued, or the turn came free with one
+  // queued.
+  std::condition_variable work_;
   std::deque<std::shared_ptr<AsyncOperation>> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), for the lock-free look
   std::atomic<bool> running_{false};  // the turn (take_turn / give_turn)
   bool stopping_ = false;
   std::atomic<int> overtakers_{0};  // threads waiting to slip point-to-point work in
   std::atomic<bool> idle_progress_{false};  // the idle-progress thread has (or is taking) the turn
+  const std::chrono::microseconds grace_;
   std::thread worker_;
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -98,6 +99,48 @@ TEST(OperationQueue, ABlockingRunWaitsForTheQueuedOnesBeforeIt) {
   blocking.join();
   EXPECT_TRUE(queue.wait(*first).ok());
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+// An operation queued on an idle communicator is a waiter's for the grace:
+// the thread that waits for it at once runs it, never the worker (with a
+// grace this long, every time).
+TEST(OperationQueue, AnOperationWaitedForAtOnceRunsOnTheWaitersThread) {
+  OperationQueue queue(std::chrono::seconds(30));
+  for (int i = 0; i < 200; ++i) {
+    std::thread::id ran_on;
+    auto op = queue.enqueue([&] {
+      ran_on = std::this_thread::get_id();
+      return Status::Ok();
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(i % 4 == 0 ? 200 : 0));  // the worker awake by now
+    ASSERT_TRUE(queue.wait(*op).ok());
+    ASSERT_EQ(ran_on, std::this_thread::get_id()) << "call " << i << " ran on the worker";
+  }
+}
+
+// Nobody waits: the worker takes it once the grace is over, and the
+// operations queued behind it at once.
+TEST(OperationQueue, AnOperationNobodyWaitsForRunsOnTheWorkerAfterTheGrace) {
+  OperationQueue queue(std::chrono::milliseconds(1));
+  std::atomic<int> ran{0};
+  std::thread::id first_on;
+  std::vector<std::shared_ptr<AsyncOperation>> ops;
+  for (int i = 0; i < 3; ++i) {
+    ops.push_back(queue.enqueue([&, i] {
+      if (i == 0) first_on = std::this_thread::get_id();
+      ++ran;
+      return Status::Ok();
+    }));
+  }
+  // Tested, never waited for, within a generous bound (a liveness check).
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  Status status;
+  while (!queue.test(*ops.back(), &status) && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(ran.load(), 3);
+  EXPECT_TRUE(status.ok());
+  EXPECT_NE(first_on, std::this_thread::get_id());
 }
 
 }  // namespace
