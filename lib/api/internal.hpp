@@ -154,7 +154,8 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
           rr::Communicator::CallTimeout scope(impl, timeout_ms);
           return body();
         }),
-        completion.fn ? complete_by_callback(req.get(), completion) : nullptr);
+        completion.fn ? complete_by_callback(req.get(), completion) : nullptr,
+        /*waited=*/!completion.fn);
     add_live(req.get());
     *request = req.release();
     // Registered: the callback may fire (and release the request) from here

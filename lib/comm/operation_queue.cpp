@@ -20,7 +20,7 @@ void worker_class(int policy) {
 }  // namespace
 
 std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> body,
-                                                        AsyncOperation::OnDone on_done) {
+                                                        AsyncOperation::OnDone on_done, bool waited) {
   auto op = std::make_shared<AsyncOperation>(std::move(body), std::move(on_done));
   std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) {
@@ -31,8 +31,8 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
     return op;
   }
   // On an idle communicator (the idle-progress thread's few microseconds
-  // count as idle) the operation is first a waiter's.
-  if (queue_.empty() && (!running_.load() || idle_progress_.load())) {
+  // count as idle) an operation its caller may wait for is first the waiter's.
+  if (waited && queue_.empty() && (!running_.load() || idle_progress_.load())) {
     op->worker_from_ = AsyncOperation::Clock::now() + grace_;
   }
   queue_.push_back(op);
@@ -108,6 +108,11 @@ Status OperationQueue::wait(AsyncOperation& op) {
         lock.lock();
         continue;
       }
+    } else if (!queue_.empty() && queue_.front()->worker_from_ != AsyncOperation::Clock::time_point{}) {
+      // Behind an operation in its grace: this thread waits for it too, so
+      // the worker takes it now.
+      queue_.front()->worker_from_ = {};
+      work_.notify_one();
     }
     changed_.wait(lock);
   }

@@ -18,9 +18,10 @@
 // A non-blocking call is most often waited for at once (torch's
 // dist.all_reduce without async_op; MPI-style issue, then wait), and the
 // thread that waits runs it itself when it is next in line. So the worker,
-// woken for an operation queued on an idle communicator, leaves it to such
-// a waiter for a grace (kWaiterGrace), yielding its core meanwhile, before
-// it takes it. Taking it at once, it won the turn in a third of the calls:
+// woken for such an operation (a request's, which the caller may wait for)
+// queued on an idle communicator, leaves it to its waiter for a grace
+// (kWaiterGrace), yielding its core meanwhile, before it takes it; a thread
+// that waits for an operation queued behind it ends the grace. Taking it at once, it won the turn in a third of the calls:
 // the waiter slept through the call and paid a scheduler wake-up at its end
 // (bench/RESULTS.md, "Through torch"). It is not asleep for the grace: a
 // timed sleep costs more here than the grace itself (arming and disarming a
@@ -155,8 +156,12 @@ class OperationQueue {
   }
 
   // Queues `body` to run on the worker thread; returns at once. `on_done`,
-  // when given, fires once the operation finished and was armed.
-  std::shared_ptr<AsyncOperation> enqueue(std::function<Status()> body, AsyncOperation::OnDone on_done = nullptr);
+  // when given, fires once the operation finished and was armed. `waited`:
+  // the caller may wait for it at once (a request's), so on an idle queue
+  // it is the waiter's for the grace; else (a callback completes it, or
+  // nobody waits: a stream-ordered call's host half) the worker's at once.
+  std::shared_ptr<AsyncOperation> enqueue(std::function<Status()> body, AsyncOperation::OnDone on_done = nullptr,
+                                          bool waited = false);
   // Blocks until `op` ran; its result. When `op` is next in line and no
   // operation runs, it runs on this thread.
   Status wait(AsyncOperation& op);

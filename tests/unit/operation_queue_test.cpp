@@ -108,10 +108,12 @@ TEST(OperationQueue, AnOperationWaitedForAtOnceRunsOnTheWaitersThread) {
   OperationQueue queue(std::chrono::seconds(30));
   for (int i = 0; i < 200; ++i) {
     std::thread::id ran_on;
-    auto op = queue.enqueue([&] {
-      ran_on = std::this_thread::get_id();
-      return Status::Ok();
-    });
+    auto op = queue.enqueue(
+        [&] {
+          ran_on = std::this_thread::get_id();
+          return Status::Ok();
+        },
+        nullptr, /*waited=*/true);
     std::this_thread::sleep_for(std::chrono::microseconds(i % 4 == 0 ? 200 : 0));  // the worker awake by now
     ASSERT_TRUE(queue.wait(*op).ok());
     ASSERT_EQ(ran_on, std::this_thread::get_id()) << "call " << i << " ran on the worker";
@@ -126,11 +128,13 @@ TEST(OperationQueue, AnOperationNobodyWaitsForRunsOnTheWorkerAfterTheGrace) {
   std::thread::id first_on;
   std::vector<std::shared_ptr<AsyncOperation>> ops;
   for (int i = 0; i < 3; ++i) {
-    ops.push_back(queue.enqueue([&, i] {
-      if (i == 0) first_on = std::this_thread::get_id();
-      ++ran;
-      return Status::Ok();
-    }));
+    ops.push_back(queue.enqueue(
+        [&, i] {
+          if (i == 0) first_on = std::this_thread::get_id();
+          ++ran;
+          return Status::Ok();
+        },
+        nullptr, /*waited=*/true));
   }
   // Tested, never waited for, within a generous bound (a liveness check).
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -141,6 +145,39 @@ TEST(OperationQueue, AnOperationNobodyWaitsForRunsOnTheWorkerAfterTheGrace) {
   ASSERT_EQ(ran.load(), 3);
   EXPECT_TRUE(status.ok());
   EXPECT_NE(first_on, std::this_thread::get_id());
+}
+
+// Polls `op` until it ran or `limit` passed; whether it ran.
+bool ran_within(OperationQueue& queue, AsyncOperation& op, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  Status status;
+  while (!queue.test(op, &status)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// One that nobody may wait for (a callback completes it, or a stream-ordered
+// call's host half) is the worker's at once, grace or not.
+TEST(OperationQueue, AnOperationNotWaitedForIsTheWorkersAtOnce) {
+  OperationQueue queue(std::chrono::seconds(30));
+  auto op = queue.enqueue([] { return Status::Ok(); });
+  EXPECT_TRUE(ran_within(queue, *op, std::chrono::seconds(10))) << "it sat out the grace";
+}
+
+// A thread that waits for an operation queued behind one in its grace ends
+// that grace: the first runs now, not when its own caller comes.
+TEST(OperationQueue, AWaiterBehindAGraceEndsIt) {
+  OperationQueue queue(std::chrono::seconds(30));
+  auto first = queue.enqueue([] { return Status::Ok(); }, nullptr, /*waited=*/true);
+  auto second = queue.enqueue([] { return Status::Ok(); }, nullptr, /*waited=*/true);
+  std::thread waiter([&] { EXPECT_TRUE(queue.wait(*second).ok()); });
+  const bool ran = ran_within(queue, *second, std::chrono::seconds(10));
+  waiter.join();  // within the grace's 30 s at worst
+  EXPECT_TRUE(ran) << "the waiter behind the first one waited out its grace";
+  Status status;
+  EXPECT_TRUE(queue.test(*first, &status));
 }
 
 }  // namespace
