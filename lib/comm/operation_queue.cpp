@@ -51,10 +51,15 @@ void OperationQueue::work() {
       work_.wait(lock);
       continue;
     }
-    if (!stopping_ && AsyncOperation::Clock::now() < queue_.front()->worker_from_) {
-      // Its grace: a thread that waits for it may take it (wait()).
+    const AsyncOperation::Clock::time_point from = queue_.front()->worker_from_;
+    if (!stopping_ && AsyncOperation::Clock::now() < from) {
+      // Its grace: a thread that waits for it may take it (wait()). A few
+      // yields between looks, without the lock the waiter needs.
+      const size_t queued = queued_.load();
       lock.unlock();
-      sched_yield();
+      for (int i = 0; i < 8 && queued_.load() == queued && AsyncOperation::Clock::now() < from; ++i) {
+        sched_yield();
+      }
       lock.lock();
       continue;
     }
@@ -64,9 +69,14 @@ void OperationQueue::work() {
       work_.wait(lock);
       continue;
     }
+    // The turn is held: the front stays, and the class changes without the lock.
+    lock.unlock();
     worker_class(SCHED_OTHER);
+    lock.lock();
     (void)run_front(lock);
+    lock.unlock();
     worker_class(SCHED_BATCH);
+    lock.lock();
   }
 }
 
