@@ -35,8 +35,10 @@ TEST(OperationQueue, AWaitedOperationRunsOnceWithItsResult) {
 }
 
 // Threads issue and wait at once (the backend's blocking calls), others
-// wait late or never (the worker's): every operation runs once, in the
-// order issued, though they are waited in any order.
+// wait late or never (the worker's), half of the operations a request's
+// (a waiter's first, for the grace), point-to-point work overtaking them:
+// every operation runs once, in the order issued, though they are waited
+// in any order, and nothing runs beside anything else.
 TEST(OperationQueue, OperationsRunInIssueOrderWhoeverWaits) {
   OperationQueue queue;
   std::mutex order_mutex;
@@ -45,6 +47,9 @@ TEST(OperationQueue, OperationsRunInIssueOrderWhoeverWaits) {
   std::vector<int> issued;
   constexpr int kThreads = 4;
   constexpr int kPerThread = 2000;
+  std::atomic<bool> stop{false};
+  std::atomic<int> running{0};  // operations and overtakers running now
+  std::atomic<bool> overlapped{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -54,11 +59,18 @@ TEST(OperationQueue, OperationsRunInIssueOrderWhoeverWaits) {
         std::shared_ptr<AsyncOperation> op;
         {
           std::lock_guard<std::mutex> lock(issue_mutex);
-          op = queue.enqueue([&, id] {
-            std::lock_guard<std::mutex> l(order_mutex);
-            order.push_back(id);
-            return Status::Ok();
-          });
+          // Half of them as a request's, which a waiter may take in its grace.
+          op = queue.enqueue(
+              [&, id] {
+                if (running.fetch_add(1) != 0) overlapped = true;
+                {
+                  std::lock_guard<std::mutex> l(order_mutex);
+                  order.push_back(id);
+                }
+                running.fetch_sub(1);
+                return Status::Ok();
+              },
+              nullptr, /*waited=*/i % 2 == 0);
           issued.push_back(id);
         }
         if (t % 2 == 0 || i % 7 == 0) {
@@ -70,8 +82,25 @@ TEST(OperationQueue, OperationsRunInIssueOrderWhoeverWaits) {
       for (auto it = late.rbegin(); it != late.rend(); ++it) ASSERT_TRUE(queue.wait(**it).ok());
     });
   }
+  // Point-to-point work overtaking the queue meanwhile, as rrWait on a
+  // receive does: it never runs beside an operation, and takes nothing's place.
+  std::thread overtaker([&] {
+    while (!stop.load()) {
+      ASSERT_TRUE(queue.run([&] {
+                            if (running.fetch_add(1) != 0) overlapped = true;
+                            running.fetch_sub(1);
+                            return Status::Ok();
+                          },
+                          /*overtake=*/true)
+                      .ok());
+      std::this_thread::yield();
+    }
+  });
   for (auto& th : threads) th.join();
+  stop = true;
+  overtaker.join();
   EXPECT_EQ(order, issued);
+  EXPECT_FALSE(overlapped.load());
 }
 
 // A blocking run() between queued operations keeps its place too.
