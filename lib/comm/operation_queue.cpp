@@ -108,7 +108,8 @@ Status OperationQueue::wait(AsyncOperation& op) {
     // Next in line, and nothing drives the communicator: run it here rather
     // than wait for the worker thread to wake for it (a call waited right
     // after it was issued then costs no thread hop).
-    if (!queue_.empty() && queue_.front().get() == &op && overtakers_.load() == 0) {
+    AsyncOperation* front = queue_.empty() ? nullptr : queue_.front().get();
+    if (front == &op && overtakers_.load() == 0) {
       if (take_turn()) return run_front(lock);
       if (idle_progress_.load()) {
         // The idle-progress thread's few microseconds: wait them out awake,
@@ -118,10 +119,10 @@ Status OperationQueue::wait(AsyncOperation& op) {
         lock.lock();
         continue;
       }
-    } else if (!queue_.empty() && queue_.front()->worker_from_ != AsyncOperation::Clock::time_point{}) {
+    } else if (front != nullptr && front != &op && front->worker_from_ != AsyncOperation::Clock::time_point{}) {
       // Behind an operation in its grace: this thread waits for it too, so
       // the worker takes it now.
-      queue_.front()->worker_from_ = {};
+      front->worker_from_ = {};
       work_.notify_one();
     }
     changed_.wait(lock);

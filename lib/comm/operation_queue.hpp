@@ -21,12 +21,13 @@
 // woken for such an operation (a request's, which the caller may wait for)
 // queued on an idle communicator, leaves it to its waiter for a grace
 // (kWaiterGrace), yielding its core meanwhile, before it takes it; a thread
-// that waits for an operation queued behind it ends the grace. Taking it at once, it won the turn in a third of the calls:
-// the waiter slept through the call and paid a scheduler wake-up at its end
-// (bench/RESULTS.md, "Through torch"). It is not asleep for the grace: a
-// timed sleep costs more here than the grace itself (arming and disarming a
-// timer is two VM exits, 11 us on this machine). An operation queued behind
-// others is the worker's as soon as the turn is free. The worker has a
+// that waits for an operation queued behind it ends the grace. Taking it at
+// once, the worker won the turn in a third of the calls: the waiter slept
+// through the call and paid a scheduler wake-up at its end (bench/RESULTS.md,
+// "Through torch"). It is not asleep for the grace: a timed sleep costs more
+// here than the grace itself (arming and disarming a timer is two VM exits,
+// 11 us on this machine). An operation queued behind others, or one nobody
+// waits for, is the worker's as soon as the turn is free. The worker has a
 // condition variable of its own, notified only when it has something to
 // run, so that the end of every operation does not wake it, and it waits in
 // SCHED_BATCH, whose wake-up preempts no running thread: woken at every
