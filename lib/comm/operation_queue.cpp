@@ -12,7 +12,17 @@ namespace {
 // enqueuing one, which most often runs the operation itself in wait(), or a
 // rank mid-call on the other core); SCHED_OTHER while it runs an operation,
 // which then progresses as any other thread would. Both are unprivileged.
-void worker_class(int policy) {
+// A worker that started in another class (a real-time one its creator ran
+// in, or SCHED_IDLE) keeps it: the class is the program's choice then.
+bool started_time_shared() {
+  int policy = SCHED_OTHER;
+  sched_param param{};
+  return pthread_getschedparam(pthread_self(), &policy, &param) == 0 &&
+         (policy == SCHED_OTHER || policy == SCHED_BATCH);
+}
+
+void worker_class(bool time_shared, int policy) {
+  if (!time_shared) return;
   sched_param param{};
   (void)pthread_setschedparam(pthread_self(), policy, &param);
 }
@@ -43,7 +53,8 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
 }
 
 void OperationQueue::work() {
-  worker_class(SCHED_BATCH);
+  const bool time_shared = started_time_shared();
+  worker_class(time_shared, SCHED_BATCH);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (queue_.empty()) {
@@ -71,11 +82,11 @@ void OperationQueue::work() {
     }
     // The turn is held: the front stays, and the class changes without the lock.
     lock.unlock();
-    worker_class(SCHED_OTHER);
+    worker_class(time_shared, SCHED_OTHER);
     lock.lock();
     (void)run_front(lock);
     lock.unlock();
-    worker_class(SCHED_BATCH);
+    worker_class(time_shared, SCHED_BATCH);
     lock.lock();
   }
 }

@@ -3,9 +3,16 @@
 // runs), each operation once, and every waiter answered.
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -207,6 +214,76 @@ TEST(OperationQueue, AWaiterBehindAGraceEndsIt) {
   EXPECT_TRUE(ran) << "the waiter behind the first one waited out its grace";
   Status status;
   EXPECT_TRUE(queue.test(*first, &status));
+}
+
+// The scheduling class of thread `tid` of this process (field 41 of its
+// /proc stat line), or -1.
+int policy_of(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t end = line.rfind(')');  // the name may hold spaces
+  if (end == std::string::npos) return -1;
+  std::istringstream fields(line.substr(end + 2));
+  std::string field;
+  for (int i = 3; i <= 41 && fields >> field; ++i) {
+    if (i == 41) return std::stoi(field);
+  }
+  return -1;
+}
+
+// Whether a thread here may move itself to `policy` (a sandbox may forbid
+// sched_setscheduler; the queue then leaves its worker's class alone).
+bool may_take(int policy) {
+  bool ok = false;
+  std::thread probe([&] {
+    sched_param param{};
+    ok = pthread_setschedparam(pthread_self(), policy, &param) == 0;
+  });
+  probe.join();
+  return ok;
+}
+
+// The worker runs an operation in the normal class and waits for the next
+// in SCHED_BATCH (whose wake-up preempts no running thread).
+TEST(OperationQueue, TheWorkerRunsInTheNormalClassAndWaitsInBatch) {
+  if (!may_take(SCHED_BATCH)) GTEST_SKIP() << "this sandbox forbids changing a thread's scheduling class";
+  OperationQueue queue;
+  std::atomic<int> ran_in{-1};
+  std::atomic<pid_t> worker{0};
+  auto op = queue.enqueue([&] {
+    ran_in = sched_getscheduler(0);
+    worker = static_cast<pid_t>(syscall(SYS_gettid));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(ran_within(queue, *op, std::chrono::seconds(10)));
+  EXPECT_EQ(ran_in.load(), SCHED_OTHER);
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (policy_of(worker.load()) != SCHED_BATCH && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(policy_of(worker.load()), SCHED_BATCH);
+}
+
+// A worker started by a thread in another class (here SCHED_IDLE, which an
+// unprivileged thread may take) keeps it: the class is the program's choice.
+TEST(OperationQueue, AWorkerStartedInAnotherClassKeepsIt) {
+  if (!may_take(SCHED_IDLE)) GTEST_SKIP() << "this sandbox forbids changing a thread's scheduling class";
+  OperationQueue queue;
+  std::atomic<int> ran_in{-1};
+  std::shared_ptr<AsyncOperation> op;
+  std::thread starter([&] {
+    sched_param param{};
+    ASSERT_EQ(pthread_setschedparam(pthread_self(), SCHED_IDLE, &param), 0);
+    op = queue.enqueue([&] {
+      ran_in = sched_getscheduler(0);
+      return Status::Ok();
+    });
+  });
+  starter.join();
+  ASSERT_TRUE(op);
+  ASSERT_TRUE(ran_within(queue, *op, std::chrono::seconds(10)));
+  EXPECT_EQ(ran_in.load(), SCHED_IDLE);
 }
 
 }  // namespace
