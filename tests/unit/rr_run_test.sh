@@ -253,8 +253,11 @@ next_nap
 start=$(date +%s%N)
 timeout 20 "$RR" -n 2 sh -c 'sleep '"$nap" "$MARK-forward" >"$TMP/out" 2>"$TMP/err" </dev/null &
 launcher=$!
+# Count the sleeps only (anchored): timeout's and rr-run's own command lines
+# hold "sleep $nap" too, and counting them let the signal reach rr-run before
+# it had set up its handler (a failure seen in CI under ThreadSanitizer).
 for _ in $(seq 50); do  # wait until both ranks sleep
-  [[ $(pgrep -fc "sleep $nap") -ge 2 ]] && break
+  [[ $(pgrep -fc "^sleep $nap") -ge 2 ]] && break
   sleep 0.1
 done
 # $launcher is timeout(1); signal the rr-run it started.
