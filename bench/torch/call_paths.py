@@ -14,6 +14,10 @@ PATH is one of
   gloo       torch.distributed.all_reduce(t) on backend "gloo" (the peer)
   fake       torch.distributed.all_reduce(t) on torch's "fake" backend, which
              completes at once without moving data: the dispatcher's floor
+  burst      16 iallreduce calls on 16 buffers, then their waits, the last
+             first (a thread that waits for the last of calls the worker
+             runs): the time printed is the burst's over 16
+  torch-burst  the same through dist.all_reduce(t, async_op=True)
   split      the torch call's issue (async_op=True) and its wait() timed apart,
              on backend "ringreduce" and then "gloo" (two groups); 1 KiB
              unless --sizes says otherwise
@@ -35,6 +39,7 @@ import time
 import torch
 
 SIZES = [1 << 10, 1 << 16, 1 << 20, 4 << 20, 16 << 20]
+BURST = 16  # calls per burst (burst, torch-burst)
 
 
 def parse_sizes(text: str) -> list:
@@ -92,9 +97,9 @@ def main() -> int:
     if path == "split":
         split_issue_and_wait(sizes or [1 << 10])
         return 0
-    if path in ("torch", "op", "gloo", "fake"):
+    if path in ("torch", "op", "gloo", "fake", "torch-burst"):
         import torch.distributed as dist
-        if path in ("torch", "op"):
+        if path in ("torch", "op", "torch-burst"):
             import ringreduce.torch  # noqa: F401
         if path == "fake":
             import os
@@ -105,7 +110,7 @@ def main() -> int:
             dist.init_process_group("gloo" if path == "gloo" else "ringreduce",
                                     timeout=datetime.timedelta(seconds=120))
         rank, barrier = dist.get_rank(), dist.barrier
-    elif path in ("blocking", "async"):
+    elif path in ("blocking", "async", "burst"):
         import ringreduce
         comm = ringreduce.Comm.from_env(timeout=120)
         rank, barrier = comm.rank, comm.barrier
@@ -122,9 +127,16 @@ def main() -> int:
         elif path == "op":
             name = dist.group.WORLD.group_name
             call = lambda: torch.ops.ringreduce.all_reduce_(t, name)  # noqa: E731
+        elif path == "burst":
+            buffers = [torch.zeros(nbytes // 4).numpy() for _ in range(BURST)]
+            call = lambda: [r.wait() for r in reversed([comm.iallreduce(ringreduce.IN_PLACE, b) for b in buffers])]  # noqa: E731
+        elif path == "torch-burst":
+            tensors = [torch.zeros(nbytes // 4) for _ in range(BURST)]
+            call = lambda: [w.wait() for w in reversed([dist.all_reduce(x, async_op=True) for x in tensors])]  # noqa: E731
         else:
             call = lambda: dist.all_reduce(t)  # noqa: E731
-        iters = iterations(nbytes)
+        per = BURST if path.endswith("burst") else 1
+        iters = max(10, iterations(nbytes) // per)
         for _ in range(10):
             call()
         barrier()
@@ -133,14 +145,14 @@ def main() -> int:
             start = time.perf_counter()
             call()
             times.append(time.perf_counter() - start)
-        seconds = sum(times) / iters
+        seconds = sum(times) / iters / per
         times.sort()
-        p10, p50, p90 = (times[iters * k // 10] * 1e6 for k in (1, 5, 9))
+        p10, p50, p90 = (times[iters * k // 10] * 1e6 / per for k in (1, 5, 9))
         if rank == 0:
             print(f"{path:9s} {nbytes:>10d} B {seconds * 1e6:10.1f} us  busbw {nbytes / seconds / 1e9:6.2f} GB/s  "
                   f"p10 {p10:.1f}  p50 {p50:.1f}  p90 {p90:.1f} us", flush=True)
     barrier()
-    if path in ("torch", "op", "gloo", "fake"):
+    if path in ("torch", "op", "gloo", "fake", "torch-burst"):
         dist.destroy_process_group()
     else:
         comm.destroy()

@@ -55,10 +55,23 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
 void OperationQueue::work() {
   const bool time_shared = started_time_shared();
   worker_class(time_shared, SCHED_BATCH);
+  bool batch = time_shared;  // the class it is in: switched only before it waits and before it runs
   std::unique_lock<std::mutex> lock(mutex_);
+  // Before each wait for work: back into SCHED_BATCH, without the lock; then
+  // look again, as the queue may have changed meanwhile. Operations that run
+  // back to back pay no switch between them.
+  auto to_batch = [&] {
+    if (batch || !time_shared) return false;
+    lock.unlock();
+    worker_class(time_shared, SCHED_BATCH);
+    batch = true;
+    lock.lock();
+    return true;
+  };
   for (;;) {
     if (queue_.empty()) {
       if (stopping_) return;  // every operation ran
+      if (to_batch()) continue;
       work_.wait(lock);
       continue;
     }
@@ -77,17 +90,18 @@ void OperationQueue::work() {
     // A failed take is answered by the holder's give_turn (an overtaker's
     // too: it counted itself off before it ran).
     if (overtakers_.load() != 0 || !take_turn()) {
+      if (to_batch()) continue;
       work_.wait(lock);
       continue;
     }
-    // The turn is held: the front stays, and the class changes without the lock.
-    lock.unlock();
-    worker_class(time_shared, SCHED_OTHER);
-    lock.lock();
+    if (batch) {
+      // The turn is held: the front stays, and the class changes without the lock.
+      lock.unlock();
+      worker_class(time_shared, SCHED_OTHER);
+      batch = false;
+      lock.lock();
+    }
     (void)run_front(lock);
-    lock.unlock();
-    worker_class(time_shared, SCHED_BATCH);
-    lock.lock();
   }
 }
 
@@ -102,7 +116,11 @@ Status OperationQueue::run_front(std::unique_lock<std::mutex>& lock) {
   op->status_ = status;
   op->done_ = true;
   running_.store(false);
-  changed_.notify_all();
+  // Only threads that wait for this one or the next (now free to run it)
+  // care, and overtakers waiting for the turn; the others sleep on.
+  if (op->waiters_ != 0 || overtakers_.load() != 0 || (!queue_.empty() && queue_.front()->waiters_ != 0)) {
+    changed_.notify_all();
+  }
   if (!queue_.empty()) work_.notify_one();  // the next one, when a waiter ran this one
   // Outside the lock and the turn: on_done may test the operation, and
   // the next one may start meanwhile.
@@ -136,7 +154,9 @@ Status OperationQueue::wait(AsyncOperation& op) {
       front->worker_from_ = {};
       work_.notify_one();
     }
+    ++op.waiters_;
     changed_.wait(lock);
+    --op.waiters_;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -246,6 +247,37 @@ bool may_take(int policy) {
 
 // The worker runs an operation in the normal class and waits for the next
 // in SCHED_BATCH (whose wake-up preempts no running thread).
+// A thread that waits for the last of a burst the worker runs sleeps through
+// the others' ends: it is woken when its own is next or done, not by each
+// one (counted as this thread's voluntary context switches).
+TEST(OperationQueue, AWaiterSleepsThroughTheEndsOfOperationsBeforeItsOwn) {
+  OperationQueue queue;
+  constexpr int kBurst = 40;
+  std::atomic<bool> go{false};
+  std::vector<std::shared_ptr<AsyncOperation>> ops;
+  for (int i = 0; i < kBurst; ++i) {
+    ops.push_back(queue.enqueue([&go] {
+      while (!go.load()) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::microseconds(300));  // long enough to sleep between ends
+      return Status::Ok();
+    }));
+  }
+  auto switches = [] {
+    rusage usage{};
+    getrusage(RUSAGE_THREAD, &usage);
+    return usage.ru_nvcsw;
+  };
+  const long before = switches();
+  std::thread opener([&go] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the waiter below is asleep by then
+    go = true;
+  });
+  EXPECT_TRUE(queue.wait(*ops.back()).ok());
+  const long woken = switches() - before;
+  opener.join();
+  EXPECT_LT(woken, kBurst / 4) << "the waiter was woken at the end of operations it does not wait for";
+}
+
 TEST(OperationQueue, TheWorkerRunsInTheNormalClassAndWaitsInBatch) {
   if (!may_take(SCHED_BATCH)) GTEST_SKIP() << "this sandbox forbids changing a thread's scheduling class";
   OperationQueue queue;
