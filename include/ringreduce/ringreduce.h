@@ -228,9 +228,10 @@ rrResult_t rrCommCount(const rrComm_t comm, int* count);
  * stream. An operation that does not finish within its timeout fails with
  * rrTimeout (within about 0.5 s of it), as with RR_TIMEOUT_MS, which (or
  * the config's timeout_ms) it replaces; init keeps that one. A child of
- * rrCommSplit without a config starts from the value in force. A binding
- * with a timeout per operation sets it before each call whose timeout
- * differs. timeout_ms >= 1, else rrInvalidArgument naming it. */
+ * rrCommSplit without a config starts from the value in force. A call
+ * with a timeout of its own passes it in a per-call config instead
+ * (rrCollConfig_t, the Config forms below). timeout_ms >= 1, else
+ * rrInvalidArgument naming it. */
 rrResult_t rrCommSetTimeout(rrComm_t comm, int timeout_ms);
 rrResult_t rrCommGetTimeout(const rrComm_t comm, int* timeout_ms);
 rrResult_t rrCommUserRank(const rrComm_t comm, int* rank);
@@ -384,6 +385,71 @@ rrResult_t rrAllToAllvAsync(const void* sendbuff, const size_t* sendcounts, cons
                             void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
                             rrDataType_t datatype, rrComm_t comm, rrRequest_t* request);
 rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request);
+
+/* Per-call settings, as NCCL 2.31's ncclCollConfig_t: every collective
+ * above, blocking and Async, has a Config form taking the same arguments
+ * and a trailing config (rrAllReduceConfig, rrAllReduceAsyncConfig, ...).
+ * Start from RR_COLL_CONFIG_INITIALIZER and set what the call needs: a field
+ * left at its initializer value, or config NULL, takes the communicator's.
+ * The call's own value replaces the communicator's for that call only,
+ * whichever thread sets another meanwhile (rrCommSetTimeout). A config not
+ * made from the initializer (size or magic wrong), or a field out of range,
+ * is refused with rrInvalidArgument naming it; nothing is sent. */
+typedef struct {
+  size_t size;        /* sizeof(rrCollConfig_t): lets the struct grow */
+  unsigned int magic; /* RR_COLL_CONFIG_MAGIC */
+  int timeout_ms;     /* the call's deadline, >= 1 (RR_CONFIG_UNDEF_INT: the communicator's,
+                         rrCommSetTimeout): a blocking or Async call fails with rrTimeout
+                         within about 0.5 s of it, as under the communicator's; a
+                         stream-ordered call's host half runs under it */
+} rrCollConfig_t;
+
+#define RR_COLL_CONFIG_MAGIC 0x72726363u
+#define RR_COLL_CONFIG_INITIALIZER { sizeof(rrCollConfig_t), RR_COLL_CONFIG_MAGIC, RR_CONFIG_UNDEF_INT }
+
+rrResult_t rrAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                             rrRedOp_t op, rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype,
+                                 rrRedOp_t op, rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
+                             rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root,
+                             rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrReduceConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op,
+                          int root, rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root,
+                          rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root,
+                           rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrAllToAllConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                            rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrAllToAllvConfig(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                             const size_t* recvcounts, const size_t* rdispls, rrDataType_t datatype, rrComm_t comm,
+                             void* stream, const rrCollConfig_t* config);
+rrResult_t rrBarrierConfig(rrComm_t comm, void* stream, const rrCollConfig_t* config);
+rrResult_t rrAllReduceAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                                  rrRedOp_t op, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config);
+rrResult_t rrReduceScatterAsyncConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype,
+                                      rrRedOp_t op, rrComm_t comm, rrRequest_t* request,
+                                      const rrCollConfig_t* config);
+rrResult_t rrAllGatherAsyncConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
+                                  rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config);
+rrResult_t rrBroadcastAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                                  int root, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config);
+rrResult_t rrReduceAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                               rrRedOp_t op, int root, rrComm_t comm, rrRequest_t* request,
+                               const rrCollConfig_t* config);
+rrResult_t rrGatherAsyncConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype,
+                               int root, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config);
+rrResult_t rrScatterAsyncConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype,
+                                int root, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config);
+rrResult_t rrAllToAllAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
+                                 rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config);
+rrResult_t rrAllToAllvAsyncConfig(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                  void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                  rrDataType_t datatype, rrComm_t comm, rrRequest_t* request,
+                                  const rrCollConfig_t* config);
+rrResult_t rrBarrierAsyncConfig(rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config);
 
 /* Completion without waiting, as UCC's callbacks: while a callback is set on
  * comm, each Async collective called on it takes that callback and

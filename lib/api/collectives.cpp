@@ -13,8 +13,10 @@
 
 using namespace rr::api;
 
-static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrReduceScatter", comm, datatype, &op, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrReduceScatter", config, &timeout_ms);
   if (s.ok()) {
     s = check_blocks("rrReduceScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff",
                      recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
@@ -24,11 +26,13 @@ static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size
   return dispatch_routed(
       comm, s, "rrReduceScatter", r, stream, request,
       [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); },
-      [=](const rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); });
+      [=](const rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); }, timeout_ms);
 }
 
-static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrAllGather", comm, datatype, nullptr, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrAllGather", config, &timeout_ms);
   if (s.ok()) {
     s = check_blocks("rrAllGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff,
                      sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
@@ -38,22 +42,26 @@ static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t s
   return dispatch_routed(
       comm, s, "rrAllGather", r, stream, request,
       [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); },
-      [=](const rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); });
+      [=](const rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); }, timeout_ms);
 }
 
-static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrAllReduce", config, &timeout_ms);
   if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
   Route r;
   if (s.ok()) s = route("rrAllReduce", stream, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrAllReduce", r, stream, request,
       [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); },
-      [=](const rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); });
+      [=](const rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); }, timeout_ms);
 }
 
-static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrBroadcast", comm, datatype, nullptr, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrBroadcast", config, &timeout_ms);
   if (s.ok()) s = check_root("rrBroadcast", comm, root);
   const size_t elem = rr::reduce::dtype_size(datatype);
   if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count, elem);
@@ -67,11 +75,13 @@ static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t co
   return dispatch_routed(
       comm, s, "rrBroadcast", r, stream, request,
       [=] { return comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); });
+      [=](const rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); }, timeout_ms);
 }
 
-static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrReduce", comm, datatype, &op, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrReduce", config, &timeout_ms);
   if (s.ok()) s = check_root("rrReduce", comm, root);
   if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) s = check_buffers("rrReduce", sendbuff, recvbuff, count, datatype);
@@ -84,11 +94,13 @@ static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count
   return dispatch_routed(
       comm, s, "rrReduce", r, stream, request,
       [=] { return comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); });
+      [=](const rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); }, timeout_ms);
 }
 
-static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrGather", comm, datatype, nullptr, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrGather", config, &timeout_ms);
   if (s.ok()) s = check_root("rrGather", comm, root);
   if (s.ok()) s = need("rrGather", "sendbuff", sendbuff, sendcount, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) {
@@ -104,11 +116,13 @@ static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendc
   return dispatch_routed(
       comm, s, "rrGather", r, stream, request,
       [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.gather(sendbuff, recvbuff, sendcount, datatype, root); });
+      [=](const rr::StagedCollectives& staged) { return staged.gather(sendbuff, recvbuff, sendcount, datatype, root); }, timeout_ms);
 }
 
-static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrScatter", comm, datatype, nullptr, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrScatter", config, &timeout_ms);
   if (s.ok()) s = check_root("rrScatter", comm, root);
   if (s.ok()) s = need("rrScatter", "recvbuff", recvbuff, recvcount, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) {
@@ -124,11 +138,13 @@ static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recv
   return dispatch_routed(
       comm, s, "rrScatter", r, stream, request,
       [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.scatter(sendbuff, recvbuff, recvcount, datatype, root); });
+      [=](const rr::StagedCollectives& staged) { return staged.scatter(sendbuff, recvbuff, recvcount, datatype, root); }, timeout_ms);
 }
 
-static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrAllToAll", comm, datatype, nullptr, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrAllToAll", config, &timeout_ms);
   if (s.ok()) {
     const size_t n = static_cast<size_t>(comm->impl->size());
     const size_t elem = rr::reduce::dtype_size(datatype);
@@ -150,7 +166,7 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
   return dispatch_routed(
       comm, s, "rrAllToAll", r, stream, request,
       [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); },
-      [=](const rr::StagedCollectives& staged) { return staged.all_to_all(sendbuff, recvbuff, count, datatype); });
+      [=](const rr::StagedCollectives& staged) { return staged.all_to_all(sendbuff, recvbuff, count, datatype); }, timeout_ms);
 }
 
 namespace {
@@ -209,9 +225,11 @@ rr::Status check_blocks_v(const char* buf_name, const void* buf, const char* cou
 
 static rrResult_t all_to_all_v_call(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
                                     void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
-                                    rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request) {
+                                    rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   const char* call = "rrAllToAllv";
   rr::Status s = check_call(call, comm, datatype, nullptr, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config(call, config, &timeout_ms);
   size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
   const size_t n = s.ok() ? static_cast<size_t>(comm->impl->size()) : 0;
   const size_t elem = rr::reduce::dtype_size(datatype);
@@ -248,93 +266,95 @@ static rrResult_t all_to_all_v_call(const void* sendbuff, const size_t* sendcoun
         return comm->impl->all_to_all_v(sendbuff, layout.sendcounts, layout.sdispls, recvbuff, layout.recvcounts,
                                         layout.rdispls, datatype);
       },
-      nullptr);
+      nullptr, timeout_ms);
 }
 
-static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request) {
+static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
+  int timeout_ms = 0;
+  if (s.ok()) s = check_coll_config("rrBarrier", config, &timeout_ms);
   Route r;
   if (s.ok()) s = route("rrBarrier", stream, {}, &r);
-  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr);
+  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr, timeout_ms);
 }
 
 RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
-  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, nullptr);
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceScatterAsync: request is NULL");
-  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, nullptr, request);
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream) {
-  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, stream, nullptr);
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllGatherAsync: request is NULL");
-  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, nullptr, request);
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrAllReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {
-  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr);
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllReduceAsync: request is NULL");
-  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, nullptr, request);
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrBroadcast(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
-  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr);
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBroadcastAsync: request is NULL");
-  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, nullptr, request);
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrReduce(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream) {
-  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr);
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrReduceAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceAsync: request is NULL");
-  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, nullptr, request);
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrGather(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
-  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, stream, nullptr);
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrGatherAsync: request is NULL");
-  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, nullptr, request);
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream) {
-  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, stream, nullptr);
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrScatterAsync: request is NULL");
-  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, nullptr, request);
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrAllToAll(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream) {
-  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, stream, nullptr);
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllAsync: request is NULL");
-  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, nullptr, request);
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, nullptr, request, nullptr);
 }
 
 RR_API rrResult_t rrAllToAllv(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
                               const size_t* recvcounts, const size_t* rdispls, rrDataType_t datatype, rrComm_t comm,
                               void* stream) {
   return all_to_all_v_call(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, stream,
-                           nullptr);
+                           nullptr, nullptr);
 }
 
 RR_API rrResult_t rrAllToAllvAsync(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
@@ -342,14 +362,112 @@ RR_API rrResult_t rrAllToAllvAsync(const void* sendbuff, const size_t* sendcount
                                    rrDataType_t datatype, rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllvAsync: request is NULL");
   return all_to_all_v_call(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, nullptr,
-                           request);
+                           request, nullptr);
 }
 
 RR_API rrResult_t rrBarrier(rrComm_t comm, void* stream) {
-  return barrier_call(comm, stream, nullptr);
+  return barrier_call(comm, stream, nullptr, nullptr);
 }
 
 RR_API rrResult_t rrBarrierAsync(rrComm_t comm, rrRequest_t* request) {
   if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBarrierAsync: request is NULL");
-  return barrier_call(comm, nullptr, request);
+  return barrier_call(comm, nullptr, request, nullptr);
+}
+
+// The Config forms: the same, with the call's own settings (rrCollConfig_t).
+
+RR_API rrResult_t rrReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrReduceScatterAsyncConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceScatterAsyncConfig: request is NULL");
+  return reduce_scatter_call(sendbuff, recvbuff, recvcount, datatype, op, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrAllGatherAsyncConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllGatherAsyncConfig: request is NULL");
+  return all_gather_call(sendbuff, recvbuff, sendcount, datatype, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrAllReduceAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllReduceAsyncConfig: request is NULL");
+  return all_reduce_call(sendbuff, recvbuff, count, datatype, op, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrBroadcastAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBroadcastAsyncConfig: request is NULL");
+  return broadcast_call(sendbuff, recvbuff, count, datatype, root, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrReduceConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrReduceAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrReduceAsyncConfig: request is NULL");
+  return reduce_call(sendbuff, recvbuff, count, datatype, op, root, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrGatherAsyncConfig(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrGatherAsyncConfig: request is NULL");
+  return gather_call(sendbuff, recvbuff, sendcount, datatype, root, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrScatterAsyncConfig(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrScatterAsyncConfig: request is NULL");
+  return scatter_call(sendbuff, recvbuff, recvcount, datatype, root, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrAllToAllConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrAllToAllAsyncConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllAsyncConfig: request is NULL");
+  return all_to_all_call(sendbuff, recvbuff, count, datatype, comm, nullptr, request, config);
+}
+
+RR_API rrResult_t rrAllToAllvConfig(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                              const size_t* recvcounts, const size_t* rdispls, rrDataType_t datatype, rrComm_t comm,
+                              void* stream, const rrCollConfig_t* config) {
+  return all_to_all_v_call(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, stream,
+                           nullptr, config);
+}
+
+RR_API rrResult_t rrAllToAllvAsyncConfig(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                   void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                   rrDataType_t datatype, rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrAllToAllvAsyncConfig: request is NULL");
+  return all_to_all_v_call(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, datatype, comm, nullptr,
+                           request, config);
+}
+
+RR_API rrResult_t rrBarrierConfig(rrComm_t comm, void* stream, const rrCollConfig_t* config) {
+  return barrier_call(comm, stream, nullptr, config);
+}
+
+RR_API rrResult_t rrBarrierAsyncConfig(rrComm_t comm, rrRequest_t* request, const rrCollConfig_t* config) {
+  if (!request) return fail(comm, rr::Code::kInvalidArgument, "rrBarrierAsyncConfig: request is NULL");
+  return barrier_call(comm, nullptr, request, config);
 }

@@ -2,6 +2,7 @@
 // blocking on the calling thread, queued (the Async forms), or ordered on a
 // stream through the staging pipeline (device buffers).
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -179,6 +180,25 @@ rr::Status check_root(const char* call, rrComm_t comm, int root) {
   if (root < 0 || root >= comm->impl->size()) {
     return rr::InvalidArgument(std::string(call) + ": root=" + std::to_string(root) + " out of range for " +
                                std::to_string(comm->impl->size()) + " ranks");
+  }
+  return rr::Status::Ok();
+}
+
+rr::Status check_coll_config(const char* call, const rrCollConfig_t* config, int* timeout_ms) {
+  *timeout_ms = 0;
+  if (!config) return rr::Status::Ok();
+  // The fields this version reads must lie within what the caller's struct holds.
+  constexpr size_t kReads = offsetof(rrCollConfig_t, timeout_ms) + sizeof(config->timeout_ms);
+  if (config->magic != RR_COLL_CONFIG_MAGIC || config->size < kReads) {
+    return rr::InvalidArgument(std::string(call) + ": config was not made from RR_COLL_CONFIG_INITIALIZER (size " +
+                               std::to_string(config->size) + ", magic " + std::to_string(config->magic) + ")");
+  }
+  if (config->timeout_ms != RR_CONFIG_UNDEF_INT) {
+    if (config->timeout_ms < 1) {
+      return rr::InvalidArgument(std::string(call) + ": config->timeout_ms=" + std::to_string(config->timeout_ms) +
+                                 ": must be >= 1 (or RR_CONFIG_UNDEF_INT: the communicator's)");
+    }
+    *timeout_ms = config->timeout_ms;
   }
   return rr::Status::Ok();
 }

@@ -254,11 +254,13 @@ class Communicator final : public exec::Interrupt {
   // for it; returns once it is queued. `device` is the buffers' GPU (-1: the
   // calling thread's current one). With `until_done` (an Async form's call),
   // *until_done waits on the host for the call's end on the stream and
-  // returns its host half's outcome (StreamOrder::submit). Only the CUDA
-  // build has them; elsewhere this is InvalidUsage naming `call`.
+  // returns its host half's outcome (StreamOrder::submit). `timeout_ms`:
+  // the host half's own (rrCollConfig_t), 0: the communicator's when it
+  // runs. Only the CUDA build has them; elsewhere this is InvalidUsage
+  // naming `call`.
   Status enqueue_on_stream(const char* call, void* stream, int device,
                            const std::function<StagedCollectives::Plan(const StagedCollectives& staged)>& make,
-                           std::function<Status()>* until_done = nullptr);
+                           std::function<Status()>* until_done = nullptr, int timeout_ms = 0);
   // An operation failed after its caller returned (stream-ordered calls):
   // rrCommGetAsyncError reports it and rrGetLastError(comm) says what it was.
   // A CUDA failure breaks the communicator, as a failed collective does: its

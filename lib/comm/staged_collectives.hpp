@@ -165,6 +165,9 @@ class StagedCollectives {
     // was one (the peers ran the whole call, this rank may not have), else
     // the host half's.
     std::function<void(const Status& cause, uint64_t first)> failed;
+    // The host half's own timeout (rrCollConfig_t); 0: the communicator's
+    // when it runs.
+    int timeout_ms = 0;
   };
   // Takes the plan's counts, queues its host half on `queue` (program order
   // with the queue's other work), then issues its device half on this
