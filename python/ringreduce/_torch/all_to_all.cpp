@@ -75,7 +75,7 @@ std::function<rrResult_t(const EngineCall&)> all_to_all_call(const char* op_name
                                                              const Blocks& recv_blocks, rrDataType_t dtype) {
   if (!on_device) {
     return [=](const EngineCall& c) {
-      return c.call(rrAllToAllv, rrAllToAllvAsync, send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
+      return c.call(rrAllToAllvConfig, rrAllToAllvAsyncConfig, send, send_blocks.counts.data(), send_blocks.displs.data(), recv,
                     recv_blocks.counts.data(), recv_blocks.displs.data(), dtype);
     };
   }
@@ -90,7 +90,7 @@ std::function<rrResult_t(const EngineCall&)> all_to_all_call(const char* op_name
     throw invalid_argument(op_name, "blocks of different sizes are not supported on CUDA tensors (the engine's "
                                     "all-to-all-v takes host memory): use equal blocks, or CPU tensors");
   }
-  return [=](const EngineCall& c) { return c.call(rrAllToAll, rrAllToAllAsync, send, recv, block, dtype); };
+  return [=](const EngineCall& c) { return c.call(rrAllToAllConfig, rrAllToAllAsyncConfig, send, recv, block, dtype); };
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce_coalesced(
   return collective(c10d::OpType::ALLREDUCE_COALESCED, opts, kOp, "ringreduce:all_reduce_coalesced", tensors, tensors, {flat},
                     [flat, outputs] { copy_out(flat, outputs); },
                     [&](const EngineCall& c) {
-                      return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op);
+                      return c.call(rrAllReduceConfig, rrAllReduceAsyncConfig, buf, buf, count, dtype, op);
                     });
 }
 
@@ -89,7 +89,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_coalesced(
                       for (size_t r = 0; r < out.size(); ++r) copy_out(flat_out.narrow(0, r * n, n), out[r]);
                     },
                     [&](const EngineCall& c) {
-                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype);
+                      return c.call(rrAllGatherConfig, rrAllGatherAsyncConfig, send, recv, type.count(n), dtype);
                     });
 }
 
@@ -119,7 +119,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather_into_tensor_coa
                       }
                     },
                     [&](const EngineCall& c) {
-                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, type.count(n), dtype);
+                      return c.call(rrAllGatherConfig, rrAllGatherAsyncConfig, send, recv, type.count(n), dtype);
                     });
 }
 
@@ -148,7 +148,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter_tensor_coa
   return collective(c10d::OpType::COALESCED, opts, kOp, "ringreduce:reduce_scatter_tensor_coalesced", inputs, outputs,
                     {flat_in, flat_out}, [flat_out, out] { copy_out(flat_out, out); },
                     [&](const EngineCall& c) {
-                      return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, type.count(n), dtype, op);
+                      return c.call(rrReduceScatterConfig, rrReduceScatterAsyncConfig, send, recv, type.count(n), dtype, op);
                     });
 }
 

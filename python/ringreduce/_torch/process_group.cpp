@@ -66,7 +66,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::broadcast(std::vector<at:
   return collective(c10d::OpType::BROADCAST, opts, kOp, "ringreduce:broadcast",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](const EngineCall& c) {
-                      return c.call(rrBroadcast, rrBroadcastAsync, buf, buf, count, dtype, root);
+                      return c.call(rrBroadcastConfig, rrBroadcastAsyncConfig, buf, buf, count, dtype, root);
                     });
 }
 
@@ -86,7 +86,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allreduce(std::vector<at:
   return collective(c10d::OpType::ALLREDUCE, opts, kOp, "ringreduce:all_reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](const EngineCall& c) {
-                      return c.call(rrAllReduce, rrAllReduceAsync, buf, buf, count, dtype, op);
+                      return c.call(rrAllReduceConfig, rrAllReduceAsyncConfig, buf, buf, count, dtype, op);
                     });
 }
 
@@ -106,7 +106,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce(std::vector<at::Te
   return collective(c10d::OpType::REDUCE, opts, kOp, "ringreduce:reduce",
                     tensors, tensors, {s.engine}, copy_back_if_needed(s),
                     [&](const EngineCall& c) {
-                      return c.call(rrReduce, rrReduceAsync, buf, buf, count, dtype, op, root);
+                      return c.call(rrReduceConfig, rrReduceAsyncConfig, buf, buf, count, dtype, op, root);
                     });
 }
 
@@ -129,7 +129,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::allgather(std::vector<std
   return collective(c10d::OpType::ALLGATHER, opts, kOp, "ringreduce:all_gather",
                     inputs, out, {in.engine, flat}, [flat, out] { copy_out(flat, out); },
                     [&](const EngineCall& c) {
-                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype);
+                      return c.call(rrAllGatherConfig, rrAllGatherAsyncConfig, send, recv, count, dtype);
                     });
 }
 
@@ -153,7 +153,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_allgather_base(at::Tenso
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](const EngineCall& c) {
-                      return c.call(rrAllGather, rrAllGatherAsync, send, recv, count, dtype);
+                      return c.call(rrAllGatherConfig, rrAllGatherAsyncConfig, send, recv, count, dtype);
                     });
 }
 
@@ -188,7 +188,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather(std::vector<std::v
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather", inputs, out, keep, on_success,
                     [&](const EngineCall& c) {
-                      return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root);
+                      return c.call(rrGatherConfig, rrGatherAsyncConfig, send, recv, count, dtype, root);
                     });
 }
 
@@ -219,7 +219,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::gather_single(at::Tensor&
   if (rank_ == root) keep.push_back(output);
   return collective(c10d::OpType::GATHER, opts, kOp, "ringreduce:gather_single", {input}, {output}, keep, nullptr,
                     [&](const EngineCall& c) {
-                      return c.call(rrGather, rrGatherAsync, send, recv, count, dtype, root);
+                      return c.call(rrGatherConfig, rrGatherAsyncConfig, send, recv, count, dtype, root);
                     });
 }
 #endif
@@ -251,7 +251,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::scatter(std::vector<at::T
   if (flat.defined()) keep.push_back(flat);
   return collective(c10d::OpType::SCATTER, opts, kOp, "ringreduce:scatter", outputs, outputs, keep, copy_back_if_needed(out),
                     [&](const EngineCall& c) {
-                      return c.call(rrScatter, rrScatterAsync, send, recv, count, dtype, root);
+                      return c.call(rrScatterConfig, rrScatterAsyncConfig, send, recv, count, dtype, root);
                     });
 }
 
@@ -274,7 +274,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::reduce_scatter(std::vecto
   return collective(c10d::OpType::REDUCE_SCATTER, opts, kOp, "ringreduce:reduce_scatter",
                     inputs[0], outputs, {flat, out.engine}, copy_back_if_needed(out),
                     [&](const EngineCall& c) {
-                      return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op);
+                      return c.call(rrReduceScatterConfig, rrReduceScatterAsyncConfig, send, recv, count, dtype, op);
                     });
 }
 
@@ -299,13 +299,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::_reduce_scatter_base(at::
                     {input}, {output}, {in.engine, out.engine},
                     copy_back_if_needed(out),
                     [&](const EngineCall& c) {
-                      return c.call(rrReduceScatter, rrReduceScatterAsync, send, recv, count, dtype, op);
+                      return c.call(rrReduceScatterConfig, rrReduceScatterAsyncConfig, send, recv, count, dtype, op);
                     });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::barrier(const c10d::BarrierOptions& opts) {
   return collective(c10d::OpType::BARRIER, opts, "barrier", "ringreduce:barrier", {}, {}, {}, nullptr,
-                    [&](const EngineCall& c) { return c.call(rrBarrier, rrBarrierAsync); });
+                    [&](const EngineCall& c) { return c.call(rrBarrierConfig, rrBarrierAsyncConfig); });
 }
 
 void ProcessGroupRingreduce::check_host_tensor(const char* op_name, const at::Tensor& tensor) const {

@@ -319,16 +319,22 @@ class ProcessGroupRingreduce : public c10d::Backend {
   std::optional<std::pair<rrResult_t, std::string>> stream_failure();
 
   // The engine call of `work`, with the issue lock held, under `timeout`
-  // (an operation's opts.timeout; kUnsetTimeout: the group's). The
-  // Completer ends it, unless `here`: then the caller runs it to its end
-  // (run_here) once it let go of the lock.
+  // (an operation's opts.timeout; kUnsetTimeout: the group's), which travels
+  // in the call's config. The Completer ends it, unless `here`: then the
+  // caller runs it to its end (run_here) once it let go of the lock.
   template <typename Issue>
   void issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
                     std::chrono::milliseconds timeout, Issue&& issue, bool here = false);
   // Waits for `work`'s engine call on this thread and completes the Work.
   void run_here(const c10::intrusive_ptr<CollectiveWork>& work);
+  // The call's own config for `timeout` (kUnsetTimeout: the group's; an
+  // operation's timeout travels with its engine call, so another thread's
+  // never becomes its). Throws naming the operation for a timeout below
+  // 1 ms. With the issue lock held.
+  rrCollConfig_t call_config_locked(const char* op_name, std::chrono::milliseconds timeout) const;
   // Hands the engine `timeout` (kUnsetTimeout: the group's) for the calls
-  // made next, unless it has it. With the issue lock held.
+  // made next, unless it has it: for sends and receives, whose engine calls
+  // take no config. With the issue lock held.
   void use_timeout_locked(const char* op_name, std::chrono::milliseconds timeout);
   c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, const char* op_name, at::Tensor& tensor,
                                                 int peer, int tag);
@@ -443,9 +449,9 @@ template <typename Issue>
 void ProcessGroupRingreduce::issue_locked(const c10::intrusive_ptr<CollectiveWork>& work, const char* op_name,
                                           std::chrono::milliseconds timeout, Issue&& issue, bool here) {
   check_open(op_name);
-  use_timeout_locked(op_name, timeout);
+  const rrCollConfig_t config = call_config_locked(op_name, timeout);
   rrRequest_t request = nullptr;
-  check_result(issue(EngineCall::queued(comm_, &request)), op_name);
+  check_result(issue(EngineCall::queued(comm_, &config, &request)), op_name);
   ++sequence_;
   work->set_request(request);
   if (here) {
@@ -469,8 +475,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::device_collective(
   void* side = side_stream_locked(device);
   seam.stream_wait(side, seam.record_event(device, current));  // the inputs are ready on `current`
   for (const at::Tensor& t : keep_alive) seam.record_stream(t, side);
-  use_timeout_locked(op_name, opts.timeout);
-  check_result(seam.enqueue(device, side, [&](void* on) { return issue(EngineCall::on_stream(comm_, on)); }),
+  const rrCollConfig_t config = call_config_locked(op_name, opts.timeout);
+  check_result(seam.enqueue(device, side, [&](void* on) { return issue(EngineCall::on_stream(comm_, &config, on)); }),
                op_name);
   ++sequence_;
   DeviceSeam::Event event;

@@ -170,7 +170,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingreduce::sparse_allreduce(std::vec
                                                   tensors, tensors, std::vector<at::Tensor>{send, recv},
                                                   std::move(sum), hooks_);
   issue_locked(work, kOp, opts.timeout, [&](const EngineCall& c) {
-    return c.call(rrAllToAllv, rrAllToAllvAsync, send.data_ptr(), send_counts.data(), send_displs.data(),
+    return c.call(rrAllToAllvConfig, rrAllToAllvAsyncConfig, send.data_ptr(), send_counts.data(), send_displs.data(),
                   recv.data_ptr(), recv_counts.data(), recv_displs.data(), rrUint8);
   });
   return work;

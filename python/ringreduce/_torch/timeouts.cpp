@@ -1,6 +1,8 @@
 // The group's timeout (dist.set_timeout) and each operation's own
-// (opts.timeout), handed to the engine as each call is issued: the engine
-// call takes the timeout in force when it is made (rrCommSetTimeout).
+// (opts.timeout), handed to the engine with each call: a collective's in its
+// per-call config (rrCollConfig_t), a send's or receive's by setting the
+// communicator's before it (rrCommSetTimeout), which such a call takes when
+// it is made.
 
 #include <algorithm>
 #include <climits>
@@ -26,15 +28,32 @@ std::chrono::milliseconds ProcessGroupRingreduce::group_timeout() {
   return timeout_;
 }
 
-void ProcessGroupRingreduce::use_timeout_locked(const char* op_name, std::chrono::milliseconds timeout) {
-  if (timeout == c10d::kUnsetTimeout) timeout = timeout_;
+namespace {
+
+// An operation's timeout (kUnsetTimeout: `group`'s) in the engine's
+// milliseconds; throws naming the operation below 1 ms.
+int engine_ms(const char* op_name, std::chrono::milliseconds timeout, std::chrono::milliseconds group) {
+  if (timeout == c10d::kUnsetTimeout) timeout = group;
   if (timeout.count() < 1) {
     throw invalid_argument(op_name, "timeout=" + std::to_string(timeout.count()) + " ms must be at least 1 ms");
   }
-  if (timeout == engine_timeout_) return;
-  const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
+  return static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
+}
+
+}  // namespace
+
+rrCollConfig_t ProcessGroupRingreduce::call_config_locked(const char* op_name,
+                                                          std::chrono::milliseconds timeout) const {
+  rrCollConfig_t config = RR_COLL_CONFIG_INITIALIZER;
+  config.timeout_ms = engine_ms(op_name, timeout, timeout_);
+  return config;
+}
+
+void ProcessGroupRingreduce::use_timeout_locked(const char* op_name, std::chrono::milliseconds timeout) {
+  const int ms = engine_ms(op_name, timeout, timeout_);
+  if (std::chrono::milliseconds(ms) == engine_timeout_) return;
   check_result(rrCommSetTimeout(comm_, ms), op_name);
-  engine_timeout_ = timeout;
+  engine_timeout_ = std::chrono::milliseconds(ms);
 }
 
 }  // namespace ringreduce_torch
