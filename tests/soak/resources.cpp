@@ -1,9 +1,13 @@
 #include "resources.hpp"
 
 #include <dirent.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -43,24 +47,28 @@ uint64_t status_field(const char* field) {
   return value;
 }
 
-// Distinct shared-memory objects in /proc/self/maps: POSIX segments show as
-// /dev/shm/NAME (or "(deleted)" once unlinked), SysV ones as /SYSVkey.
-int mapped_segments() {
+// Distinct shared-memory objects in /proc/self/maps, by (device, inode),
+// with the path each shows: POSIX segments as /dev/shm/NAME (or
+// "... (deleted)" once unlinked), SysV ones as /SYSVkey.
+std::map<std::pair<std::string, unsigned long>, std::string> mapped_shm() {
+  std::map<std::pair<std::string, unsigned long>, std::string> seen;
   FILE* f = std::fopen("/proc/self/maps", "r");
-  if (!f) return -1;
-  std::set<std::pair<std::string, unsigned long>> seen;  // (device, inode)
+  if (!f) return seen;
   char line[4096];
   while (std::fgets(line, sizeof(line), f)) {
     char device[32] = {0};
     unsigned long inode = 0;
     int path_at = 0;
     if (std::sscanf(line, "%*s %*s %*s %31s %lu %n", device, &inode, &path_at) < 2 || path_at == 0) continue;
-    const char* path = line + path_at;
-    if (std::strncmp(path, "/dev/shm/", 9) == 0 || std::strncmp(path, "/SYSV", 5) == 0) seen.emplace(device, inode);
+    std::string path = line + path_at;
+    while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+    if (path.rfind("/dev/shm/", 0) == 0 || path.rfind("/SYSV", 0) == 0) seen.emplace(std::make_pair(device, inode), path);
   }
   std::fclose(f);
-  return static_cast<int>(seen.size());
+  return seen;
 }
+
+int mapped_segments() { return static_cast<int>(mapped_shm().size()); }
 
 }  // namespace
 
@@ -86,6 +94,39 @@ Sample sample_resources() {
   s.shm_entries = static_cast<int>(shm_segments().size());
   s.shm_mapped = mapped_segments();
   return s;
+}
+
+Inventory take_inventory() {
+  Inventory inv;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    const int own = dirfd(dir);
+    while (const dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] == '.' || std::atoi(entry->d_name) == own) continue;
+      char target[512];
+      const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+      const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+      inv.fds.push_back(n > 0 ? std::string(target, static_cast<size_t>(n)) : "?");
+    }
+    closedir(dir);
+  }
+  for (const auto& segment : mapped_shm()) inv.segments.push_back(segment.second);
+  std::sort(inv.fds.begin(), inv.fds.end());
+  std::sort(inv.segments.begin(), inv.segments.end());
+  return inv;
+}
+
+std::string added(const std::vector<std::string>& before, const std::vector<std::string>& after) {
+  // Names differ only in their numbers ("socket:[123]"): count by kind too
+  // would hide which; listed whole, each with how many more.
+  std::map<std::string, int> more;
+  for (const std::string& name : after) ++more[name];
+  for (const std::string& name : before) --more[name];
+  std::string out;
+  for (const auto& [name, n] : more) {
+    if (n <= 0) continue;
+    out += (out.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+  }
+  return out;
 }
 
 }  // namespace soak

@@ -21,6 +21,19 @@ struct Sample {
 // The names of the files in /dev/shm.
 std::vector<std::string> shm_segments();
 
+// What the open fds point at (readlink of /proc/self/fd/N: "socket:[123]",
+// "anon_inode:[eventfd]", "/memfd:rr-slots (deleted)", ...) and the mapped
+// shared-memory segments by name ("/dev/shm/NAME (deleted)", "/SYSV..."),
+// each with a count: a growth report says whose the new ones are.
+struct Inventory {
+  std::vector<std::string> fds;       // sorted
+  std::vector<std::string> segments;  // sorted, one per segment
+};
+Inventory take_inventory();
+// What `after` holds beyond `before`, as "name" or "name x3", comma-separated
+// ("" when nothing).
+std::string added(const std::vector<std::string>& before, const std::vector<std::string>& after);
+
 // t and calls are the caller's to fill.
 Sample sample_resources();
 

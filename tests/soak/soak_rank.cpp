@@ -114,7 +114,8 @@ std::vector<Slot> make_slots(const Options& o) {
 
 // The figures that may not grow after warm-up, compared on this rank: a
 // message per resource that grew, empty when none did.
-std::string growth(const Sample& base, const Sample& end, const Options& o, int rank) {
+std::string growth(const Sample& base, const Sample& end, const Options& o, int rank,
+                   const Inventory* base_inventory = nullptr, const Inventory* end_inventory = nullptr) {
   std::string out;
   const std::string who = "rank " + std::to_string(rank) + ": ";
   const double rss_growth_mib = (static_cast<double>(end.rss_kib) - static_cast<double>(base.rss_kib)) / 1024.0;
@@ -134,8 +135,17 @@ std::string growth(const Sample& base, const Sample& end, const Options& o, int 
     out += text;
   };
   flat("open file descriptors", base.fds, end.fds);
+  // Whose they are, on the rank that holds them: the engine's (memfd slot
+  // rings and boards, sockets, eventfds) or UCX's (its shared-memory pools
+  // grow to the most messages ever in flight at once, and keep that).
+  if (end.fds > base.fds && base_inventory && end_inventory) {
+    out += who + "  new fds: " + added(base_inventory->fds, end_inventory->fds) + "\n";
+  }
   flat("threads", base.threads, end.threads);
   flat("mapped shared-memory segments", base.shm_mapped, end.shm_mapped);
+  if (end.shm_mapped > base.shm_mapped && base_inventory && end_inventory) {
+    out += who + "  new segments: " + added(base_inventory->segments, end_inventory->segments) + "\n";
+  }
   if (o.shm_entries_check && end.shm_entries > base.shm_entries) {
     flat("/dev/shm files", base.shm_entries, end.shm_entries);
     std::string names;
@@ -302,6 +312,7 @@ int run(const Options& o) {
 
   Report report;
   size_t warm_sample = SIZE_MAX;
+  Inventory warm_inventory;
   double last_sample = 0;
   for (uint64_t batches = 1;; ++batches) {
     runner.run(planner.next());
@@ -321,6 +332,7 @@ int run(const Options& o) {
     check(rrBroadcast(control, control, 3, rrInt32, 0, world, nullptr), "rrBroadcast (control)", world);
     if (control[1]) take_sample();
     if (control[2]) {
+      warm_inventory = take_inventory();
       warm_sample = samples.size() - 1;
       report.warm_t = samples.back().t;
       report.at_warm = runner.stats();
@@ -331,7 +343,8 @@ int run(const Options& o) {
   report.at_end = runner.stats();
 
   // Every rank's verdict, then every rank's samples on rank 0 (for --json).
-  const std::string grew = growth(samples[warm_sample], samples.back(), o, rank);
+  const Inventory end_inventory = take_inventory();
+  const std::string grew = growth(samples[warm_sample], samples.back(), o, rank, &warm_inventory, &end_inventory);
   if (!grew.empty()) std::fprintf(stderr, "soak: RESOURCE GROWTH after warm-up:\n%s", grew.c_str());
   const size_t fields = 7;
   std::vector<double> mine;
