@@ -138,6 +138,45 @@ def test_a_dead_peer_raises_instead_of_hanging():
     assert all(name in ("RemoteError", "TimeoutError") for name in outcomes[:2]), outcomes
 
 
+def _call_timeout(rank: int, size: int) -> None:
+    # A call's own timeout (timeout=, its per-call config) bounds it alone,
+    # whatever the communicator's.
+    comm = ringreduce.Comm.from_env(timeout=60.0)
+    x = np.ones(8, np.float32)
+    raises(ringreduce.InvalidArgumentError, comm.allreduce, IN_PLACE, x, timeout=0.0, match="allreduce: timeout=0.0")
+    raises(ringreduce.InvalidArgumentError, comm.ibarrier, timeout=-1.0, match="ibarrier: timeout=-1.0")
+    comm.barrier(timeout=30.0)
+    # Rank 1 comes 2.5 s late: rank 0's 1 s call times out, its 30 s one
+    # (under a communicator timeout of 1 s) does not.
+    if rank == 1:
+        time.sleep(2.5)
+        comm.allreduce(IN_PLACE, x)
+    else:
+        comm.timeout = 1.0
+        t0 = time.monotonic()
+        comm.allreduce(IN_PLACE, x, timeout=30.0)
+        assert time.monotonic() - t0 > 2.0, "rank 1 came late: rank 0 waited for it"
+        assert x[0] == 2.0, x
+        comm.timeout = 60.0
+    comm.barrier()
+    if rank == 0:
+        t0 = time.monotonic()
+        request = comm.ibroadcast(IN_PLACE, x, root=1, timeout=1.0)
+        with pytest.raises(ringreduce.TimeoutError):
+            request.wait()
+        took = time.monotonic() - t0
+        assert 0.9 < took < 1.6, f"the call's 1 s, not the communicator's 60 s: {took:.2f} s"
+        assert comm.timeout == 60.0
+        comm.abort()
+    else:
+        time.sleep(3.0)  # never joins the broadcast
+        comm.abort()
+
+
+def test_a_calls_own_timeout_bounds_it_alone():
+    run_ranks(_call_timeout, 2, timeout=60)
+
+
 def _abort(rank: int, size: int) -> None:
     # A timeout far past run_ranks' deadline: raising at all proves the abort
     # (not the timeout) ended the waits.

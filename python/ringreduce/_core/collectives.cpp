@@ -5,6 +5,7 @@
 #include "collectives.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,9 +37,9 @@ Prepared prep_allreduce(const CommState&, py::handle sendbuf, py::handle recvbuf
   const rrDataType_t dt = recv.element().dtype;
   void* recv_ptr = recv.data();
   p.buffers.push_back(std::move(recv));
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrAllReduceAsync(send_ptr, recv_ptr, count, dt, rop, c, r)
-             : rrAllReduce(send_ptr, recv_ptr, count, dt, rop, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrAllReduceAsyncConfig(send_ptr, recv_ptr, count, dt, rop, c, r, cfg)
+             : rrAllReduceConfig(send_ptr, recv_ptr, count, dt, rop, c, nullptr, cfg);
   };
   return p;
 }
@@ -67,9 +68,9 @@ Prepared prep_reduce_scatter(const CommState& st, py::handle sendbuf, py::handle
   const rrRedOp_t rop = resolve_op(op, recv.element(), call);
   const rrDataType_t dt = recv.element().dtype;
   p.buffers.push_back(std::move(recv));
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrReduceScatterAsync(send_ptr, recv_ptr, count, dt, rop, c, r)
-             : rrReduceScatter(send_ptr, recv_ptr, count, dt, rop, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrReduceScatterAsyncConfig(send_ptr, recv_ptr, count, dt, rop, c, r, cfg)
+             : rrReduceScatterConfig(send_ptr, recv_ptr, count, dt, rop, c, nullptr, cfg);
   };
   return p;
 }
@@ -94,9 +95,9 @@ Prepared prep_allgather(const CommState& st, py::handle sendbuf, py::handle recv
   const rrDataType_t dt = recv.element().dtype;
   void* recv_ptr = recv.data();
   p.buffers.push_back(std::move(recv));
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrAllGatherAsync(send_ptr, recv_ptr, count, dt, c, r)
-             : rrAllGather(send_ptr, recv_ptr, count, dt, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrAllGatherAsyncConfig(send_ptr, recv_ptr, count, dt, c, r, cfg)
+             : rrAllGatherConfig(send_ptr, recv_ptr, count, dt, c, nullptr, cfg);
   };
   return p;
 }
@@ -117,9 +118,9 @@ Prepared prep_broadcast(const CommState& st, py::handle sendbuf, py::handle recv
   const rrDataType_t dt = recv.element().dtype;
   void* recv_ptr = recv.data();
   p.buffers.push_back(std::move(recv));
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrBroadcastAsync(send_ptr, recv_ptr, count, dt, root, c, r)
-             : rrBroadcast(send_ptr, recv_ptr, count, dt, root, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrBroadcastAsyncConfig(send_ptr, recv_ptr, count, dt, root, c, r, cfg)
+             : rrBroadcastConfig(send_ptr, recv_ptr, count, dt, root, c, nullptr, cfg);
   };
   return p;
 }
@@ -156,9 +157,9 @@ Prepared prep_reduce(const CommState& st, py::handle sendbuf, py::handle recvbuf
   }
   const rrRedOp_t rop = resolve_op(op, e, call);
   const rrDataType_t dt = e.dtype;
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrReduceAsync(send_ptr, recv_ptr, count, dt, rop, root, c, r)
-             : rrReduce(send_ptr, recv_ptr, count, dt, rop, root, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrReduceAsyncConfig(send_ptr, recv_ptr, count, dt, rop, root, c, r, cfg)
+             : rrReduceConfig(send_ptr, recv_ptr, count, dt, rop, root, c, nullptr, cfg);
   };
   return p;
 }
@@ -195,9 +196,9 @@ Prepared prep_gather(const CommState& st, py::handle sendbuf, py::handle recvbuf
     }
     p.buffers.push_back(std::move(send));
   }
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrGatherAsync(send_ptr, recv_ptr, count, dt, root, c, r)
-             : rrGather(send_ptr, recv_ptr, count, dt, root, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrGatherAsyncConfig(send_ptr, recv_ptr, count, dt, root, c, r, cfg)
+             : rrGatherConfig(send_ptr, recv_ptr, count, dt, root, c, nullptr, cfg);
   };
   return p;
 }
@@ -236,9 +237,9 @@ Prepared prep_scatter(const CommState& st, py::handle sendbuf, py::handle recvbu
     }
     p.buffers.push_back(std::move(recv));
   }
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrScatterAsync(send_ptr, recv_ptr, count, dt, root, c, r)
-             : rrScatter(send_ptr, recv_ptr, count, dt, root, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrScatterAsyncConfig(send_ptr, recv_ptr, count, dt, root, c, r, cfg)
+             : rrScatterConfig(send_ptr, recv_ptr, count, dt, root, c, nullptr, cfg);
   };
   return p;
 }
@@ -259,9 +260,9 @@ Prepared prep_alltoall(const CommState& st, py::handle sendbuf, py::handle recvb
   const rrDataType_t dt = send.element().dtype;
   p.buffers.push_back(std::move(send));
   p.buffers.push_back(std::move(recv));
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrAllToAllAsync(send_ptr, recv_ptr, count, dt, c, r)
-             : rrAllToAll(send_ptr, recv_ptr, count, dt, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrAllToAllAsyncConfig(send_ptr, recv_ptr, count, dt, c, r, cfg)
+             : rrAllToAllConfig(send_ptr, recv_ptr, count, dt, c, nullptr, cfg);
   };
   return p;
 }
@@ -334,9 +335,17 @@ Prepared prep_alltoallv(const CommState& st, py::handle sendbuf, py::handle recv
   const rrDataType_t dt = send.element().dtype;
   p.buffers.push_back(std::move(send));
   p.buffers.push_back(std::move(recv));
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
-    return r ? rrAllToAllvAsync(send_ptr, a, a + n, recv_ptr, a + 2 * n, a + 3 * n, dt, c, r)
-             : rrAllToAllv(send_ptr, a, a + n, recv_ptr, a + 2 * n, a + 3 * n, dt, c, nullptr);
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrAllToAllvAsyncConfig(send_ptr, a, a + n, recv_ptr, a + 2 * n, a + 3 * n, dt, c, r, cfg)
+             : rrAllToAllvConfig(send_ptr, a, a + n, recv_ptr, a + 2 * n, a + 3 * n, dt, c, nullptr, cfg);
+  };
+  return p;
+}
+
+Prepared prep_barrier() {
+  Prepared p;
+  p.run = [](rrComm_t c, rrRequest_t* r, const rrCollConfig_t* cfg) {
+    return r ? rrBarrierAsyncConfig(c, r, cfg) : rrBarrierConfig(c, nullptr, cfg);
   };
   return p;
 }
@@ -347,7 +356,13 @@ constexpr const char* kReturnsRequest =
     "issue order (the same on every rank). The Request keeps the buffers alive; do not touch them until "
     "it finished (Request.wait / Request.test).";
 
-std::string nonblocking_doc(const char* blocking_doc) { return std::string(blocking_doc) + kReturnsRequest; }
+// Every collective takes timeout= (keyword only).
+constexpr const char* kTimeout =
+    "\n\ntimeout: this call's own deadline in seconds (its per-call config, rrCollConfig_t): it fails with "
+    "TimeoutError within about 0.5 s of it, whatever the communicator's timeout; None: the communicator's.";
+
+std::string with_timeout(const char* doc) { return std::string(doc) + kTimeout; }
+std::string nonblocking_doc(const char* blocking_doc) { return with_timeout(blocking_doc) + kReturnsRequest; }
 
 constexpr const char* kAllreduceDoc =
     "recvbuf[i] = op over every rank's sendbuf[i] (rrAllReduce).\n\n"
@@ -392,91 +407,91 @@ constexpr const char* kBarrierDoc = "Returns once every rank has called it (rrBa
 
 void bind_collectives(CommClass& comm) {
   // The blocking and non-blocking forms share the conversion.
-  comm.def("allreduce", [](CommState& s, py::object send, py::object recv, py::object op) {
+  comm.def("allreduce", [](CommState& s, py::object send, py::object recv, py::object op, std::optional<double> timeout) {
         Prepared p = prep_allreduce(s, send, recv, op, "allreduce");
-        run_blocking(s, "allreduce", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", kAllreduceDoc)
-      .def("iallreduce", [](const CommPtr& s, py::object send, py::object recv, py::object op) {
+        run_blocking(s, "allreduce", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kAllreduceDoc).c_str())
+      .def("iallreduce", [](const CommPtr& s, py::object send, py::object recv, py::object op, std::optional<double> timeout) {
         Prepared p = prep_allreduce(*s, send, recv, op, "iallreduce");
-        return run_async(s, "iallreduce", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", nonblocking_doc(kAllreduceDoc).c_str())
-      .def("reduce_scatter", [](CommState& s, py::object send, py::object recv, py::object op) {
+        return run_async(s, "iallreduce", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kAllreduceDoc).c_str())
+      .def("reduce_scatter", [](CommState& s, py::object send, py::object recv, py::object op, std::optional<double> timeout) {
         Prepared p = prep_reduce_scatter(s, send, recv, op, "reduce_scatter");
-        run_blocking(s, "reduce_scatter", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", kReduceScatterDoc)
-      .def("ireduce_scatter", [](const CommPtr& s, py::object send, py::object recv, py::object op) {
+        run_blocking(s, "reduce_scatter", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kReduceScatterDoc).c_str())
+      .def("ireduce_scatter", [](const CommPtr& s, py::object send, py::object recv, py::object op, std::optional<double> timeout) {
         Prepared p = prep_reduce_scatter(*s, send, recv, op, "ireduce_scatter");
-        return run_async(s, "ireduce_scatter", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", nonblocking_doc(kReduceScatterDoc).c_str())
-      .def("allgather", [](CommState& s, py::object send, py::object recv) {
+        return run_async(s, "ireduce_scatter", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kReduceScatterDoc).c_str())
+      .def("allgather", [](CommState& s, py::object send, py::object recv, std::optional<double> timeout) {
         Prepared p = prep_allgather(s, send, recv, "allgather");
-        run_blocking(s, "allgather", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), kAllgatherDoc)
-      .def("iallgather", [](const CommPtr& s, py::object send, py::object recv) {
+        run_blocking(s, "allgather", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kAllgatherDoc).c_str())
+      .def("iallgather", [](const CommPtr& s, py::object send, py::object recv, std::optional<double> timeout) {
         Prepared p = prep_allgather(*s, send, recv, "iallgather");
-        return run_async(s, "iallgather", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), nonblocking_doc(kAllgatherDoc).c_str())
-      .def("broadcast", [](CommState& s, py::object send, py::object recv, int root) {
+        return run_async(s, "iallgather", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kAllgatherDoc).c_str())
+      .def("broadcast", [](CommState& s, py::object send, py::object recv, int root, std::optional<double> timeout) {
         Prepared p = prep_broadcast(s, send, recv, root, "broadcast");
-        run_blocking(s, "broadcast", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, kBroadcastDoc)
-      .def("ibroadcast", [](const CommPtr& s, py::object send, py::object recv, int root) {
+        run_blocking(s, "broadcast", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kBroadcastDoc).c_str())
+      .def("ibroadcast", [](const CommPtr& s, py::object send, py::object recv, int root, std::optional<double> timeout) {
         Prepared p = prep_broadcast(*s, send, recv, root, "ibroadcast");
-        return run_async(s, "ibroadcast", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, nonblocking_doc(kBroadcastDoc).c_str())
-      .def("reduce", [](CommState& s, py::object send, py::object recv, py::object op, int root) {
+        return run_async(s, "ibroadcast", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kBroadcastDoc).c_str())
+      .def("reduce", [](CommState& s, py::object send, py::object recv, py::object op, int root, std::optional<double> timeout) {
         Prepared p = prep_reduce(s, send, recv, op, root, "reduce");
-        run_blocking(s, "reduce", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::arg("root") = 0, kReduceDoc)
-      .def("ireduce", [](const CommPtr& s, py::object send, py::object recv, py::object op, int root) {
+        run_blocking(s, "reduce", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::arg("root") = 0, py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kReduceDoc).c_str())
+      .def("ireduce", [](const CommPtr& s, py::object send, py::object recv, py::object op, int root, std::optional<double> timeout) {
         Prepared p = prep_reduce(*s, send, recv, op, root, "ireduce");
-        return run_async(s, "ireduce", p);
+        return run_async(s, "ireduce", p, timeout);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::arg("root") = 0,
-         nonblocking_doc(kReduceDoc).c_str())
-      .def("gather", [](CommState& s, py::object send, py::object recv, int root) {
+         py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kReduceDoc).c_str())
+      .def("gather", [](CommState& s, py::object send, py::object recv, int root, std::optional<double> timeout) {
         Prepared p = prep_gather(s, send, recv, root, "gather");
-        run_blocking(s, "gather", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, kGatherDoc)
-      .def("igather", [](const CommPtr& s, py::object send, py::object recv, int root) {
+        run_blocking(s, "gather", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kGatherDoc).c_str())
+      .def("igather", [](const CommPtr& s, py::object send, py::object recv, int root, std::optional<double> timeout) {
         Prepared p = prep_gather(*s, send, recv, root, "igather");
-        return run_async(s, "igather", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, nonblocking_doc(kGatherDoc).c_str())
-      .def("scatter", [](CommState& s, py::object send, py::object recv, int root) {
+        return run_async(s, "igather", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kGatherDoc).c_str())
+      .def("scatter", [](CommState& s, py::object send, py::object recv, int root, std::optional<double> timeout) {
         Prepared p = prep_scatter(s, send, recv, root, "scatter");
-        run_blocking(s, "scatter", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, kScatterDoc)
-      .def("iscatter", [](const CommPtr& s, py::object send, py::object recv, int root) {
+        run_blocking(s, "scatter", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kScatterDoc).c_str())
+      .def("iscatter", [](const CommPtr& s, py::object send, py::object recv, int root, std::optional<double> timeout) {
         Prepared p = prep_scatter(*s, send, recv, root, "iscatter");
-        return run_async(s, "iscatter", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, nonblocking_doc(kScatterDoc).c_str())
-      .def("alltoall", [](CommState& s, py::object send, py::object recv) {
+        return run_async(s, "iscatter", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("root") = 0, py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kScatterDoc).c_str())
+      .def("alltoall", [](CommState& s, py::object send, py::object recv, std::optional<double> timeout) {
         Prepared p = prep_alltoall(s, send, recv, "alltoall");
-        run_blocking(s, "alltoall", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), kAlltoallDoc)
-      .def("ialltoall", [](const CommPtr& s, py::object send, py::object recv) {
+        run_blocking(s, "alltoall", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kAlltoallDoc).c_str())
+      .def("ialltoall", [](const CommPtr& s, py::object send, py::object recv, std::optional<double> timeout) {
         Prepared p = prep_alltoall(*s, send, recv, "ialltoall");
-        return run_async(s, "ialltoall", p);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), nonblocking_doc(kAlltoallDoc).c_str())
+        return run_async(s, "ialltoall", p, timeout);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kAlltoallDoc).c_str())
       .def("alltoallv", [](CommState& s, py::object send, py::object recv, py::object sc, py::object rc,
-                           py::object sd, py::object rd) {
+                           py::object sd, py::object rd, std::optional<double> timeout) {
         Prepared p = prep_alltoallv(s, send, recv, sc, rc, sd, rd, "alltoallv");
-        run_blocking(s, "alltoallv", p);
+        run_blocking(s, "alltoallv", p, timeout);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("sendcounts"), py::arg("recvcounts"),
-         py::arg("sdispls") = py::none(), py::arg("rdispls") = py::none(), kAlltoallvDoc)
+         py::arg("sdispls") = py::none(), py::arg("rdispls") = py::none(), py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kAlltoallvDoc).c_str())
       .def("ialltoallv", [](const CommPtr& s, py::object send, py::object recv, py::object sc, py::object rc,
-                            py::object sd, py::object rd) {
+                            py::object sd, py::object rd, std::optional<double> timeout) {
         Prepared p = prep_alltoallv(*s, send, recv, sc, rc, sd, rd, "ialltoallv");
-        return run_async(s, "ialltoallv", p);
+        return run_async(s, "ialltoallv", p, timeout);
       }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("sendcounts"), py::arg("recvcounts"),
-         py::arg("sdispls") = py::none(), py::arg("rdispls") = py::none(), nonblocking_doc(kAlltoallvDoc).c_str())
-      .def("barrier", [](CommState& s) {
-        s.call("barrier", [](rrComm_t c) { return rrBarrier(c, nullptr); });
-      }, kBarrierDoc)
-      .def("ibarrier", [](const CommPtr& s) {
-        Prepared p;
-        p.run = [](rrComm_t c, rrRequest_t* r) { return rrBarrierAsync(c, r); };
-        return run_async(s, "ibarrier", p);
-      }, nonblocking_doc(kBarrierDoc).c_str());
+         py::arg("sdispls") = py::none(), py::arg("rdispls") = py::none(), py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kAlltoallvDoc).c_str())
+      .def("barrier", [](CommState& s, std::optional<double> timeout) {
+        Prepared p = prep_barrier();
+        run_blocking(s, "barrier", p, timeout);
+      }, py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kBarrierDoc).c_str())
+      .def("ibarrier", [](const CommPtr& s, std::optional<double> timeout) {
+        Prepared p = prep_barrier();
+        return run_async(s, "ibarrier", p, timeout);
+      }, py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kBarrierDoc).c_str());
 }
 
 }  // namespace ringreduce_core

@@ -13,6 +13,16 @@
 
 namespace ringreduce_core {
 
+// A timeout in seconds as the engine's milliseconds (rounded up), or raises naming it.
+int timeout_ms_of(const char* call, double timeout) {
+  const double ms = std::ceil(timeout * 1000.0);
+  if (!(timeout > 0) || !std::isfinite(timeout) || ms > INT_MAX) {
+    invalid_argument(std::string(call) + ": timeout=" + py::str(py::float_(timeout)).cast<std::string>() +
+                     " must be a positive number of seconds (at most " + std::to_string(INT_MAX / 1000) + ")");
+  }
+  return static_cast<int>(ms);
+}
+
 namespace {
 
 bool interpreter_finalizing() {
@@ -32,16 +42,6 @@ CommPtr adopt(rrComm_t c) {
     raise_error(rrInternalError, message);
   }
   return std::make_shared<CommState>(c, rank, size);
-}
-
-// A timeout in seconds as the engine's milliseconds (rounded up), or raises naming it.
-int timeout_ms_of(const char* call, double timeout) {
-  const double ms = std::ceil(timeout * 1000.0);
-  if (!(timeout > 0) || !std::isfinite(timeout) || ms > INT_MAX) {
-    invalid_argument(std::string(call) + ": timeout=" + py::str(py::float_(timeout)).cast<std::string>() +
-                     " must be a positive number of seconds (at most " + std::to_string(INT_MAX / 1000) + ")");
-  }
-  return static_cast<int>(ms);
 }
 
 rrConfig_t make_config(const char* call, std::optional<double> timeout, std::optional<long long> chunk_bytes,

@@ -80,4 +80,8 @@ using CommClass = py::class_<CommState, CommPtr>;
 // point_to_point.cpp add the rest of its methods.
 CommClass bind_comm(py::module_& m);
 
+// A timeout in seconds as the engine's milliseconds (rounded up); raises
+// ValueError naming `call` unless it is a positive number of seconds.
+int timeout_ms_of(const char* call, double timeout);
+
 }  // namespace ringreduce_core

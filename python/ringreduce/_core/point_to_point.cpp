@@ -45,7 +45,7 @@ Prepared prep_p2p(bool is_send, py::handle buf, int peer, int tag, const char* c
   const rrDataType_t dt = b.element().dtype;
   p.buffers.push_back(std::move(b));
   p.has_status = true;
-  p.run = [=](rrComm_t c, rrRequest_t* r) {
+  p.run = [=](rrComm_t c, rrRequest_t* r, const rrCollConfig_t*) {
     return is_send ? rrIsendTag(ptr, count, dt, peer, tag, c, r) : rrIrecvTag(ptr, count, dt, peer, tag, c, r);
   };
   return p;

@@ -7,13 +7,29 @@
 
 namespace ringreduce_core {
 
-void run_blocking(CommState& state, const char* what, Prepared& p) {
-  state.call(what, [&](rrComm_t c) { return p.run(c, nullptr); });
+namespace {
+
+// The call's config for `timeout`, in *config; nullptr without one.
+const rrCollConfig_t* config_for(const char* what, std::optional<double> timeout, rrCollConfig_t* config) {
+  if (!timeout) return nullptr;
+  *config = RR_COLL_CONFIG_INITIALIZER;
+  config->timeout_ms = timeout_ms_of(what, *timeout);
+  return config;
 }
 
-Request run_async(const CommPtr& state, const char* what, Prepared& p) {
+}  // namespace
+
+void run_blocking(CommState& state, const char* what, Prepared& p, std::optional<double> timeout) {
+  rrCollConfig_t storage;
+  const rrCollConfig_t* config = config_for(what, timeout, &storage);
+  state.call(what, [&](rrComm_t c) { return p.run(c, nullptr, config); });
+}
+
+Request run_async(const CommPtr& state, const char* what, Prepared& p, std::optional<double> timeout) {
+  rrCollConfig_t storage;
+  const rrCollConfig_t* config = config_for(what, timeout, &storage);
   rrRequest_t request = nullptr;
-  state->call(what, [&](rrComm_t c) { return p.run(c, &request); });
+  state->call(what, [&](rrComm_t c) { return p.run(c, &request, config); });
   auto pending = std::make_shared<Pending>();
   pending->what = what;
   pending->request = request;

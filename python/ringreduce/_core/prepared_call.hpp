@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <ringreduce/ringreduce.h>
@@ -16,20 +17,23 @@
 namespace ringreduce_core {
 
 // `run` makes the C call: blocking when its request is nullptr, else the
-// ...Async / request form. `buffers` and `arrays` are what it reads and writes.
+// ...Async / request form, under the call's own config when it has one (a
+// collective's Config forms; NULL: the communicator's settings; point-to-
+// point takes none). `buffers` and `arrays` are what it reads and writes.
 struct Prepared {
   std::vector<Buffer> buffers;
   std::vector<size_t> arrays;
   bool has_status = false;
-  std::function<rrResult_t(rrComm_t, rrRequest_t*)> run;
+  std::function<rrResult_t(rrComm_t, rrRequest_t*, const rrCollConfig_t*)> run;
 };
 
 // Runs `p` and returns once it finished; raises its error. `what` names the
-// method in errors.
-void run_blocking(CommState& state, const char* what, Prepared& p);
+// method in errors. `timeout`: the call's own, in seconds (its config), or
+// none: the communicator's.
+void run_blocking(CommState& state, const char* what, Prepared& p, std::optional<double> timeout = std::nullopt);
 
 // Issues `p` as a request; the Request (and, until it finished, the
-// communicator) holds p's buffers and arrays.
-Request run_async(const CommPtr& state, const char* what, Prepared& p);
+// communicator) holds p's buffers and arrays. `timeout` as run_blocking's.
+Request run_async(const CommPtr& state, const char* what, Prepared& p, std::optional<double> timeout = std::nullopt);
 
 }  // namespace ringreduce_core
