@@ -402,10 +402,17 @@ typedef struct {
                          rrCommSetTimeout): a blocking or Async call fails with rrTimeout
                          within about 0.5 s of it, as under the communicator's; a
                          stream-ordered call's host half runs under it */
+  const char* algorithm; /* rrAllReduce's forms only (NULL: the communicator's, RR_ALGO): the
+                            call's schedule, as RR_ALGO spells it ("ring", "rd", "hd",
+                            "oneshot", or "auto": the model decides), chosen as RR_ALGO's
+                            (device buffers take the ring). Every rank must pass the same:
+                            ranks that take different schedules fail the call with
+                            rrInvalidUsage saying which each took. Another collective
+                            refuses one (but "auto") naming it */
 } rrCollConfig_t;
 
 #define RR_COLL_CONFIG_MAGIC 0x72726363u
-#define RR_COLL_CONFIG_INITIALIZER { sizeof(rrCollConfig_t), RR_COLL_CONFIG_MAGIC, RR_CONFIG_UNDEF_INT }
+#define RR_COLL_CONFIG_INITIALIZER { sizeof(rrCollConfig_t), RR_COLL_CONFIG_MAGIC, RR_CONFIG_UNDEF_INT, NULL }
 
 rrResult_t rrAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype,
                              rrRedOp_t op, rrComm_t comm, void* stream, const rrCollConfig_t* config);

@@ -15,8 +15,8 @@ using namespace rr::api;
 
 static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrReduceScatter", comm, datatype, &op, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrReduceScatter", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrReduceScatter", config, false, &own);
   if (s.ok()) {
     s = check_blocks("rrReduceScatter", "sendbuff", sendbuff, comm->impl->size(), "recvbuff",
                      recvbuff, recvcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
@@ -26,13 +26,13 @@ static rrResult_t reduce_scatter_call(const void* sendbuff, void* recvbuff, size
   return dispatch_routed(
       comm, s, "rrReduceScatter", r, stream, request,
       [=] { return comm->impl->reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); },
-      [=](const rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op); }, own);
 }
 
 static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrAllGather", comm, datatype, nullptr, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrAllGather", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrAllGather", config, false, &own);
   if (s.ok()) {
     s = check_blocks("rrAllGather", "recvbuff", recvbuff, comm->impl->size(), "sendbuff", sendbuff,
                      sendcount, comm->impl->rank(), rr::reduce::dtype_size(datatype));
@@ -42,26 +42,26 @@ static rrResult_t all_gather_call(const void* sendbuff, void* recvbuff, size_t s
   return dispatch_routed(
       comm, s, "rrAllGather", r, stream, request,
       [=] { return comm->impl->all_gather(sendbuff, recvbuff, sendcount, datatype); },
-      [=](const rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.all_gather(sendbuff, recvbuff, sendcount, datatype); }, own);
 }
 
 static rrResult_t all_reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrAllReduce", comm, datatype, &op, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrAllReduce", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrAllReduce", config, true, &own);
   if (s.ok()) s = check_buffers("rrAllReduce", sendbuff, recvbuff, count, datatype);
   Route r;
   if (s.ok()) s = route("rrAllReduce", stream, {{"sendbuff", sendbuff}, {"recvbuff", recvbuff}}, &r);
   return dispatch_routed(
       comm, s, "rrAllReduce", r, stream, request,
       [=] { return comm->impl->allreduce(sendbuff, recvbuff, count, datatype, op); },
-      [=](const rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.allreduce(sendbuff, recvbuff, count, datatype, op); }, own);
 }
 
 static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrBroadcast", comm, datatype, nullptr, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrBroadcast", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrBroadcast", config, false, &own);
   if (s.ok()) s = check_root("rrBroadcast", comm, root);
   const size_t elem = rr::reduce::dtype_size(datatype);
   if (s.ok() && comm->impl->rank() == root) s = need("rrBroadcast", "sendbuff (on the root)", sendbuff, count, elem);
@@ -75,13 +75,13 @@ static rrResult_t broadcast_call(const void* sendbuff, void* recvbuff, size_t co
   return dispatch_routed(
       comm, s, "rrBroadcast", r, stream, request,
       [=] { return comm->impl->broadcast(sendbuff, recvbuff, count, datatype, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.broadcast(sendbuff, recvbuff, count, datatype, root); }, own);
 }
 
 static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrRedOp_t op, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrReduce", comm, datatype, &op, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrReduce", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrReduce", config, false, &own);
   if (s.ok()) s = check_root("rrReduce", comm, root);
   if (s.ok()) s = need("rrReduce", "sendbuff", sendbuff, count, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) s = check_buffers("rrReduce", sendbuff, recvbuff, count, datatype);
@@ -94,13 +94,13 @@ static rrResult_t reduce_call(const void* sendbuff, void* recvbuff, size_t count
   return dispatch_routed(
       comm, s, "rrReduce", r, stream, request,
       [=] { return comm->impl->reduce(sendbuff, recvbuff, count, datatype, op, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.reduce(sendbuff, recvbuff, count, datatype, op, root); }, own);
 }
 
 static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrGather", comm, datatype, nullptr, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrGather", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrGather", config, false, &own);
   if (s.ok()) s = check_root("rrGather", comm, root);
   if (s.ok()) s = need("rrGather", "sendbuff", sendbuff, sendcount, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) {
@@ -116,13 +116,13 @@ static rrResult_t gather_call(const void* sendbuff, void* recvbuff, size_t sendc
   return dispatch_routed(
       comm, s, "rrGather", r, stream, request,
       [=] { return comm->impl->gather(sendbuff, recvbuff, sendcount, datatype, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.gather(sendbuff, recvbuff, sendcount, datatype, root); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.gather(sendbuff, recvbuff, sendcount, datatype, root); }, own);
 }
 
 static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, int root, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrScatter", comm, datatype, nullptr, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrScatter", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrScatter", config, false, &own);
   if (s.ok()) s = check_root("rrScatter", comm, root);
   if (s.ok()) s = need("rrScatter", "recvbuff", recvbuff, recvcount, rr::reduce::dtype_size(datatype));
   if (s.ok() && comm->impl->rank() == root) {
@@ -138,13 +138,13 @@ static rrResult_t scatter_call(const void* sendbuff, void* recvbuff, size_t recv
   return dispatch_routed(
       comm, s, "rrScatter", r, stream, request,
       [=] { return comm->impl->scatter(sendbuff, recvbuff, recvcount, datatype, root); },
-      [=](const rr::StagedCollectives& staged) { return staged.scatter(sendbuff, recvbuff, recvcount, datatype, root); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.scatter(sendbuff, recvbuff, recvcount, datatype, root); }, own);
 }
 
 static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t count, rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrAllToAll", comm, datatype, nullptr, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrAllToAll", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrAllToAll", config, false, &own);
   if (s.ok()) {
     const size_t n = static_cast<size_t>(comm->impl->size());
     const size_t elem = rr::reduce::dtype_size(datatype);
@@ -166,7 +166,7 @@ static rrResult_t all_to_all_call(const void* sendbuff, void* recvbuff, size_t c
   return dispatch_routed(
       comm, s, "rrAllToAll", r, stream, request,
       [=] { return comm->impl->all_to_all(sendbuff, recvbuff, count, datatype); },
-      [=](const rr::StagedCollectives& staged) { return staged.all_to_all(sendbuff, recvbuff, count, datatype); }, timeout_ms);
+      [=](const rr::StagedCollectives& staged) { return staged.all_to_all(sendbuff, recvbuff, count, datatype); }, own);
 }
 
 namespace {
@@ -228,8 +228,8 @@ static rrResult_t all_to_all_v_call(const void* sendbuff, const size_t* sendcoun
                                     rrDataType_t datatype, rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   const char* call = "rrAllToAllv";
   rr::Status s = check_call(call, comm, datatype, nullptr, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config(call, config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config(call, config, false, &own);
   size_t send_lo = 0, send_hi = 0, recv_lo = 0, recv_hi = 0;
   const size_t n = s.ok() ? static_cast<size_t>(comm->impl->size()) : 0;
   const size_t elem = rr::reduce::dtype_size(datatype);
@@ -266,16 +266,16 @@ static rrResult_t all_to_all_v_call(const void* sendbuff, const size_t* sendcoun
         return comm->impl->all_to_all_v(sendbuff, layout.sendcounts, layout.sdispls, recvbuff, layout.recvcounts,
                                         layout.rdispls, datatype);
       },
-      nullptr, timeout_ms);
+      nullptr, own);
 }
 
 static rrResult_t barrier_call(rrComm_t comm, void* stream, rrRequest_t* request, const rrCollConfig_t* config) {
   rr::Status s = check_call("rrBarrier", comm, rrUint8, nullptr, stream);
-  int timeout_ms = 0;
-  if (s.ok()) s = check_coll_config("rrBarrier", config, &timeout_ms);
+  rr::CallSettings own;
+  if (s.ok()) s = check_coll_config("rrBarrier", config, false, &own);
   Route r;
   if (s.ok()) s = route("rrBarrier", stream, {}, &r);
-  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr, timeout_ms);
+  return dispatch_routed(comm, s, "rrBarrier", r, stream, request, [=] { return comm->impl->barrier(); }, nullptr, own);
 }
 
 RR_API rrResult_t rrReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rrDataType_t datatype, rrRedOp_t op, rrComm_t comm, void* stream) {

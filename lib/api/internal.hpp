@@ -134,25 +134,27 @@ rr::Status host_only(const char* call, const char* name, const void* buf, void* 
 // outcome, then releases the request (requests.cpp).
 rr::AsyncOperation::OnDone complete_by_callback(rrRequest_t request, rrComm::Completion completion);
 
-// A collective's per-call config (rrCollConfig_t; NULL: none): its timeout
-// into *timeout_ms (0: the communicator's). Refused naming the field when
-// it was not made from RR_COLL_CONFIG_INITIALIZER or a value is out of range.
-rr::Status check_coll_config(const char* call, const rrCollConfig_t* config, int* timeout_ms);
+// A collective's per-call config (rrCollConfig_t; NULL: none) as the
+// settings the communicator runs the call under. Refused naming the field
+// when it was not made from RR_COLL_CONFIG_INITIALIZER or a value is out of
+// range; an algorithm only where `takes_algorithm` (rrAllReduce's forms).
+rr::Status check_coll_config(const char* call, const rrCollConfig_t* config, bool takes_algorithm,
+                             rr::CallSettings* out);
 
 // Runs a checked collective now (request == NULL) or queues it and hands back
 // a request for rrTest / rrWait. `body` captures its arguments by value.
-// `call_timeout_ms`: the call's own timeout (rrCollConfig_t), 0: the
-// communicator's in force now.
+// `own`: the call's own settings (rrCollConfig_t); by default the
+// communicator's (for an Async call, those in force now).
 template <typename Body>
 rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* request, Body body,
-                    int call_timeout_ms = 0) {
+                    const rr::CallSettings& own = {}) {
   if (!checked.ok()) return fail(comm, checked);
   InComm inside(comm);
   return guarded(comm, [&] {
     rr::Communicator* impl = comm->impl.get();
-    if (!request && call_timeout_ms > 0) {
+    if (!request && (own.timeout_ms > 0 || own.forces_algorithm)) {
       return fail(comm, impl->queue().run([&] {
-        rr::Communicator::CallTimeout scope(impl, call_timeout_ms);
+        rr::Communicator::CallScope scope(impl, own);
         return body();
       }));
     }
@@ -161,11 +163,12 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
     req->comm = comm;
     // The timeout and the completion callback in force now are the call's,
     // whenever it runs (rrCommSetTimeout, rrCommSetCompletionCallback).
-    const int timeout_ms = call_timeout_ms > 0 ? call_timeout_ms : impl->timeout_ms();
+    rr::CallSettings settings = own;
+    if (settings.timeout_ms <= 0) settings.timeout_ms = impl->timeout_ms();
     const rrComm::Completion completion = comm->completion_now();
     req->operation = comm->impl->queue().enqueue(
-        std::function<rr::Status()>([impl, timeout_ms, body] {
-          rr::Communicator::CallTimeout scope(impl, timeout_ms);
+        std::function<rr::Status()>([impl, settings, body] {
+          rr::Communicator::CallScope scope(impl, settings);
           return body();
         }),
         completion.fn ? complete_by_callback(req.get(), completion) : nullptr,
@@ -190,8 +193,9 @@ rrResult_t dispatch(rrComm_t comm, const rr::Status& checked, rrRequest_t* reque
 // half, waits for the call's end on the stream.
 template <typename Body, typename Staged>
 rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char* call, const Route& route,
-                           void* stream, rrRequest_t* request, Body body, Staged staged, int call_timeout_ms = 0) {
-  if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body, call_timeout_ms);
+                           void* stream, rrRequest_t* request, Body body, Staged staged,
+                           const rr::CallSettings& own = {}) {
+  if (!checked.ok() || !route.stream_ordered) return dispatch(comm, checked, request, body, own);
   // One use of `comm` throughout: an abort elsewhere cannot end it between
   // the call's ordering and its request.
   InComm inside(comm);
@@ -203,7 +207,7 @@ rrResult_t dispatch_routed(rrComm_t comm, const rr::Status& checked, const char*
     }
     if (!plan) plan = [body](const rr::StagedCollectives&) { return rr::StagedCollectives::host_call(body); };
     return fail(comm, comm->impl->enqueue_on_stream(call, stream, route.device, plan,
-                                                    request ? &until_done : nullptr, call_timeout_ms));
+                                                    request ? &until_done : nullptr, own));
   });
   if (ordered != rrSuccess || !request) return ordered;
   return dispatch(comm, rr::Status::Ok(), request,

@@ -184,11 +184,12 @@ rr::Status check_root(const char* call, rrComm_t comm, int root) {
   return rr::Status::Ok();
 }
 
-rr::Status check_coll_config(const char* call, const rrCollConfig_t* config, int* timeout_ms) {
-  *timeout_ms = 0;
+rr::Status check_coll_config(const char* call, const rrCollConfig_t* config, bool takes_algorithm,
+                             rr::CallSettings* out) {
+  *out = rr::CallSettings();
   if (!config) return rr::Status::Ok();
   // The fields this version reads must lie within what the caller's struct holds.
-  constexpr size_t kReads = offsetof(rrCollConfig_t, timeout_ms) + sizeof(config->timeout_ms);
+  constexpr size_t kReads = offsetof(rrCollConfig_t, algorithm) + sizeof(config->algorithm);
   if (config->magic != RR_COLL_CONFIG_MAGIC || config->size < kReads) {
     return rr::InvalidArgument(std::string(call) + ": config was not made from RR_COLL_CONFIG_INITIALIZER (size " +
                                std::to_string(config->size) + ", magic " + std::to_string(config->magic) + ")");
@@ -198,7 +199,21 @@ rr::Status check_coll_config(const char* call, const rrCollConfig_t* config, int
       return rr::InvalidArgument(std::string(call) + ": config->timeout_ms=" + std::to_string(config->timeout_ms) +
                                  ": must be >= 1 (or RR_CONFIG_UNDEF_INT: the communicator's)");
     }
-    *timeout_ms = config->timeout_ms;
+    out->timeout_ms = config->timeout_ms;
+  }
+  if (config->algorithm) {
+    const std::string text(config->algorithm, strnlen(config->algorithm, 32));
+    rr::algo::AllreduceAlgo algo = rr::algo::AllreduceAlgo::kAuto;
+    if (!rr::algo::parse_algo(text, &algo)) {
+      return rr::InvalidArgument(std::string(call) + ": config->algorithm=\"" + text +
+                                 "\" is not one of auto, ring, rd, hd, oneshot (or NULL: the communicator's)");
+    }
+    if (algo != rr::algo::AllreduceAlgo::kAuto && !takes_algorithm) {
+      return rr::InvalidArgument(std::string(call) + ": config->algorithm=\"" + text +
+                                 "\": only rrAllReduce's forms take an algorithm (NULL here)");
+    }
+    out->allreduce_algo = algo;
+    out->forces_algorithm = takes_algorithm;
   }
   return rr::Status::Ok();
 }

@@ -199,7 +199,8 @@ Status OneShot::check_publication(int peer, const uint8_t* buffer, uint32_t byte
                                                            : "the one-shot board";
     return InvalidUsage(name + ": rank " + std::to_string(peer) + " took " + theirs_took +
                         " for this call (do the ranks set RR_ALGO, RR_MODEL_*, RR_CHUNK_BYTES or "
-                        "RR_SHM_BOARD_BYTES differently?)");
+                        "RR_SHM_BOARD_BYTES differently, or pass different algorithms in the call's "
+                        "rrCollConfig_t?)");
   }
   return InvalidUsage(name + ": rank " + std::to_string(peer) + " published " + std::to_string(bytes) +
                       " bytes, rank " + std::to_string(rank_) + " expected " + std::to_string(expected_) +

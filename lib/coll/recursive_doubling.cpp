@@ -82,7 +82,8 @@ Status RecursiveDoubling::check_frame(const std::string& what, int peer, size_t 
     return InvalidUsage(what + ": rank " + std::to_string(peer) + " sent " + std::to_string(got - kHeader) +
                         " bytes, rank " + std::to_string(rank_) + " expected " + std::to_string(bytes) +
                         (got == kHeader ? " (it checked the call's arguments the ring's way: do the ranks set RR_ALGO, "
-                                          "RR_MODEL_* or RR_CHUNK_BYTES differently?)"
+                                          "RR_MODEL_* or RR_CHUNK_BYTES differently, or pass different "
+                                          "algorithms in the call's rrCollConfig_t?)"
                                         : " (do the ranks pass the same count, or set RR_CHUNK_BYTES differently?)"));
   }
   return Status::Ok();

@@ -20,6 +20,11 @@ algo::AllreduceAlgo Communicator::allreduce_algo(size_t bytes, bool has_reducer)
   // The staged (device) path reduces through its own reducer, chunk by
   // chunk on the ring.
   if (has_reducer) return algo::AllreduceAlgo::kRing;
+  // The call's own (rrCollConfig_t): the model decides among what it forces,
+  // as for RR_ALGO, and the communicator's cached choice stays as it was.
+  if (call_.forces_algorithm) {
+    return algo::choose_allreduce(call_.allreduce_algo, settings_.model, size_, bytes, host_shape_);
+  }
   // A loop of one size asks once (the model was a twentieth of an 8-byte call).
   if (bytes == chosen_bytes_) return chosen_algo_;
   const algo::AllreduceAlgo chosen =

@@ -132,7 +132,7 @@ void Communicator::progress_while_idle(int* fd, bool* pending) {
 
 Status Communicator::enqueue_on_stream(const char* call, void* stream, int device,
                                        const std::function<StagedCollectives::Plan(const StagedCollectives& staged)>& make,
-                                       std::function<Status()>* until_done, int timeout_ms) {
+                                       std::function<Status()>* until_done, const CallSettings& own) {
 #if RR_HAVE_CUDA
   StreamOrder* order = nullptr;
   {
@@ -158,9 +158,9 @@ Status Communicator::enqueue_on_stream(const char* call, void* stream, int devic
                            ", but this communicator's stream-ordered calls use device " +
                            std::to_string(order->device()) + " (one GPU per communicator)");
   }
-  return order->submit(call, stream, make, until_done, timeout_ms);
+  return order->submit(call, stream, make, until_done, own);
 #else
-  (void)stream, (void)device, (void)make, (void)until_done, (void)timeout_ms;
+  (void)stream, (void)device, (void)make, (void)until_done, (void)own;
   return InvalidUsage(std::string(call) + ": stream is not NULL, but stream-ordered calls need the CUDA build of ringreduce");
 #endif
 }

@@ -15,6 +15,7 @@
 #include "algo/ring.hpp"
 #include "algo/schedule.hpp"
 #include "algo/select.hpp"
+#include "comm/call_settings.hpp"
 #include "coll/binomial_tree.hpp"
 #include "coll/halving_doubling.hpp"
 #include "coll/one_shot.hpp"
@@ -77,14 +78,16 @@ class Communicator final : public exec::Interrupt {
   // settings().timeout_ms until set. Any thread.
   void set_timeout(int timeout_ms) { timeout_ms_.store(timeout_ms, std::memory_order_relaxed); }
   int timeout_ms() const { return timeout_ms_.load(std::memory_order_relaxed); }
-  // While alive, the operations the driving thread issues take `timeout_ms`
-  // (an Async call's, read when it was called) instead of timeout_ms().
-  class CallTimeout {
+  using CallSettings = rr::CallSettings;  // comm/call_settings.hpp
+  // While alive, the operations the driving thread issues take `settings`
+  // (an Async call's, read when it was called): its timeout instead of
+  // timeout_ms(), its schedule instead of RR_ALGO's.
+  class CallScope {
    public:
-    CallTimeout(Communicator* comm, int timeout_ms) : comm_(comm) { comm_->call_timeout_ms_ = timeout_ms; }
-    ~CallTimeout() { comm_->call_timeout_ms_ = 0; }
-    CallTimeout(const CallTimeout&) = delete;
-    CallTimeout& operator=(const CallTimeout&) = delete;
+    CallScope(Communicator* comm, const CallSettings& settings) : comm_(comm) { comm_->call_ = settings; }
+    ~CallScope() { comm_->call_ = CallSettings(); }
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
 
    private:
     Communicator* comm_;
@@ -254,13 +257,13 @@ class Communicator final : public exec::Interrupt {
   // for it; returns once it is queued. `device` is the buffers' GPU (-1: the
   // calling thread's current one). With `until_done` (an Async form's call),
   // *until_done waits on the host for the call's end on the stream and
-  // returns its host half's outcome (StreamOrder::submit). `timeout_ms`:
-  // the host half's own (rrCollConfig_t), 0: the communicator's when it
-  // runs. Only the CUDA build has them; elsewhere this is InvalidUsage
-  // naming `call`.
+  // returns its host half's outcome (StreamOrder::submit). `own`: the
+  // call's own settings (rrCollConfig_t), the host half's; by default the
+  // communicator's when it runs. Only the CUDA build has them; elsewhere
+  // this is InvalidUsage naming `call`.
   Status enqueue_on_stream(const char* call, void* stream, int device,
                            const std::function<StagedCollectives::Plan(const StagedCollectives& staged)>& make,
-                           std::function<Status()>* until_done = nullptr, int timeout_ms = 0);
+                           std::function<Status()>* until_done = nullptr, const CallSettings& own = {});
   // An operation failed after its caller returned (stream-ordered calls):
   // rrCommGetAsyncError reports it and rrGetLastError(comm) says what it was.
   // A CUDA failure breaks the communicator, as a failed collective does: its
@@ -336,7 +339,7 @@ class Communicator final : public exec::Interrupt {
   bool reduce_by_tree(size_t bytes) const;
   // The timeout an operation issued now takes, and its deadline.
   std::chrono::milliseconds current_timeout() const {
-    return std::chrono::milliseconds(call_timeout_ms_ > 0 ? call_timeout_ms_ : timeout_ms());
+    return std::chrono::milliseconds(call_.timeout_ms > 0 ? call_.timeout_ms : timeout_ms());
   }
   exec::Clock::time_point deadline() const { return exec::Clock::now() + current_timeout(); }
   // The allreduce schedule for `bytes` (comm/algorithm_choice.cpp); logs
@@ -422,7 +425,7 @@ class Communicator final : public exec::Interrupt {
   exec::Clock::time_point group_deadline_;  // ... and deadline
   std::atomic<uint64_t> sequence_{0};  // atomic only so that dump() may read it
   std::atomic<int> timeout_ms_;        // set_timeout()
-  int call_timeout_ms_ = 0;            // CallTimeout's, on the driving thread; 0: none
+  CallSettings call_;                  // CallScope's, on the driving thread
   std::atomic<bool> dump_requested_{false};
   std::unique_ptr<ControlChannel> control_;  // none for one rank
   Status remote_;  // the first notice from a peer that gave up

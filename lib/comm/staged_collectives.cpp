@@ -1,7 +1,6 @@
 #include "comm/staged_collectives.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -187,10 +186,9 @@ Status StagedCollectives::submit(OperationQueue& queue, std::shared_ptr<const Pl
   auto reported = std::make_shared<bool>(false);
   auto failed = std::make_shared<std::function<void(const Status&, uint64_t)>>(std::move(submission.failed));
   auto host_half = [this, plan, first, progress, started, reported, failed, enter = std::move(submission.enter),
-                    give_up = std::move(submission.give_up), timeout_ms = submission.timeout_ms] {
+                    give_up = std::move(submission.give_up), call = submission.call] {
     *started = true;
-    std::optional<Communicator::CallTimeout> own_timeout;
-    if (timeout_ms > 0) own_timeout.emplace(comm_, timeout_ms);
+    Communicator::CallScope own(comm_, call);
     Status status = enter ? enter() : Status::Ok();
     if (status.ok()) {
       status = run(*plan, first, give_up, progress.get());

@@ -39,6 +39,7 @@
 #include <functional>
 #include <memory>
 
+#include "comm/call_settings.hpp"
 #include "common/status.hpp"
 #include "exec/reducer.hpp"
 #include "memory/copy_engine.hpp"
@@ -165,9 +166,9 @@ class StagedCollectives {
     // was one (the peers ran the whole call, this rank may not have), else
     // the host half's.
     std::function<void(const Status& cause, uint64_t first)> failed;
-    // The host half's own timeout (rrCollConfig_t); 0: the communicator's
-    // when it runs.
-    int timeout_ms = 0;
+    // The call's own settings (rrCollConfig_t), the host half's while it
+    // runs; by default the communicator's when it runs.
+    CallSettings call;
   };
   // Takes the plan's counts, queues its host half on `queue` (program order
   // with the queue's other work), then issues its device half on this

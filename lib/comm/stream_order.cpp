@@ -133,7 +133,7 @@ Status StreamOrder::wait_for_end(const CallEnd& end, const Status& issued) {
 }
 
 Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make, UntilDone* until_done,
-                           int timeout_ms) {
+                           const CallSettings& own) {
   auto caller_stream = static_cast<cudaStream_t>(stream);
   auto failed = [call](const Status& s) { return Status(s.code(), std::string(call) + ": " + s.message()); };
   // The events and kernels are made on the current device: it must be the
@@ -184,7 +184,7 @@ Status StreamOrder::submit(const char* call, void* stream, const MakePlan& make,
   // GPU drained it, and that takes this host half's releases. 3. The
   // device half (StagedCollectives::submit).
   StagedCollectives::Submission submission;
-  submission.timeout_ms = timeout_ms;
+  submission.call = own;
   submission.enter = [this] {
     return memory::cuda_status(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   };

@@ -84,10 +84,11 @@ class StreamOrder {
   // copy lanes once its device half is issued and sets *until_done to wait
   // for them; then, once its host half is queued, submit() returns Ok and
   // any failure of the issue is *until_done's (and the communicator's).
-  // Left empty for a call with nothing to move. `timeout_ms` > 0: the host
-  // half's own timeout (rrCollConfig_t); 0: the communicator's when it runs.
+  // Left empty for a call with nothing to move. `own`: the call's own
+  // settings (rrCollConfig_t), its host half's; by default the
+  // communicator's when it runs.
   Status submit(const char* call, void* stream, const MakePlan& make, UntilDone* until_done = nullptr,
-                int timeout_ms = 0);
+                const CallSettings& own = {});
 
  private:
   struct CallEnd;  // an Async call's end (stream_order.cpp)

@@ -1,14 +1,19 @@
 // The per-call config (rrCollConfig_t) with real processes: a call's own
 // timeout bounds that call and no other, and wins over the communicator's
-// whatever is set meanwhile; a config not made from the initializer, or a
-// timeout below 1 ms, is refused naming it before anything is sent; and
-// every Config form, blocking and Async, runs its own collective.
+// whatever is set meanwhile; an allreduce's own algorithm is the one it
+// takes (ranks passing different ones fail naming them, and each gives the
+// right sums); a config not made from the initializer, a timeout below
+// 1 ms or an unknown algorithm, or an algorithm on another collective, is
+// refused naming it before anything is sent; and every Config form,
+// blocking and Async, runs its own collective.
 
 #include <gtest/gtest.h>
 #include <ringreduce/ringreduce.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <numeric>
@@ -36,6 +41,12 @@ void check(bool ok, const std::string& what, Outcome* out) {
 rrCollConfig_t with_timeout(int ms) {
   rrCollConfig_t config = RR_COLL_CONFIG_INITIALIZER;
   config.timeout_ms = ms;
+  return config;
+}
+
+rrCollConfig_t with_algorithm(const char* algorithm) {
+  rrCollConfig_t config = RR_COLL_CONFIG_INITIALIZER;
+  config.algorithm = algorithm;
   return config;
 }
 
@@ -129,6 +140,14 @@ TEST_F(CallConfig, ABadConfigIsRefusedNamingItAndSendsNothing) {
     too_small.size = sizeof(size_t);
     refused(too_small, "config was not made from RR_COLL_CONFIG_INITIALIZER");
     refused(with_timeout(0), "rrAllReduce: config->timeout_ms=0: must be >= 1");
+    refused(with_algorithm("bogus"), "rrAllReduce: config->algorithm=\"bogus\" is not one of auto, ring, rd, hd");
+    const rrCollConfig_t ring = with_algorithm("ring");
+    const rrResult_t on_broadcast = rrBroadcastConfig(data.data(), data.data(), data.size(), rrFloat32, 0, comm,
+                                                      nullptr, &ring);
+    check(on_broadcast == rrInvalidArgument &&
+              std::string(rrGetLastError(comm)).find("rrBroadcast: config->algorithm=\"ring\": only rrAllReduce") !=
+                  std::string::npos,
+          std::string("an algorithm on rrBroadcastConfig: ") + rrGetLastError(comm), out);
     rrRequest_t request = nullptr;
     const rrCollConfig_t zero = with_timeout(0);
     check(rrBarrierAsyncConfig(comm, &request, &zero) == rrInvalidArgument && request == nullptr,
@@ -144,6 +163,80 @@ TEST_F(CallConfig, ABadConfigIsRefusedNamingItAndSendsNothing) {
   });
   print(outcomes);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(outcomes[static_cast<size_t>(r)].result, rrSuccess) << outcomes[r].error;
+}
+
+// Ranks that pass different algorithms for one allreduce both fail with
+// rrInvalidUsage, each saying what disagreed, instead of hanging or
+// reducing garbage; the same call without them succeeds first. (Without
+// the config's algorithm both would take the model's choice and succeed.)
+TEST_F(CallConfig, RanksPassingDifferentAlgorithmsFailSayingSo) {
+  auto outcomes = run_world(2, kInitTimeoutMs, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    std::vector<float> data(256, 1.0f);
+    check(rrAllReduceConfig(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr, nullptr) ==
+              rrSuccess,
+          std::string("the call without a config: ") + rrGetLastError(comm), out);
+    if (out->result == -2) return;
+    const rrCollConfig_t config = with_algorithm(rank == 0 ? "ring" : "rd");
+    const auto t0 = Clock::now();
+    out->result = rrAllReduceConfig(data.data(), data.data(), data.size(), rrFloat32, rrSum, comm, nullptr, &config);
+    out->seconds = seconds_since(t0);
+    std::snprintf(out->error, sizeof(out->error), "%s", rrGetLastError(comm));
+  });
+  print(outcomes);
+  for (int r = 0; r < 2; ++r) {
+    const Outcome& o = outcomes[static_cast<size_t>(r)];
+    EXPECT_EQ(o.result, rrInvalidUsage) << "rank " << r << ": " << o.error;
+    EXPECT_LT(o.seconds, 10) << "rank " << r << " waited instead of failing: " << o.error;
+  }
+}
+
+// Each algorithm a call can force gives the right sums: 3 ranks, counts
+// that do not divide, blocking and Async, int32 (exact) and float32 max.
+TEST_F(CallConfig, EveryAlgorithmGivesTheRightResult) {
+  constexpr int kRanks = 3;
+  auto outcomes = run_world(kRanks, kInitTimeoutMs, {}, [](int rank, rrComm_t comm, Outcome* out) {
+    for (const char* algorithm : {"ring", "rd", "hd", "oneshot", "auto"}) {
+      const rrCollConfig_t config = with_algorithm(algorithm);
+      for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{100001}}) {
+        for (bool async : {false, true}) {
+          std::vector<int32_t> ints(count);
+          std::vector<float> floats(count);
+          for (size_t i = 0; i < count; ++i) {
+            ints[i] = static_cast<int32_t>(i * 7 + rank * 1000);
+            floats[i] = static_cast<float>((i * 13 + rank * 5) % 101) - 50.0f;
+          }
+          auto run = [&](void* buf, rrDataType_t dtype, rrRedOp_t op) {
+            rrRequest_t request = nullptr;
+            rrResult_t r = async ? rrAllReduceAsyncConfig(buf, buf, count, dtype, op, comm, &request, &config)
+                                 : rrAllReduceConfig(buf, buf, count, dtype, op, comm, nullptr, &config);
+            if (r == rrSuccess && async) r = rrWait(request);
+            check(r == rrSuccess, std::string(algorithm) + ", " + std::to_string(count) + ": " +
+                                      rrGetErrorString(r) + ": " + rrGetLastError(comm), out);
+          };
+          run(ints.data(), rrInt32, rrSum);
+          run(floats.data(), rrFloat32, rrMax);
+          if (out->result == -2) return;
+          for (size_t i = 0; i < count; ++i) {
+            int64_t sum = 0;
+            float most = -1e30f;
+            for (int r = 0; r < kRanks; ++r) {
+              sum += static_cast<int64_t>(i * 7 + r * 1000);
+              most = std::max(most, static_cast<float>((i * 13 + r * 5) % 101) - 50.0f);
+            }
+            check(ints[i] == sum && floats[i] == most,
+                  std::string(algorithm) + (async ? " (Async)" : "") + ", count " + std::to_string(count) +
+                      ": element " + std::to_string(i) + " is " + std::to_string(ints[i]) + " / " +
+                      std::to_string(floats[i]) + ", not " + std::to_string(sum) + " / " + std::to_string(most),
+                  out);
+            if (out->result == -2) return;
+          }
+        }
+      }
+    }
+    out->result = rrSuccess;
+  });
+  print(outcomes);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(outcomes[static_cast<size_t>(r)].result, rrSuccess) << outcomes[r].error;
 }
 
 // Every Config form runs its own collective: 3 ranks, each form blocking

@@ -177,6 +177,31 @@ def test_a_calls_own_timeout_bounds_it_alone():
     run_ranks(_call_timeout, 2, timeout=60)
 
 
+def _call_algorithm(rank: int, size: int) -> None:
+    # allreduce's own schedule (algorithm=, its per-call config): each gives
+    # the right sums; an unknown one is refused naming it; ranks that pass
+    # different ones fail saying so.
+    comm = ringreduce.Comm.from_env(timeout=60.0)
+    raises(ringreduce.InvalidArgumentError, comm.allreduce, IN_PLACE, np.ones(4, np.float32),
+           algorithm="bogus", match='config->algorithm="bogus"')
+    for algorithm in ("ring", "rd", "hd", "oneshot", "auto"):
+        for n in (1, 5, 70001):
+            x = np.arange(n, dtype=np.int64) + 1000 * rank
+            comm.allreduce(IN_PLACE, x, algorithm=algorithm)
+            want = size * np.arange(n, dtype=np.int64) + 1000 * sum(range(size))
+            assert np.array_equal(x, want), (algorithm, n)
+            y = np.arange(n, dtype=np.int64) + 1000 * rank
+            comm.iallreduce(IN_PLACE, y, algorithm=algorithm).wait()
+            assert np.array_equal(y, want), (algorithm, n, "i")
+    with pytest.raises(ringreduce.InvalidUsageError):
+        comm.allreduce(IN_PLACE, np.ones(64, np.float32), algorithm="ring" if rank == 0 else "rd")
+    comm.abort()
+
+
+def test_an_allreduces_own_algorithm_is_the_one_it_takes():
+    run_ranks(_call_algorithm, 2, timeout=60)
+
+
 def _abort(rank: int, size: int) -> None:
     # A timeout far past run_ranks' deadline: raising at all proves the abort
     # (not the timeout) ended the waits.

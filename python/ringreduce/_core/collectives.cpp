@@ -361,6 +361,12 @@ constexpr const char* kTimeout =
     "\n\ntimeout: this call's own deadline in seconds (its per-call config, rrCollConfig_t): it fails with "
     "TimeoutError within about 0.5 s of it, whatever the communicator's timeout; None: the communicator's.";
 
+// allreduce's and iallreduce's own.
+constexpr const char* kAlgorithm =
+    "\n\nalgorithm: this call's schedule, as RR_ALGO spells it (\"ring\", \"rd\", \"hd\", \"oneshot\", "
+    "\"auto\"); every rank must pass the same (ranks that differ fail the call saying so). None: the "
+    "communicator's.";
+
 std::string with_timeout(const char* doc) { return std::string(doc) + kTimeout; }
 std::string nonblocking_doc(const char* blocking_doc) { return with_timeout(blocking_doc) + kReturnsRequest; }
 
@@ -407,14 +413,18 @@ constexpr const char* kBarrierDoc = "Returns once every rank has called it (rrBa
 
 void bind_collectives(CommClass& comm) {
   // The blocking and non-blocking forms share the conversion.
-  comm.def("allreduce", [](CommState& s, py::object send, py::object recv, py::object op, std::optional<double> timeout) {
+  comm.def("allreduce", [](CommState& s, py::object send, py::object recv, py::object op,
+                           std::optional<double> timeout, std::optional<std::string> algorithm) {
         Prepared p = prep_allreduce(s, send, recv, op, "allreduce");
-        run_blocking(s, "allreduce", p, timeout);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(), with_timeout(kAllreduceDoc).c_str())
-      .def("iallreduce", [](const CommPtr& s, py::object send, py::object recv, py::object op, std::optional<double> timeout) {
+        run_blocking(s, "allreduce", p, timeout, algorithm);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(),
+         py::arg("algorithm") = py::none(), (with_timeout(kAllreduceDoc) + kAlgorithm).c_str())
+      .def("iallreduce", [](const CommPtr& s, py::object send, py::object recv, py::object op,
+                            std::optional<double> timeout, std::optional<std::string> algorithm) {
         Prepared p = prep_allreduce(*s, send, recv, op, "iallreduce");
-        return run_async(s, "iallreduce", p, timeout);
-      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(), nonblocking_doc(kAllreduceDoc).c_str())
+        return run_async(s, "iallreduce", p, timeout, algorithm);
+      }, py::arg("sendbuf"), py::arg("recvbuf"), py::arg("op") = "sum", py::kw_only(), py::arg("timeout") = py::none(),
+         py::arg("algorithm") = py::none(), (nonblocking_doc(kAllreduceDoc) + kAlgorithm).c_str())
       .def("reduce_scatter", [](CommState& s, py::object send, py::object recv, py::object op, std::optional<double> timeout) {
         Prepared p = prep_reduce_scatter(s, send, recv, op, "reduce_scatter");
         run_blocking(s, "reduce_scatter", p, timeout);

@@ -9,25 +9,30 @@ namespace ringreduce_core {
 
 namespace {
 
-// The call's config for `timeout`, in *config; nullptr without one.
-const rrCollConfig_t* config_for(const char* what, std::optional<double> timeout, rrCollConfig_t* config) {
-  if (!timeout) return nullptr;
+// The call's config, in *config (its algorithm points into `algorithm`,
+// read during the call); nullptr when it sets nothing.
+const rrCollConfig_t* config_for(const char* what, std::optional<double> timeout,
+                                 const std::optional<std::string>& algorithm, rrCollConfig_t* config) {
+  if (!timeout && !algorithm) return nullptr;
   *config = RR_COLL_CONFIG_INITIALIZER;
-  config->timeout_ms = timeout_ms_of(what, *timeout);
+  if (timeout) config->timeout_ms = timeout_ms_of(what, *timeout);
+  if (algorithm) config->algorithm = algorithm->c_str();
   return config;
 }
 
 }  // namespace
 
-void run_blocking(CommState& state, const char* what, Prepared& p, std::optional<double> timeout) {
+void run_blocking(CommState& state, const char* what, Prepared& p, std::optional<double> timeout,
+                  const std::optional<std::string>& algorithm) {
   rrCollConfig_t storage;
-  const rrCollConfig_t* config = config_for(what, timeout, &storage);
+  const rrCollConfig_t* config = config_for(what, timeout, algorithm, &storage);
   state.call(what, [&](rrComm_t c) { return p.run(c, nullptr, config); });
 }
 
-Request run_async(const CommPtr& state, const char* what, Prepared& p, std::optional<double> timeout) {
+Request run_async(const CommPtr& state, const char* what, Prepared& p, std::optional<double> timeout,
+                  const std::optional<std::string>& algorithm) {
   rrCollConfig_t storage;
-  const rrCollConfig_t* config = config_for(what, timeout, &storage);
+  const rrCollConfig_t* config = config_for(what, timeout, algorithm, &storage);
   rrRequest_t request = nullptr;
   state->call(what, [&](rrComm_t c) { return p.run(c, &request, config); });
   auto pending = std::make_shared<Pending>();

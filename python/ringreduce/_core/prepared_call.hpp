@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <ringreduce/ringreduce.h>
@@ -28,12 +29,15 @@ struct Prepared {
 };
 
 // Runs `p` and returns once it finished; raises its error. `what` names the
-// method in errors. `timeout`: the call's own, in seconds (its config), or
-// none: the communicator's.
-void run_blocking(CommState& state, const char* what, Prepared& p, std::optional<double> timeout = std::nullopt);
+// method in errors. `timeout` (seconds) and `algorithm` (allreduce's): the
+// call's own (its rrCollConfig_t), or none: the communicator's.
+void run_blocking(CommState& state, const char* what, Prepared& p, std::optional<double> timeout = std::nullopt,
+                  const std::optional<std::string>& algorithm = std::nullopt);
 
 // Issues `p` as a request; the Request (and, until it finished, the
-// communicator) holds p's buffers and arrays. `timeout` as run_blocking's.
-Request run_async(const CommPtr& state, const char* what, Prepared& p, std::optional<double> timeout = std::nullopt);
+// communicator) holds p's buffers and arrays. `timeout` and `algorithm` as
+// run_blocking's.
+Request run_async(const CommPtr& state, const char* what, Prepared& p, std::optional<double> timeout = std::nullopt,
+                  const std::optional<std::string>& algorithm = std::nullopt);
 
 }  // namespace ringreduce_core
