@@ -31,13 +31,6 @@ using CallConfig = NoShmLeft;
 
 constexpr int kInitTimeoutMs = 60000;
 
-// Records a failed check in *out (result -2) unless an earlier one did.
-void check(bool ok, const std::string& what, Outcome* out) {
-  if (ok || out->result == -2) return;
-  out->result = -2;
-  std::snprintf(out->error, sizeof(out->error), "%s", what.c_str());
-}
-
 rrCollConfig_t with_timeout(int ms) {
   rrCollConfig_t config = RR_COLL_CONFIG_INITIALIZER;
   config.timeout_ms = ms;

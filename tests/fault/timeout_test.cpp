@@ -30,13 +30,6 @@ using Timeouts = NoShmLeft;
 
 constexpr int kInitTimeoutMs = 60000;
 
-// Records a failed check in *out (result -2) unless an earlier one did.
-void check(bool ok, const std::string& what, Outcome* out) {
-  if (ok || out->result == -2) return;
-  out->result = -2;
-  std::snprintf(out->error, sizeof(out->error), "%s", what.c_str());
-}
-
 TEST_F(Timeouts, SetTimeoutBoundsTheCallsAfterIt) {
   auto outcomes = run_world(2, kInitTimeoutMs, {1}, [](int rank, rrComm_t comm, Outcome* out) {
     if (rank == 1) {

@@ -78,6 +78,12 @@ std::vector<Outcome> run_world(int n, int timeout_ms, const std::set<int>& silen
   return outcomes;
 }
 
+void check(bool ok, const std::string& what, Outcome* out) {
+  if (ok || out->result == -2) return;
+  out->result = -2;
+  std::snprintf(out->error, sizeof(out->error), "%s", what.c_str());
+}
+
 void note(Outcome* out, const char* what, rrResult_t result, rrComm_t comm) {
   const size_t used = std::strlen(out->error);
   std::snprintf(out->error + used, sizeof(out->error) - used, "%s%s: %s (%s)", used ? "; " : "", what,

@@ -38,6 +38,9 @@ using Body = std::function<void(int rank, rrComm_t comm, Outcome* out)>;
 std::vector<Outcome> run_world(int n, int timeout_ms, const std::set<int>& silent, const Body& body);
 
 void print(const std::vector<Outcome>& outcomes, const std::set<int>& skip = {});
+// Records a failed check in *out (result -2, `what` its error) unless an
+// earlier one did: a rank's body checks several things and reports the first.
+void check(bool ok, const std::string& what, Outcome* out);
 // Appends "what: <result's words> (<comm's last error>)" to out->error.
 void note(Outcome* out, const char* what, rrResult_t result, rrComm_t comm);
 inline bool has(const Outcome& o, const std::string& text) {
