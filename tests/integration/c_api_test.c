@@ -1,6 +1,7 @@
 /* The public header compiles as C (C11) and the library links from C: an
- * allreduce with a bitwise op, an uneven all-to-all and an any-source tagged
- * receive with its status, through the plain C API. */
+ * allreduce with a bitwise op, one with a per-call config (its initializer
+ * in C), an uneven all-to-all and an any-source tagged receive with its
+ * status, through the plain C API. */
 #include <ringreduce/ringreduce.h>
 #include <stdio.h>
 
@@ -30,6 +31,17 @@ int main(void) {
   }
   bits = 1u << rank;
   if (rrAllReduce(&bits, &bits, 1, rrUint32, rrBor, comm, NULL) != rrSuccess || bits != (1u << size) - 1) return 1;
+  {
+    rrCollConfig_t config = RR_COLL_CONFIG_INITIALIZER;
+    config.timeout_ms = 60000;
+    config.algorithm = "ring";
+    bits = 1u << rank;
+    if (rrAllReduceConfig(&bits, &bits, 1, rrUint32, rrBor, comm, NULL, &config) != rrSuccess ||
+        bits != (1u << size) - 1) {
+      fprintf(stderr, "allreduce with a config: %s\n", rrGetLastError(comm));
+      return 1;
+    }
+  }
   if (size > 64) return 1;
   for (i = 0; i < size; ++i) counts[i] = 0, displs[i] = 0;
   counts[(rank + 1) % size] = 1; /* one element to the right, sent; from the left, received */
