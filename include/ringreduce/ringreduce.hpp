@@ -120,17 +120,20 @@ class Comm {
     return std::chrono::milliseconds(ms);
   }
 
-  void all_reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op) {
-    check(rrAllReduce(send, recv, count, dtype, op, comm_, nullptr), comm_);
+  // `config`: the call's own settings (rrCollConfig_t: its timeout, its
+  // schedule), or none: the communicator's.
+  void all_reduce(const void* send, void* recv, size_t count, rrDataType_t dtype, rrRedOp_t op,
+                  const rrCollConfig_t* config = nullptr) {
+    check(rrAllReduceConfig(send, recv, count, dtype, op, comm_, nullptr, config), comm_);
   }
   template <typename T>
-  void all_reduce(const T* send, T* recv, size_t count, rrRedOp_t op = rrSum) {
-    all_reduce(send, recv, count, datatype_of<T>(), op);
+  void all_reduce(const T* send, T* recv, size_t count, rrRedOp_t op = rrSum, const rrCollConfig_t* config = nullptr) {
+    all_reduce(send, recv, count, datatype_of<T>(), op, config);
   }
   // In place over a vector.
   template <typename T>
-  void all_reduce(std::vector<T>& data, rrRedOp_t op = rrSum) {
-    all_reduce(data.data(), data.data(), data.size(), op);
+  void all_reduce(std::vector<T>& data, rrRedOp_t op = rrSum, const rrCollConfig_t* config = nullptr) {
+    all_reduce(data.data(), data.data(), data.size(), op, config);
   }
 
   // In place from `root`.
@@ -165,7 +168,7 @@ class Comm {
   void recv(std::vector<T>& data, int peer) {
     check(rrRecv(data.data(), data.size(), datatype_of<T>(), peer, comm_, nullptr), comm_);
   }
-  void barrier() { check(rrBarrier(comm_, nullptr), comm_); }
+  void barrier(const rrCollConfig_t* config = nullptr) { check(rrBarrierConfig(comm_, nullptr, config), comm_); }
 
   // MPI_Comm_split; an empty Comm for a negative color.
   Comm split(int color, int key, const rrConfig_t* config = nullptr) const {

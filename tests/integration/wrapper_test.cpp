@@ -17,6 +17,16 @@ TEST(Wrapper, TypedCollectivesAndSplit) {
   std::vector<double> v(1000, me + 1.0);
   comm.all_reduce(v);
   EXPECT_EQ(v[999], n * (n + 1) / 2.0);
+  // With a per-call config: its own schedule and timeout.
+  rrCollConfig_t config = RR_COLL_CONFIG_INITIALIZER;
+  config.timeout_ms = 30000;
+  config.algorithm = "rd";
+  std::vector<int32_t> w(33, me);
+  comm.all_reduce(w, rrSum, &config);
+  EXPECT_EQ(w[32], n * (n - 1) / 2);
+  config.algorithm = nullptr;  // a schedule is an allreduce's only (FailuresThrowWithCodeAndMessage)
+  comm.barrier(&config);
+
   std::vector<int64_t> b(10, me == n - 1 ? 42 : 0);
   comm.broadcast(b, n - 1);
   EXPECT_EQ(b[9], 42);
@@ -75,6 +85,15 @@ TEST(Wrapper, FailuresThrowWithCodeAndMessage) {
   } catch (const rr::Error& e) {
     EXPECT_EQ(e.result(), rrInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("root="), std::string::npos) << e.what();
+  }
+  try {
+    rrCollConfig_t config = RR_COLL_CONFIG_INITIALIZER;
+    config.algorithm = "rd";
+    comm.barrier(&config);
+    FAIL() << "an algorithm on a barrier must throw";
+  } catch (const rr::Error& e) {
+    EXPECT_EQ(e.result(), rrInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("config->algorithm=\"rd\""), std::string::npos) << e.what();
   }
   try {
     comm.set_timeout(std::chrono::milliseconds(0));
