@@ -245,6 +245,9 @@ class OperationQueue {
   bool stopping_ = false;
   std::atomic<int> overtakers_{0};  // threads waiting to slip point-to-point work in
   std::atomic<bool> idle_progress_{false};  // the idle-progress thread has (or is taking) the turn
+  // The worker waits in SCHED_BATCH (set by it); enqueue() of an operation
+  // nobody waits for raises it to SCHED_OTHER before the wake-up.
+  std::atomic<bool> worker_batch_{false};
   const std::chrono::microseconds grace_;
   std::thread worker_;
 };

@@ -195,12 +195,44 @@ bool ran_within(OperationQueue& queue, AsyncOperation& op, std::chrono::seconds 
   return true;
 }
 
+// Waits (at most `limit`) for `flag`, set by an operation's body: unlike
+// ran_within it never tests the operation, which would end its grace.
+bool set_within(const std::atomic<bool>& flag, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!flag.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return flag.load();
+}
+
 // One that nobody may wait for (a callback completes it, or a stream-ordered
 // call's host half) is the worker's at once, grace or not.
 TEST(OperationQueue, AnOperationNotWaitedForIsTheWorkersAtOnce) {
   OperationQueue queue(std::chrono::seconds(30));
-  auto op = queue.enqueue([] { return Status::Ok(); });
-  EXPECT_TRUE(ran_within(queue, *op, std::chrono::seconds(10))) << "it sat out the grace";
+  std::atomic<bool> ran{false};
+  auto op = queue.enqueue([&] {
+    ran = true;
+    return Status::Ok();
+  });
+  EXPECT_TRUE(set_within(ran, std::chrono::seconds(10))) << "it sat out the grace";
+  EXPECT_TRUE(queue.wait(*op).ok());
+}
+
+// A thread that tests a call in its grace (rrTest) rather than wait for it
+// will not run it: the worker takes it at once.
+TEST(OperationQueue, ACallTestedInItsGraceIsTheWorkersAtOnce) {
+  OperationQueue queue(std::chrono::seconds(30));
+  std::atomic<bool> ran{false};
+  auto op = queue.enqueue(
+      [&] {
+        ran = true;
+        return Status::Ok();
+      },
+      nullptr, /*waited=*/true);
+  Status status;
+  (void)queue.test(*op, &status);
+  EXPECT_TRUE(set_within(ran, std::chrono::seconds(10))) << "it sat out the grace after a test";
+  EXPECT_TRUE(queue.wait(*op).ok());
 }
 
 // A thread that waits for an operation queued behind one in its grace ends
@@ -295,6 +327,42 @@ TEST(OperationQueue, TheWorkerRunsInTheNormalClassAndWaitsInBatch) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_EQ(policy_of(worker.load()), SCHED_BATCH);
+}
+
+// A call nobody waits for is the worker's at once, and so is its wake-up:
+// enqueue raises the sleeping worker out of SCHED_BATCH before it wakes it
+// (a batch wake-up waits for a free core). A call a waiter may take (in its
+// grace) leaves the worker where it waits.
+TEST(OperationQueue, ACallNobodyWaitsForRaisesTheWorkerBeforeItsWakeUp) {
+  if (!may_take(SCHED_BATCH)) GTEST_SKIP() << "this sandbox forbids changing a thread's scheduling class";
+  OperationQueue queue(std::chrono::seconds(30));
+  std::atomic<pid_t> worker{0};
+  auto first = queue.enqueue([&] {
+    worker = static_cast<pid_t>(syscall(SYS_gettid));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(ran_within(queue, *first, std::chrono::seconds(10)));
+  auto asleep_in_batch = [&] {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (policy_of(worker.load()) != SCHED_BATCH && std::chrono::steady_clock::now() < limit) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return policy_of(worker.load()) == SCHED_BATCH;
+  };
+  ASSERT_TRUE(asleep_in_batch());
+  // A request's call, in its grace: the worker stays in SCHED_BATCH.
+  auto waited = queue.enqueue([] { return Status::Ok(); }, nullptr, /*waited=*/true);
+  EXPECT_EQ(policy_of(worker.load()), SCHED_BATCH) << "a call its waiter may take raised the worker";
+  EXPECT_TRUE(queue.wait(*waited).ok());
+  ASSERT_TRUE(asleep_in_batch());
+  std::atomic<bool> go{false};
+  auto nobodys = queue.enqueue([&] {
+    while (!go.load()) std::this_thread::yield();
+    return Status::Ok();
+  });
+  EXPECT_EQ(policy_of(worker.load()), SCHED_OTHER) << "the worker was woken in SCHED_BATCH";
+  go = true;
+  EXPECT_TRUE(ran_within(queue, *nobodys, std::chrono::seconds(10)));
 }
 
 // A worker started by a thread in another class (here SCHED_IDLE, which an
