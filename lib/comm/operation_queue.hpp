@@ -32,7 +32,11 @@
 // run, so that the end of every operation does not wake it, and it waits in
 // SCHED_BATCH, whose wake-up preempts no running thread: woken at every
 // enqueue in the normal class, it took the core of the thread that was to
-// wait for the operation (one involuntary switch per call). Likewise the end
+// wait for the operation (one involuntary switch per call). An operation
+// that is the worker's at once (nobody waits for it; or one in its grace
+// that a thread tests instead of waiting for, which ends the grace, or
+// waits behind) raises it to the normal class before the wake-up, which
+// then takes a core as any thread's would. Likewise the end
 // of an operation wakes the threads asleep in wait() only when one of them
 // waits for it, or for the next one (to run it), or an overtaker waits for
 // the turn: a thread that waits for the last of a burst of requests slept
