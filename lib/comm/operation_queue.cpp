@@ -170,7 +170,7 @@ Status OperationQueue::wait(AsyncOperation& op) {
       // Behind an operation in its grace: this thread waits for it too, so
       // the worker takes it now, woken as for a call nobody waits for.
       front->worker_from_ = {};
-      if (worker_batch_.exchange(false)) {
+      if (!stopping_ && worker_.joinable() && worker_batch_.exchange(false)) {
         const pthread_t worker = worker_.native_handle();
         lock.unlock();
         raise_to_normal(worker);
@@ -202,8 +202,9 @@ bool OperationQueue::test(AsyncOperation& op, Status* status) {
     if (op.worker_from_ != AsyncOperation::Clock::time_point{}) {
       op.worker_from_ = {};
       handed = true;
-      raise = worker_batch_.exchange(false);
-      worker = worker_.native_handle();
+      // (The worker is alive while an operation waits: stop() drains the queue first.)
+      raise = !stopping_ && worker_.joinable() && worker_batch_.exchange(false);
+      if (raise) worker = worker_.native_handle();
     }
   }
   if (raise) raise_to_normal(worker);
