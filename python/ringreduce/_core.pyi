@@ -154,44 +154,147 @@ class Comm:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool: ...
 
     # Collectives. Blocking forms return None; i-forms return a Request.
-    def allreduce(self, sendbuf: SendBuffer, recvbuf: BufferLike, op: OpLike = "sum") -> None:
+    # timeout: this call's own deadline in seconds (its per-call config);
+    # algorithm (allreduce's): its schedule, as RR_ALGO spells it. None: the
+    # communicator's.
+    def allreduce(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: BufferLike,
+        op: OpLike = "sum",
+        *,
+        timeout: Optional[float] = None,
+        algorithm: Optional[str] = None,
+    ) -> None:
         """recvbuf[i] = op over every rank's sendbuf[i]. In place: IN_PLACE as sendbuf."""
-    def iallreduce(self, sendbuf: SendBuffer, recvbuf: BufferLike, op: OpLike = "sum") -> Request:
+    def iallreduce(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: BufferLike,
+        op: OpLike = "sum",
+        *,
+        timeout: Optional[float] = None,
+        algorithm: Optional[str] = None,
+    ) -> Request:
         """Non-blocking allreduce."""
-    def reduce_scatter(self, sendbuf: SendBuffer, recvbuf: BufferLike, op: OpLike = "sum") -> None:
+    def reduce_scatter(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: BufferLike,
+        op: OpLike = "sum",
+        *,
+        timeout: Optional[float] = None,
+    ) -> None:
         """recvbuf = op over every rank's block ``rank`` of sendbuf (size blocks of len(recvbuf)).
 
         In place: IN_PLACE as sendbuf; recvbuf holds every block and this
         rank's result lands in its block ``rank``.
         """
-    def ireduce_scatter(self, sendbuf: SendBuffer, recvbuf: BufferLike, op: OpLike = "sum") -> Request:
+    def ireduce_scatter(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: BufferLike,
+        op: OpLike = "sum",
+        *,
+        timeout: Optional[float] = None,
+    ) -> Request:
         """Non-blocking reduce_scatter."""
-    def allgather(self, sendbuf: SendBuffer, recvbuf: BufferLike) -> None:
+    def allgather(self, sendbuf: SendBuffer, recvbuf: BufferLike, *, timeout: Optional[float] = None) -> None:
         """recvbuf block r = rank r's sendbuf. In place: IN_PLACE as sendbuf; own block already at ``rank``."""
-    def iallgather(self, sendbuf: SendBuffer, recvbuf: BufferLike) -> Request:
+    def iallgather(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: BufferLike,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Request:
         """Non-blocking allgather."""
-    def broadcast(self, sendbuf: Optional[SendBuffer], recvbuf: BufferLike, root: int = 0) -> None:
+    def broadcast(
+        self,
+        sendbuf: Optional[SendBuffer],
+        recvbuf: BufferLike,
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> None:
         """recvbuf = the root's sendbuf (read on the root only). In place: IN_PLACE as sendbuf."""
-    def ibroadcast(self, sendbuf: Optional[SendBuffer], recvbuf: BufferLike, root: int = 0) -> Request:
+    def ibroadcast(
+        self,
+        sendbuf: Optional[SendBuffer],
+        recvbuf: BufferLike,
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Request:
         """Non-blocking broadcast."""
-    def reduce(self, sendbuf: SendBuffer, recvbuf: Optional[BufferLike], op: OpLike = "sum", root: int = 0) -> None:
+    def reduce(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: Optional[BufferLike],
+        op: OpLike = "sum",
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> None:
         """The root's recvbuf = op over every rank's sendbuf (recvbuf used on the root only).
 
         In place: IN_PLACE as sendbuf; recvbuf holds the input.
         """
-    def ireduce(self, sendbuf: SendBuffer, recvbuf: Optional[BufferLike], op: OpLike = "sum", root: int = 0) -> Request:
+    def ireduce(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: Optional[BufferLike],
+        op: OpLike = "sum",
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Request:
         """Non-blocking reduce."""
-    def gather(self, sendbuf: SendBuffer, recvbuf: Optional[BufferLike], root: int = 0) -> None:
+    def gather(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: Optional[BufferLike],
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> None:
         """The root's recvbuf block r = rank r's sendbuf. In place (root only): IN_PLACE as sendbuf."""
-    def igather(self, sendbuf: SendBuffer, recvbuf: Optional[BufferLike], root: int = 0) -> Request:
+    def igather(
+        self,
+        sendbuf: SendBuffer,
+        recvbuf: Optional[BufferLike],
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Request:
         """Non-blocking gather."""
-    def scatter(self, sendbuf: Optional[BufferLike], recvbuf: SendBuffer, root: int = 0) -> None:
+    def scatter(
+        self,
+        sendbuf: Optional[BufferLike],
+        recvbuf: SendBuffer,
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> None:
         """Rank r's recvbuf = block r of the root's sendbuf. In place (root only): IN_PLACE as recvbuf."""
-    def iscatter(self, sendbuf: Optional[BufferLike], recvbuf: SendBuffer, root: int = 0) -> Request:
+    def iscatter(
+        self,
+        sendbuf: Optional[BufferLike],
+        recvbuf: SendBuffer,
+        root: int = 0,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Request:
         """Non-blocking scatter."""
-    def alltoall(self, sendbuf: BufferLike, recvbuf: BufferLike) -> None:
+    def alltoall(self, sendbuf: BufferLike, recvbuf: BufferLike, *, timeout: Optional[float] = None) -> None:
         """recvbuf block p = block ``rank`` of rank p's sendbuf. No in-place form."""
-    def ialltoall(self, sendbuf: BufferLike, recvbuf: BufferLike) -> Request:
+    def ialltoall(
+        self,
+        sendbuf: BufferLike,
+        recvbuf: BufferLike,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Request:
         """Non-blocking alltoall."""
     def alltoallv(
         self,
@@ -201,6 +304,8 @@ class Comm:
         recvcounts: Sequence[int],
         sdispls: Optional[Sequence[int]] = None,
         rdispls: Optional[Sequence[int]] = None,
+        *,
+        timeout: Optional[float] = None,
     ) -> None:
         """All-to-all with a count per peer, in elements.
 
@@ -214,11 +319,13 @@ class Comm:
         recvcounts: Sequence[int],
         sdispls: Optional[Sequence[int]] = None,
         rdispls: Optional[Sequence[int]] = None,
+        *,
+        timeout: Optional[float] = None,
     ) -> Request:
         """Non-blocking alltoallv."""
-    def barrier(self) -> None:
+    def barrier(self, *, timeout: Optional[float] = None) -> None:
         """Returns once every rank has called it."""
-    def ibarrier(self) -> Request:
+    def ibarrier(self, *, timeout: Optional[float] = None) -> Request:
         """Non-blocking barrier."""
 
     # Point-to-point.

@@ -140,11 +140,13 @@ std::string growth(const Sample& base, const Sample& end, const Options& o, int 
   // grow to the most messages ever in flight at once, and keep that).
   if (end.fds > base.fds && base_inventory && end_inventory) {
     out += who + "  new fds: " + added(base_inventory->fds, end_inventory->fds) + "\n";
+    out += who + "  gone since: " + added(end_inventory->fds, base_inventory->fds) + "\n";
   }
   flat("threads", base.threads, end.threads);
   flat("mapped shared-memory segments", base.shm_mapped, end.shm_mapped);
   if (end.shm_mapped > base.shm_mapped && base_inventory && end_inventory) {
     out += who + "  new segments: " + added(base_inventory->segments, end_inventory->segments) + "\n";
+    out += who + "  gone since: " + added(end_inventory->segments, base_inventory->segments) + "\n";
   }
   if (o.shm_entries_check && end.shm_entries > base.shm_entries) {
     flat("/dev/shm files", base.shm_entries, end.shm_entries);
