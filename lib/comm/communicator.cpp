@@ -37,6 +37,9 @@ Communicator::~Communicator() {
   idle_progress::remove(this);
   // Queued operations finish (or time out) before their transport goes.
   queue_.stop();
+  // No call runs any more: a peer that leaves from here on (it destroyed
+  // its communicator first) is no failure of this one.
+  if (transport_) transport_->begin_close();
   // After a failure or an abort the transport is left as it is, unprogressed
   // (transport/ucx: tearing down endpoints to lost peers crashes UCX), so
   // its posted receives are not retired either: progressing it here is what

@@ -81,6 +81,7 @@ class UcxTransport final : public Transport {
     std::chrono::steady_clock::time_point next_liveness_check;
     bool unflushed = false;         // sent to since the last begin_flush()
     int flushing = 0;               // its endpoint's flushes under way
+    int sends_in_flight = 0;        // sends to it that UCX has not finished
   };
 
   UcxTransport(int rank, int size);
@@ -91,7 +92,9 @@ class UcxTransport final : public Transport {
   // Once a peer has been lost (or may be): UCX's lines about it are expected.
   void note_loss() const;
   mutable bool loss_noted_ = false;
-  // ... and, unless it left between calls (progress_between_calls()), the
+  // ... and, unless it left between calls (progress_between_calls()) or
+  // with nothing of this rank's on its way to it (a peer that destroyed its
+  // communicator first, while this rank ended its last call), the
   // transport is left as it is when it closes (~UcxTransport).
   void abandon_at_close() const;
   mutable bool abandon_at_close_ = false;
