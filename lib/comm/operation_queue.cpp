@@ -58,8 +58,9 @@ std::shared_ptr<AsyncOperation> OperationQueue::enqueue(std::function<Status()> 
   // An operation nobody waits for (a stream-ordered call's host half, a
   // callback's call) is the worker's now: raise it to the normal class
   // before waking it, so that its wake-up takes a core as any thread's
-  // would (a batch wake-up waits for a free core or the next tick: 807 us
-  // against 264 at the median with every core busy). Outside the lock.
+  // would (a batch wake-up waits for a free core or the next tick: a
+  // callback's call took 2.9 ms at the median with every core busy, 0.27
+  // raised; bench/RESULTS.md, "Through torch"). Outside the lock.
   const bool raise = !waited && worker_batch_.exchange(false);
   const pthread_t worker = worker_.native_handle();
   lock.unlock();
@@ -197,8 +198,9 @@ bool OperationQueue::test(AsyncOperation& op, Status* status) {
     }
     // A thread that tests a call instead of waiting for it will not run it:
     // one in its grace is the worker's now, and is woken as a call nobody
-    // waits for is (raised first). Polling with rrTest every 0.2 ms while
-    // every core was busy, the batch worker sat out the grace until a tick.
+    // waits for is (raised first). That hurries a worker still asleep; one
+    // already runnable in SCHED_BATCH (woken at the enqueue) is no wake-up
+    // for the scheduler, and still waits for a free core or a tick.
     if (op.worker_from_ != AsyncOperation::Clock::time_point{}) {
       op.worker_from_ = {};
       handed = true;
